@@ -1,0 +1,33 @@
+"""Exceptions raised by the library; CLIs turn them into one-line messages."""
+
+
+class PyptoError(Exception):
+    """Base of every error this package raises on purpose."""
+
+
+class ProfileWriteError(PyptoError):
+    """A profile or trace could not be written (e.g. the directory is not writable)."""
+
+
+class ParserError(PyptoError):
+    """A `@pl.program` class uses syntax, ops, shapes or dtypes the DSL does not accept."""
+
+    def __init__(self, message: str, filename: str = "<unknown>", lineno: int = 0, col: int = 0):
+        self.filename, self.lineno, self.col, self.problem = filename, lineno, col, message
+        super().__init__(f"{filename}:{lineno}:{col}: {message}")
+
+
+class CompileError(PyptoError):
+    """A pass or codegen rejected the program (e.g. a kernel does not fit on-chip memory)."""
+
+
+class RuntimeConfigError(PyptoError, ValueError):
+    """A `RunConfig` or `TensorSpec` is inconsistent with itself or with the program."""
+
+
+class TraceInputError(PyptoError):
+    """A trace input file is unreadable or not in a format we accept."""
+
+    def __init__(self, path, problem: str):
+        self.path, self.problem = str(path), problem
+        super().__init__(f"{path}: {problem}")
