@@ -1,0 +1,32 @@
+"""Shared pytest setup: the repo root on sys.path, and session fixtures used by several test files."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+TESTS_DIR = Path(__file__).resolve().parent
+for _path in (str(REPO_ROOT), str(TESTS_DIR)):
+    if _path not in sys.path:
+        sys.path.insert(0, _path)
+
+
+@pytest.fixture(scope="session")
+def perfetto_ui():
+    """One offline Perfetto UI (HTTP server + headless Chromium) shared by the whole session.
+
+    Fails when a requirement is missing and the CI environment variable is set, skips otherwise.
+    """
+    from perfetto_ui import PerfettoUI, missing_requirements
+
+    problem = missing_requirements()
+    if problem is not None:
+        if os.environ.get("CI"):
+            pytest.fail(f"perfetto_ui: {problem} (required when CI is set)", pytrace=False)
+        pytest.skip(f"perfetto_ui: {problem}")
+    with PerfettoUI() as ui:
+        yield ui
