@@ -1,0 +1,66 @@
+"""Atomic file writes: a reader never sees a half-written report or trace.
+
+Everything goes to a temporary file in the target directory and is renamed into place
+only once complete; on any failure the temporary file is removed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO
+
+from pypto.errors import ProfileWriteError
+
+
+def ensure_dir(path: str | os.PathLike) -> Path:
+    """Create `path` (and parents); a failure names the directory."""
+    p = Path(path)
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ProfileWriteError(f"{p}: cannot create directory: {e.strerror or e}") from e
+    if not p.is_dir():
+        raise ProfileWriteError(f"{p}: not a directory")
+    return p
+
+
+@contextlib.contextmanager
+def atomic_writer(path: str | os.PathLike, mode: str = "w",
+                  encoding: str | None = "utf-8") -> Iterator[IO]:
+    """Open a temp file beside `path`; rename it over `path` only if the block succeeds."""
+    target = Path(path)
+    directory = ensure_dir(target.parent if str(target.parent) else ".")
+    binary = "b" in mode
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    except OSError as e:
+        raise ProfileWriteError(f"{directory}: cannot write here: {e.strerror or e}") from e
+    try:
+        with os.fdopen(fd, "wb" if binary else "w",
+                       encoding=None if binary else encoding,
+                       newline=None if binary else "") as f:
+            yield f
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, target)
+    except BaseException as e:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        if isinstance(e, OSError):
+            raise ProfileWriteError(f"{target}: cannot write: {e.strerror or e}") from e
+        raise
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+    """Write `text` (UTF-8) to `path` atomically."""
+    with atomic_writer(path, "w") as f:
+        f.write(text)
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
+    """Write `data` to `path` atomically."""
+    with atomic_writer(path, "wb") as f:
+        f.write(data)

@@ -1,0 +1,412 @@
+"""The compile profiler: nested, thread-aware stages on the host CLOCK_MONOTONIC clock.
+
+Recording is kept to the bone, in the manner of LLVM's time-trace profiler: each thread
+appends begin/end events to a log of its own (found through a thread-local), so the hot
+path takes no lock and does one clock read per boundary. The stage tree, with process and
+thread ids, is built only when somebody asks for it (report, trace, summary).
+
+Event log entries (one list per thread and profiler):
+  begin:  (name, args, cat, start_ns)          a 4-tuple
+  end:    end_ns                                an int (normal end)
+          (end_ns, error, args)                 a 3-tuple (failed, or end with extra args)
+  other:  _Marker instances (parent binding for pool workers, inserted finished records)
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import sys
+import threading
+import time
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Callable, TypeVar
+
+_pc = time.perf_counter_ns
+
+ENV_VAR = "PYPTO_COMPILE_PROFILING"
+ENV_DIR_VAR = "PYPTO_COMPILE_PROFILING_DIR"
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"", "0", "false", "no", "off"}
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(slots=True)
+class StageRecord:
+    """One timed stage. `start`/`end` are `time.perf_counter()` seconds; `end == 0` means open.
+
+    The fields after `children` say who ran the stage and on which clock: `start_ns`/`end_ns`
+    are `time.perf_counter_ns()` (Linux CLOCK_MONOTONIC), `pid`/`tid` the OS process and
+    native thread id.
+    """
+
+    name: str
+    start: float
+    end: float = 0.0
+    children: list[StageRecord] = field(default_factory=list)
+    start_ns: int = 0
+    end_ns: int = 0
+    pid: int = 0
+    tid: int = 0
+    thread_name: str = ""
+    cat: str = ""
+    args: dict | None = None
+    error: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.start_ns and self.start:
+            self.start_ns = round(self.start * 1e9)
+        if not self.end_ns and self.end:
+            self.end_ns = round(self.end * 1e9)
+        if not self.pid:
+            self.pid = os.getpid()
+        if not self.tid:
+            self.tid = threading.get_native_id()
+            self.thread_name = self.thread_name or threading.current_thread().name
+
+    @property
+    def is_open(self) -> bool:
+        return self.end <= 0
+
+    @property
+    def duration(self) -> float:
+        """Seconds; an open stage measures up to now; never negative."""
+        end = self.end if self.end > 0 else time.perf_counter()
+        return max(0.0, end - self.start)
+
+    @property
+    def duration_ns(self) -> int:
+        end = self.end_ns if self.end > 0 else _pc()
+        return max(0, end - self.start_ns)
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "name": self.name,
+            "seconds": round(self.duration, 6),
+            "children": [c.to_dict() for c in self.children],
+            "start_ns": self.start_ns,
+            "end_ns": self.end_ns if not self.is_open else None,
+            "pid": self.pid,
+            "tid": self.tid,
+            "thread_name": self.thread_name,
+            "cat": self.cat,
+        }
+        if self.args:
+            d["args"] = self.args
+        if self.error is not None:
+            d["error"] = self.error
+        if self.is_open:
+            d["open"] = True
+        return d
+
+
+class _Marker:
+    """A non-timing entry in a thread log."""
+
+    __slots__ = ("kind", "value")
+
+    def __init__(self, kind: str, value: Any) -> None:
+        self.kind, self.value = kind, value
+
+
+class _ThreadLog(list):
+    """One thread's event log for one profiler; also the `with prof.stage()` closer."""
+
+    __slots__ = ("pid", "tid", "thread_name", "order")
+
+    def __enter__(self) -> _ThreadLog:
+        return self
+
+    def __exit__(self, et, ev, tb) -> None:
+        if et is None:
+            self.append(_pc())
+        else:
+            self.append((_pc(), et.__name__, None))
+
+
+class _ProfilerTLS(threading.local):
+    log: _ThreadLog | None = None
+
+
+class _CurrentTLS(threading.local):
+    prof: CompileProfiler | None = None
+
+
+_current = _CurrentTLS()
+
+
+class CompileProfiler:
+    """Hierarchical wall-clock profiler for the PyPTO pipeline (upstream-compatible API).
+
+    `CompileProfiler.current()` is the innermost active profiler of this thread.
+    """
+
+    def __init__(self) -> None:
+        self._tls = _ProfilerTLS()
+        self._logs: list[_ThreadLog] = []
+        self._logs_lock = threading.Lock()
+        self._previous: list[CompileProfiler | None] = []
+        self._total_start: float = 0.0
+        self._total_end: float = 0.0
+        self.pid = os.getpid()
+        self.process_names: dict[int, str] = {self.pid: "PyPTO compile"}
+
+    # -- activation ----------------------------------------------------------------------
+    def __enter__(self) -> CompileProfiler:
+        self._previous.append(_current.prof)
+        _current.prof = self
+        self._total_start = time.perf_counter()
+        self._total_end = 0.0
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._total_end = time.perf_counter()
+        _current.prof = self._previous.pop() if self._previous else None
+
+    @staticmethod
+    def current() -> CompileProfiler | None:
+        """The innermost active profiler of this thread, or None (one thread-local read)."""
+        return _current.prof
+
+    # -- recording (hot path) ---------------------------------------------------------------
+    def stage(self, name: str, args: dict | None = None, cat: str | None = None) -> _ThreadLog:
+        """Context manager timing one stage; stages nest. The stage opens at this call."""
+        log = self._tls.log
+        if log is None:
+            log = self._register_thread()
+        log.append((name, args, cat, _pc()))
+        return log
+
+    def _begin_stage(self, name: str, args: dict | None = None, cat: str | None = None) -> None:
+        """Open a stage (for split before/after callbacks such as a pass instrument)."""
+        log = self._tls.log
+        if log is None:
+            log = self._register_thread()
+        log.append((name, args, cat, _pc()))
+
+    def _end_stage(self, args: dict | None = None, error: str | None = None) -> None:
+        """Close the innermost open stage of this thread; `args` are merged into its args."""
+        log = self._tls.log
+        if log is None:
+            return
+        if args is None and error is None:
+            log.append(_pc())
+        else:
+            log.append((_pc(), error, args))
+
+    def add_stage_record(self, record: StageRecord) -> None:
+        """Insert a finished record (e.g. timed elsewhere) at this thread's current nesting level."""
+        log = self._tls.log
+        if log is None:
+            log = self._register_thread()
+        log.append(_Marker("record", record))
+
+    def set_process_name(self, pid: int, name: str) -> None:
+        """Name a process whose stages appear in this profile (e.g. a device child process)."""
+        self.process_names[pid] = name
+
+    def _register_thread(self) -> _ThreadLog:
+        log = _ThreadLog()
+        log.pid = os.getpid()
+        log.tid = threading.get_native_id()
+        log.thread_name = threading.current_thread().name
+        with self._logs_lock:
+            log.order = len(self._logs)
+            self._logs.append(log)
+        self._tls.log = log
+        return log
+
+    def _open_stage_ref(self) -> tuple[_ThreadLog, int] | None:
+        """Identity of this thread's innermost open stage (or of the stage it is bound under)."""
+        log = self._tls.log
+        if log is None:
+            return None
+        depth = 0  # stages closed after the point being scanned
+        skip = 0  # finished bound calls being skipped over
+        for i in range(len(log) - 1, -1, -1):
+            e = log[i]
+            t = type(e)
+            if t is tuple and len(e) == 4:
+                if depth == 0 and skip == 0:
+                    return (log, i)
+                depth -= 1
+            elif t is int or t is tuple:
+                depth += 1
+            elif e.kind == "parent":
+                if e.value is None:
+                    skip += 1
+                elif skip:
+                    skip -= 1
+                elif depth == 0:
+                    return e.value
+        return None
+
+    def bind(self, fn: F) -> F:
+        """Wrap `fn` so that, on any thread, this profiler is current and its stages nest
+        under the stage open here and now (use for thread-pool workers)."""
+        parent = self._open_stage_ref()
+        prof = self
+
+        def bound(*a: Any, **kw: Any) -> Any:
+            prev = _current.prof
+            _current.prof = prof
+            log = prof._tls.log
+            if log is None:
+                log = prof._register_thread()
+            log.append(_Marker("parent", parent))
+            try:
+                return fn(*a, **kw)
+            finally:
+                log.append(_Marker("parent", None))
+                _current.prof = prev
+
+        bound.__wrapped__ = fn  # type: ignore[attr-defined]
+        bound.__name__ = getattr(fn, "__name__", "bound")
+        return bound  # type: ignore[return-value]
+
+    # -- results ---------------------------------------------------------------------------
+    @property
+    def stages(self) -> list[StageRecord]:
+        """The top-level stages, with children, built from all threads' logs."""
+        from pypto.compile_profiling.stage_tree import build_stage_tree
+
+        with self._logs_lock:
+            logs = list(self._logs)
+        return build_stage_tree(logs)
+
+    @property
+    def total_seconds(self) -> float:
+        if self._total_end > 0:
+            return self._total_end - self._total_start
+        if self._total_start > 0:
+            return time.perf_counter() - self._total_start
+        return sum(s.duration for s in self.stages)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The profile as a dict: `total_seconds` and nested `stages` (name/seconds/children)."""
+        from pypto.compile_profiling.report import profile_dict
+
+        return profile_dict(self, self.stages)
+
+    def to_json(self, path: str | os.PathLike | None = None, indent: int | None = 2) -> str:
+        """The profile as JSON text; also written (atomically) to `path` when given."""
+        import json
+
+        from pypto.compile_profiling.atomic_io import atomic_write_text
+
+        text = json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
+        if path is not None:
+            atomic_write_text(path, text + "\n")
+        return text
+
+    def summary(self) -> str:
+        """Human-readable hierarchical summary (the `pipeline_profile.txt` layout)."""
+        from pypto.compile_profiling.report import format_summary
+
+        return format_summary(self.stages, self.total_seconds)
+
+    def to_chrome_trace(self, path: str | os.PathLike | None = None) -> dict:
+        """The profile as a Chrome-trace dict; also written (atomically) to `path` when given."""
+        from pypto.compile_profiling.chrome_trace import profile_trace, write_chrome_trace
+
+        if path is not None:
+            return write_chrome_trace(self, path)
+        return profile_trace(self)
+
+    def to_perfetto(self, path: str | os.PathLike) -> None:
+        """Write the profile as a native Perfetto protobuf trace (`.pftrace`)."""
+        from pypto.compile_profiling.merge import write_profile_perfetto
+
+        write_profile_perfetto(self, path)
+
+    def write_report(self, report_dir: str | os.PathLike) -> None:
+        """Write `pipeline_profile.txt`, `pipeline_profile.json` and `trace.json` to `report_dir`."""
+        from pypto.compile_profiling.report import write_report
+
+        write_report(self, report_dir)
+
+
+def bind_to_current(fn: F) -> F:
+    """`fn` bound to this thread's active profiler and open stage; `fn` itself when none."""
+    prof = _current.prof
+    if prof is None:
+        return fn
+    return prof.bind(fn)
+
+
+# -- the process-wide profiler driven by the environment --------------------------------------
+
+_process_profiler: CompileProfiler | None = None
+_process_lock = threading.Lock()
+_warned_values: set[str] = set()
+
+
+def _env_enabled() -> bool:
+    raw = os.environ.get(ENV_VAR, "")
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value not in _FALSE and raw not in _warned_values:
+        _warned_values.add(raw)
+        warnings.warn(f"{ENV_VAR}={raw!r} is not one of 1/true/yes/on or 0/false/no/off; "
+                      "compile profiling stays off", RuntimeWarning, stacklevel=3)
+    return False
+
+
+def get_active_profiler() -> CompileProfiler | None:
+    """The explicit profiler of this thread if any, else the process-wide one (variable set).
+
+    The environment is read once, when this module is imported (and again by
+    `refresh_from_environment()`), so this check is two attribute reads on the hot path.
+    """
+    prof = _current.prof
+    if prof is not None:
+        return prof
+    prof = _process_profiler
+    if prof is not None:
+        _current.prof = prof
+    return prof
+
+
+def refresh_from_environment() -> CompileProfiler | None:
+    """Re-read PYPTO_COMPILE_PROFILING (e.g. after changing os.environ in-process)."""
+    global _process_profiler
+    with _process_lock:
+        if _env_enabled():
+            if _process_profiler is None:
+                _process_profiler = CompileProfiler()
+                _process_profiler._total_start = time.perf_counter()
+                atexit.register(_write_process_profile, _process_profiler)
+        elif _process_profiler is not None:
+            if _current.prof is _process_profiler:
+                _current.prof = None
+            _process_profiler = None
+        return _process_profiler
+
+
+def default_profile_dir(pid: int | None = None) -> str:
+    """`$PYPTO_COMPILE_PROFILING_DIR`, else `./pypto_profile/<time>_<pid>/`."""
+    configured = os.environ.get(ENV_DIR_VAR, "").strip()
+    if configured:
+        return configured
+    stamp = time.strftime("%Y%m%d_%H%M%S")
+    return os.path.join("pypto_profile", f"{stamp}_{pid or os.getpid()}")
+
+
+def _write_process_profile(prof: CompileProfiler) -> None:
+    if prof is not _process_profiler or prof.pid != os.getpid():
+        return  # disabled since, or a forked child: the parent writes its own
+    prof._total_end = time.perf_counter()
+    out = default_profile_dir(prof.pid)
+    try:
+        prof.write_report(out)
+    except Exception as e:  # noqa: BLE001 - at exit, one line beats a traceback
+        print(f"pypto: compile profile not written: {e}", file=sys.stderr)
+        return
+    print(f"pypto: compile profile written to {os.path.abspath(out)}/ "
+          "(pipeline_profile.txt, pipeline_profile.json, trace.json)", file=sys.stderr)
+
+
+refresh_from_environment()
