@@ -52,6 +52,20 @@ Useful UI v52 tables: `process(upid, pid, name)`, `thread(utid, tid, name, upid)
 `process_track(id, upid)`, `stats(name, idx, severity, source, value, description)`,
 `metadata(name, str_value, int_value)`. Timestamps are in nanoseconds (Chrome JSON microseconds
 are multiplied by 1000).
+
+What UI v52 does with some inputs (each checked in tests/test_perfetto_ui_harness.py):
+- overlapping (badly nested) X slices on one thread: the later one is dropped and the stat
+  `slice_drop_overlapping_complete_event` (severity error) counts it;
+- truncated JSON: the load fails ("JSON trace file is incomplete"); bytes that are no trace:
+  the load fails ("Cannot open this file");
+- Chrome JSON flow v1: an `s` event binds to the innermost slice *begun* before it that the
+  importer has not popped yet, even one that already ended (an `s` inside a parent after a
+  child ended binds to that child). Put `s` at the start ts of the slice it should leave, or
+  use flow v2 (`bind_id` plus `flow_out: true` / `flow_in: true` on the X events), which binds
+  exactly. `f` with `bp: "e"` binds to the slice enclosing it;
+- a protobuf TrackDescriptor with `parent_uuid` = a process track and a `name` becomes a
+  `process_track` (type `process_merged_track_event`) of that process; debug annotations
+  become args `debug.<name>`.
 """
 
 from __future__ import annotations
