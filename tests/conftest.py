@@ -1,4 +1,4 @@
-"""Shared pytest setup: the repo root on sys.path, and session fixtures used by several test files."""
+"""Shared pytest setup: the repo root on sys.path, and session fixtures used by several tests."""
 
 from __future__ import annotations
 

