@@ -1,0 +1,44 @@
+"""Typed IR, printer, pass pipeline and `ir.compile` (parse -> passes -> codegen)."""
+
+from pypto.ir.nodes import (
+    Assign,
+    BinExpr,
+    Call,
+    Const,
+    EvalStmt,
+    For,
+    Function,
+    FunctionType,
+    KernelCall,
+    Param,
+    Program,
+    Return,
+    Span,
+    Var,
+)
+from pypto.ir.pass_manager import (
+    CallbackInstrument,
+    DumpInstrument,
+    FunctionPass,
+    Pass,
+    PassInstrument,
+    PassManager,
+    ProfilingInstrument,
+)
+from pypto.ir.printer import print_program
+from pypto.ir.types import DataType, MemRef, ScalarType, TensorType, TileType
+
+__all__ = [
+    "Assign", "BinExpr", "Call", "CallbackInstrument", "Const", "DataType", "DumpInstrument",
+    "EvalStmt", "For", "Function", "FunctionPass", "FunctionType", "KernelCall", "MemRef",
+    "Param", "Pass", "PassInstrument", "PassManager", "Program", "ProfilingInstrument", "Return",
+    "ScalarType", "Span", "TensorType", "TileType", "Var", "compile", "print_program",
+]
+
+
+def compile(program: Program, output_dir: str | None = None, profiling: bool = False,  # noqa: A001
+            dump_passes: bool = False, **kwargs) -> str:
+    """Run the pass pipeline and codegen; returns the output directory (see pypto.ir.compiler)."""
+    from pypto.ir.compiler import compile_program
+
+    return compile_program(program, output_dir, profiling, dump_passes, **kwargs)

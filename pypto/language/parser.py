@@ -1,0 +1,525 @@
+"""`@pl.program` class source -> IR, via Python's `ast`. Every rejection names file:line:col."""
+
+from __future__ import annotations
+
+import ast
+
+from pypto.errors import ParserError
+from pypto.ir.nodes import (
+    Assign,
+    BinExpr,
+    Call,
+    Const,
+    EvalStmt,
+    Expr,
+    For,
+    Function,
+    FunctionType,
+    KernelCall,
+    Param,
+    Program,
+    Return,
+    Span,
+    Stmt,
+    Var,
+)
+from pypto.ir.types import (
+    DTYPES,
+    INDEX,
+    INT32,
+    ScalarType,
+    TensorType,
+    TileType,
+    Type,
+    same_shape_dtype,
+    type_str,
+)
+
+ELEMENTWISE = {"add", "sub", "mul", "div", "maximum"}
+UNARY = {"exp", "row_sum", "row_max"}
+_BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//", ast.Mod: "%"}
+
+
+def _fold_int(op: str, a: int, b: int) -> int:
+    if op == "+":
+        return a + b
+    if op == "-":
+        return a - b
+    if op == "*":
+        return a * b
+    return a // b if op == "//" else a % b
+
+
+def _describe(t: Type | None) -> str:
+    return "nothing" if t is None else type_str(t)
+
+
+class _FunctionSig:
+    __slots__ = ("name", "func_type", "params", "return_types", "node")
+
+    def __init__(self, name, func_type, params, return_types, node):
+        self.name, self.func_type, self.params = name, func_type, params
+        self.return_types, self.node = return_types, node
+
+
+class ProgramParser:
+    """Parses one class. `env` resolves module-level constants (shape sizes) and the `pl` alias."""
+
+    def __init__(self, filename: str, env: dict | None, line_offset: int, col_offset: int):
+        import pypto.language as pl_module
+
+        self.filename, self.line_offset, self.col_offset = filename, line_offset, col_offset
+        self.env = env or {}
+        self.pl_names = {"pl"} | {k for k, v in self.env.items() if v is pl_module}
+
+    # ---- helpers -------------------------------------------------------------------------
+    def span(self, node: ast.AST) -> Span:
+        return Span(self.filename, node.lineno + self.line_offset,
+                    node.col_offset + self.col_offset + 1)
+
+    def error(self, node: ast.AST, message: str) -> ParserError:
+        s = self.span(node)
+        return ParserError(message, s.filename, s.line, s.col)
+
+    def dotted(self, node: ast.AST) -> str | None:
+        """`pl.FunctionType.InCore` -> "pl.FunctionType.InCore" (alias normalised to pl)."""
+        parts = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name):
+            return None
+        parts.append("pl" if node.id in self.pl_names else node.id)
+        return ".".join(reversed(parts))
+
+    def const_int(self, node: ast.AST, what: str) -> int:
+        """A compile-time integer: literal, module constant, or arithmetic of those."""
+        if isinstance(node, ast.Constant) and type(node.value) is int:
+            return node.value
+        if isinstance(node, ast.Name) and type(self.env.get(node.id)) is int:
+            return self.env[node.id]
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return -self.const_int(node.operand, what)
+        if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+            a, b = self.const_int(node.left, what), self.const_int(node.right, what)
+            try:
+                return _fold_int(_BINOPS[type(node.op)], a, b)
+            except ZeroDivisionError:
+                raise self.error(node, f"division by zero in {what}") from None
+        raise self.error(node, f"{what} must be a compile-time integer")
+
+    def int_list(self, node: ast.AST, what: str) -> tuple[int, ...]:
+        if not isinstance(node, (ast.List, ast.Tuple)):
+            raise self.error(node, f"{what} must be a list like [64, 128]")
+        return tuple(self.const_int(e, what) for e in node.elts)
+
+    def dtype(self, node: ast.AST):
+        name = self.dotted(node)
+        if name and name.startswith("pl.") and name[3:] in DTYPES and name[3:] != "INDEX":
+            return DTYPES[name[3:]]
+        raise self.error(node, f"unknown dtype {ast.unparse(node)!r} (use pl.FP32, pl.FP16 or pl.INT32)")
+
+    def parse_type(self, node: ast.AST) -> tuple[Type, str]:
+        """An annotation -> (type, parameter direction)."""
+        if isinstance(node, ast.Subscript):
+            head = self.dotted(node.value)
+            if head in ("pl.Out", "pl.InOut"):
+                inner, _ = self.parse_type(node.slice)
+                if not isinstance(inner, TensorType):
+                    raise self.error(node, f"{head} wraps a pl.Tensor")
+                return inner, "out" if head == "pl.Out" else "inout"
+            if head == "pl.Scalar":
+                return ScalarType(self.dtype(node.slice)), "scalar"
+            if head in ("pl.Tensor", "pl.Tile"):
+                items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+                if len(items) not in (2, 3) or (head == "pl.Tensor" and len(items) != 2):
+                    raise self.error(node, f"{head} takes [shape, dtype]")
+                shape = self.int_list(items[0], "shape")
+                if not shape or any(d <= 0 for d in shape):
+                    raise self.error(items[0], f"shape {list(shape)} must have positive sizes")
+                dt = self.dtype(items[1])
+                if head == "pl.Tensor":
+                    return TensorType(shape, dt), "in"
+                space = None
+                if len(items) == 3:
+                    sp = self.dotted(items[2]) or ""
+                    space = sp.rsplit(".", 1)[-1]
+                return TileType(shape, dt, space), "in"
+        raise self.error(node, f"unsupported type annotation {ast.unparse(node)!r}")
+
+    # ---- program and signatures ----------------------------------------------------------
+    def parse_class(self, cls: ast.ClassDef) -> Program:
+        sigs: dict[str, _FunctionSig] = {}
+        for item in cls.body:
+            if isinstance(item, ast.Expr) and isinstance(item.value, ast.Constant):
+                continue  # docstring
+            if isinstance(item, ast.Pass):
+                continue
+            if not isinstance(item, ast.FunctionDef):
+                raise self.error(item, "a @pl.program class holds only @pl.function methods")
+            if item.name in sigs:
+                raise self.error(item, f"function {item.name!r} is defined twice")
+            sigs[item.name] = self.parse_signature(item)
+        orch = [s for s in sigs.values() if s.func_type is FunctionType.Orchestration]
+        if len(orch) != 1:
+            raise self.error(cls, f"program {cls.name!r} needs exactly one Orchestration function, "
+                                  f"found {len(orch)}")
+        self.sigs = sigs
+        functions = {name: self.parse_body(sig) for name, sig in sigs.items()}
+        return Program(cls.name, functions, self.filename)
+
+    def parse_signature(self, fn: ast.FunctionDef) -> _FunctionSig:
+        func_type = None
+        for dec in fn.decorator_list:
+            target = dec.func if isinstance(dec, ast.Call) else dec
+            if self.dotted(target) != "pl.function":
+                raise self.error(dec, f"unsupported decorator {ast.unparse(dec)!r}")
+            func_type = FunctionType.InCore
+            if isinstance(dec, ast.Call):
+                if dec.args:
+                    raise self.error(dec, "pl.function takes only type=...")
+                for kw in dec.keywords:
+                    val = self.dotted(kw.value) or ""
+                    if kw.arg != "type" or not val.startswith("pl.FunctionType."):
+                        raise self.error(kw, "pl.function takes only type=pl.FunctionType.<kind>")
+                    kind = val.rsplit(".", 1)[-1]
+                    if kind not in FunctionType.__members__:
+                        raise self.error(kw, f"unknown function type {kind!r} (InCore or Orchestration)")
+                    func_type = FunctionType[kind]
+        if func_type is None:
+            raise self.error(fn, f"method {fn.name!r} needs @pl.function")
+        a = fn.args
+        if a.vararg or a.kwarg or a.kwonlyargs or a.defaults or a.posonlyargs:
+            raise self.error(fn, "functions take plain positional parameters only")
+        if not a.args or a.args[0].arg != "self":
+            raise self.error(fn, f"{fn.name!r}: first parameter must be self")
+        params = []
+        for arg in a.args[1:]:
+            if arg.annotation is None:
+                raise self.error(arg, f"parameter {arg.arg!r} needs a type annotation")
+            t, direction = self.parse_type(arg.annotation)
+            if isinstance(t, TileType):
+                raise self.error(arg, "parameters are tensors or scalars, not tiles")
+            params.append(Param(Var(arg.arg, t, self.span(arg)), direction))
+        returns: tuple[Type, ...] = ()
+        r = fn.returns
+        if r is not None and not (isinstance(r, ast.Constant) and r.value is None):
+            if isinstance(r, ast.Subscript) and self.dotted(r.value) in ("tuple", "typing.Tuple"):
+                elts = r.slice.elts if isinstance(r.slice, ast.Tuple) else [r.slice]
+                returns = tuple(self.parse_type(e)[0] for e in elts)
+            else:
+                returns = (self.parse_type(r)[0],)
+        return _FunctionSig(fn.name, func_type, tuple(params), returns, fn)
+
+    # ---- bodies --------------------------------------------------------------------------
+    def parse_body(self, sig: _FunctionSig) -> Function:
+        self.sig = sig
+        self.scope: dict[str, Var] = {p.var.name: p.var for p in sig.params}
+        self.directions = {p.var.name: p.direction for p in sig.params}
+        body = self.parse_stmts(sig.node.body, top=True)
+        return Function(sig.name, sig.func_type, sig.params, sig.return_types, body,
+                        self.span(sig.node))
+
+    def parse_stmts(self, nodes: list[ast.stmt], top: bool = False) -> tuple[Stmt, ...]:
+        out: list[Stmt] = []
+        for i, node in enumerate(nodes):
+            if isinstance(node, ast.Pass):
+                continue
+            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and i == 0 and top:
+                continue  # docstring
+            out.append(self.parse_stmt(node))
+        return tuple(out)
+
+    def bind(self, name: str, value: Expr, node: ast.AST) -> Var:
+        if value.type is None:
+            raise self.error(node, f"call returns nothing; cannot assign it to {name!r}")
+        old = self.scope.get(name)
+        if old is not None and not same_shape_dtype(old.type, value.type):
+            raise self.error(node, f"{name!r} is {_describe(old.type)} but is assigned "
+                                   f"{_describe(value.type)}")
+        var = Var(name, value.type, self.span(node))
+        self.scope[name] = var
+        return var
+
+    def parse_stmt(self, node: ast.stmt) -> Stmt:
+        if isinstance(node, ast.Assign):
+            if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
+                raise self.error(node, "assign to a single name")
+            value = self.parse_expr(node.value)
+            return Assign(self.bind(node.targets[0].id, value, node.targets[0]), value, self.span(node))
+        if isinstance(node, ast.AnnAssign):
+            if not isinstance(node.target, ast.Name) or node.value is None:
+                raise self.error(node, "annotated assignment needs a name and a value")
+            declared, _ = self.parse_type(node.annotation)
+            value = self.parse_expr(node.value)
+            if value.type is None or not same_shape_dtype(declared, value.type):
+                raise self.error(node.annotation, f"annotation says {type_str(declared)} but the "
+                                                  f"value is {_describe(value.type)}")
+            return Assign(self.bind(node.target.id, value, node.target), value, self.span(node))
+        if isinstance(node, ast.Expr):
+            if not isinstance(node.value, ast.Call):
+                raise self.error(node, "expression statement must be a call")
+            return EvalStmt(self.parse_expr(node.value), self.span(node))
+        if isinstance(node, ast.For):
+            return self.parse_for(node)
+        if isinstance(node, ast.Return):
+            return self.parse_return(node)
+        raise self.error(node, f"unsupported statement: {type(node).__name__}")
+
+    def parse_for(self, node: ast.For) -> For:
+        it = node.iter
+        if not (isinstance(it, ast.Call) and self.dotted(it.func) == "pl.range"):
+            raise self.error(it, "loops iterate over pl.range(...)")
+        if not isinstance(node.target, ast.Name):
+            raise self.error(node.target, "loop variable must be a single name")
+        if node.orelse:
+            raise self.error(node, "for/else is not supported")
+        if it.keywords or not 1 <= len(it.args) <= 3:
+            raise self.error(it, "pl.range takes 1 to 3 compile-time integers")
+        bounds = [self.const_int(a, "pl.range bound") for a in it.args]
+        start, stop, step = (0, bounds[0], 1) if len(bounds) == 1 else (*bounds, 1)[:3]
+        if step == 0:
+            raise self.error(it, "pl.range step must not be 0")
+        if not range(start, stop, step):
+            raise self.error(it, "pl.range trip count must be positive")
+        name = node.target.id
+        if name in self.scope:
+            raise self.error(node.target, f"loop variable {name!r} shadows an existing name")
+        var = Var(name, ScalarType(INDEX), self.span(node.target))
+        self.scope[name] = var
+        body = self.parse_stmts(node.body)
+        del self.scope[name]
+        return For(var, start, stop, step, body, self.span(node))
+
+    def parse_return(self, node: ast.Return) -> Return:
+        if node.value is None:
+            values: tuple[Expr, ...] = ()
+        elif isinstance(node.value, ast.Tuple):
+            values = tuple(self.parse_expr(e) for e in node.value.elts)
+        else:
+            values = (self.parse_expr(node.value),)
+        want = self.sig.return_types
+        got = [v.type for v in values]
+        if len(got) != len(want) or not all(same_shape_dtype(a, b) for a, b in zip(got, want)):
+            raise self.error(node, f"{self.sig.name!r} returns {', '.join(map(_describe, got)) or 'nothing'}"
+                                   f" but is annotated {', '.join(map(type_str, want)) or 'nothing'}")
+        return Return(values, self.span(node))
+
+    # ---- expressions ---------------------------------------------------------------------
+    def parse_expr(self, node: ast.expr) -> Expr:
+        sp = self.span(node)
+        if isinstance(node, ast.Name):
+            if node.id in self.scope:
+                return Var(node.id, self.scope[node.id].type, sp)
+            value = self.env.get(node.id)
+            if type(value) in (int, float):
+                return Const(value, INDEX if type(value) is int else DTYPES["FP32"], sp)
+            raise self.error(node, f"unknown name {node.id!r}")
+        if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+            return Const(node.value, INDEX if type(node.value) is int else DTYPES["FP32"], sp)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            inner = self.parse_expr(node.operand)
+            if isinstance(inner, Const):
+                return Const(-inner.value, inner.dtype, sp)
+            return BinExpr("-", Const(0, INDEX, sp), self.index_expr(inner, node.operand), sp)
+        if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+            lhs = self.index_expr(self.parse_expr(node.left), node.left)
+            rhs = self.index_expr(self.parse_expr(node.right), node.right)
+            return BinExpr(_BINOPS[type(node.op)], lhs, rhs, sp)
+        if isinstance(node, ast.Call):
+            return self.parse_call(node)
+        raise self.error(node, f"unsupported expression: {ast.unparse(node)!r}")
+
+    def index_expr(self, e: Expr, node: ast.AST) -> Expr:
+        if not (isinstance(e.type, ScalarType) and e.type.dtype in (INDEX, INT32)):
+            raise self.error(node, f"arithmetic operators work on integer indices only, got "
+                                   f"{_describe(e.type)}; use pl.add/pl.mul/... for tiles")
+        return e
+
+    def call_args(self, node: ast.Call, names: list[str], op: str) -> dict[str, ast.expr]:
+        """Positional and keyword arguments of a DSL call, by parameter name."""
+        if len(node.args) > len(names):
+            raise self.error(node, f"pl.{op} takes {len(names)} arguments, got {len(node.args)}")
+        bound = dict(zip(names, node.args))
+        for kw in node.keywords:
+            if kw.arg not in names or kw.arg in bound:
+                raise self.error(kw, f"pl.{op} got an unexpected argument {kw.arg!r}")
+            bound[kw.arg] = kw.value
+        missing = [n for n in names if n not in bound]
+        if missing:
+            raise self.error(node, f"pl.{op} is missing {', '.join(missing)}")
+        return bound
+
+    def parse_call(self, node: ast.Call) -> Expr:
+        f = node.func
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "self":
+            return self.parse_kernel_call(node, f.attr)
+        name = self.dotted(f) or ""
+        if not name.startswith("pl.") or name.count(".") != 1:
+            raise self.error(node, f"unsupported call {ast.unparse(f)!r}")
+        op = name[3:]
+        orchestration = self.sig.func_type is FunctionType.Orchestration
+        if op == "create_tensor":
+            if not orchestration:
+                raise self.error(node, "pl.create_tensor is for orchestration functions")
+            a = self.call_args(node, ["shape", "dtype"], op)
+            shape, dt = self.int_list(a["shape"], "shape"), self.dtype(a["dtype"])
+            if not shape or any(d <= 0 for d in shape):
+                raise self.error(a["shape"], f"shape {list(shape)} must have positive sizes")
+            return Call(op, (), TensorType(shape, dt), {"shape": shape, "dtype": dt}, self.span(node))
+        if op in {"load", "store", "matmul"} | ELEMENTWISE | UNARY:
+            if orchestration:
+                raise self.error(node, f"pl.{op} is a tile op; call it inside an InCore kernel")
+            return getattr(self, f"op_{op if op in {'load', 'store', 'matmul'} else 'tile'}")(node, op)
+        if op == "range":
+            raise self.error(node, "pl.range is only allowed as a for-loop iterator")
+        raise self.error(node, f"unknown op pl.{op}")
+
+    def tile(self, node: ast.expr, op: str, what: str) -> Expr:
+        e = self.parse_expr(node)
+        if not isinstance(e.type, TileType):
+            raise self.error(node, f"pl.{op} {what} must be a tile, got {_describe(e.type)}")
+        return e
+
+    def window(self, node: ast.Call, op: str, tensor: Var, offsets_node: ast.expr, shape) -> tuple:
+        if not isinstance(offsets_node, (ast.List, ast.Tuple)):
+            raise self.error(offsets_node, "offsets must be a list like [0, i * 64]")
+        offsets = tuple(self.index_expr(self.parse_expr(o), o) for o in offsets_node.elts)
+        dims = tensor.type.shape
+        if len(offsets) != len(dims) or len(shape) != len(dims):
+            raise self.error(node, f"pl.{op}: tensor {tensor.name!r} has rank {len(dims)}; offsets "
+                                   f"and shape must have {len(dims)} entries")
+        for o, s, d in zip(offsets, shape, dims):
+            if s > d or (isinstance(o, Const) and not 0 <= o.value <= d - s):
+                raise self.error(node, f"pl.{op}: window offsets {[print_off(x) for x in offsets]} "
+                                       f"shape {list(shape)} exceeds tensor {tensor.name!r} shape "
+                                       f"{list(dims)}")
+        return offsets
+
+    def tensor_param(self, node: ast.expr, op: str) -> Var:
+        e = self.parse_expr(node)
+        if not isinstance(e, Var) or not isinstance(e.type, TensorType):
+            raise self.error(node, f"pl.{op} needs a tensor parameter, got {ast.unparse(node)!r}")
+        return e
+
+    def op_load(self, node: ast.Call, op: str) -> Call:
+        a = self.call_args(node, ["tensor", "offsets", "shapes"], op)
+        tensor = self.tensor_param(a["tensor"], op)
+        if self.directions.get(tensor.name) == "out":
+            raise self.error(a["tensor"], f"{tensor.name!r} is pl.Out (write-only); declare it "
+                                          "pl.InOut to load from it")
+        shape = self.int_list(a["shapes"], "load shape")
+        offsets = self.window(node, op, tensor, a["offsets"], shape)
+        return Call("load", (tensor, *offsets), TileType(shape, tensor.type.dtype),
+                    {"shape": shape}, self.span(node))
+
+    def op_store(self, node: ast.Call, op: str) -> Call:
+        a = self.call_args(node, ["tile", "offsets", "output_tensor"], op)
+        tile = self.tile(a["tile"], op, "source")
+        out = self.tensor_param(a["output_tensor"], op)
+        if self.directions.get(out.name, "in") == "in":
+            raise self.error(a["output_tensor"], f"cannot store into input {out.name!r}; declare it "
+                                                 "pl.Out or pl.InOut")
+        if tile.type.dtype != out.type.dtype:
+            raise self.error(node, f"pl.store: tile dtype {tile.type.dtype.name} does not match "
+                                   f"tensor {out.name!r} dtype {out.type.dtype.name}")
+        offsets = self.window(node, op, out, a["offsets"], tile.type.shape)
+        return Call("store", (tile, out, *offsets), out.type, {}, self.span(node))
+
+    def op_matmul(self, node: ast.Call, op: str) -> Call:
+        a = self.call_args(node, ["lhs", "rhs"], op)
+        lhs, rhs = self.tile(a["lhs"], op, "lhs"), self.tile(a["rhs"], op, "rhs")
+        ls, rs = lhs.type.shape, rhs.type.shape
+        if len(ls) != 2 or len(rs) != 2 or ls[1] != rs[0]:
+            raise self.error(node, f"pl.matmul shape mismatch: {list(ls)} @ {list(rs)}")
+        if lhs.type.dtype != rhs.type.dtype:
+            raise self.error(node, f"pl.matmul dtype mismatch: {lhs.type.dtype.name} and "
+                                   f"{rhs.type.dtype.name}")
+        acc = INT32 if lhs.type.dtype == INT32 else DTYPES["FP32"]
+        return Call("matmul", (lhs, rhs), TileType((ls[0], rs[1]), acc), {}, self.span(node))
+
+    def op_tile(self, node: ast.Call, op: str) -> Call:
+        if op in UNARY:
+            x = self.tile(self.call_args(node, ["tile"], op)["tile"], op, "operand")
+            if op == "exp" and x.type.dtype == INT32:
+                raise self.error(node, "pl.exp needs a floating-point tile")
+            shape = x.type.shape
+            if op != "exp":
+                if len(shape) != 2:
+                    raise self.error(node, f"pl.{op} needs a 2-D tile")
+                shape = (shape[0], 1)
+            return Call(op, (x,), TileType(shape, x.type.dtype), {}, self.span(node))
+        a = self.call_args(node, ["lhs", "rhs"], op)
+        x = self.tile(a["lhs"], op, "lhs")
+        y = self.parse_expr(a["rhs"])
+        xt = x.type
+        if isinstance(y.type, TileType):
+            ys = y.type.shape
+            row_bcast = len(xt.shape) == 2 and ys == (xt.shape[0], 1)
+            if ys != xt.shape and not row_bcast:
+                raise self.error(node, f"pl.{op} shape mismatch: {list(xt.shape)} and {list(ys)}")
+            if y.type.dtype != xt.dtype:
+                raise self.error(node, f"pl.{op} dtype mismatch: {xt.dtype.name} and "
+                                       f"{y.type.dtype.name}")
+        elif isinstance(y, Const):
+            if xt.dtype == INT32 and not float(y.value).is_integer():
+                raise self.error(a["rhs"], f"pl.{op}: {y.value!r} is not an INT32 value")
+            value = int(y.value) if xt.dtype == INT32 else float(y.value)
+            y = Const(value, xt.dtype, y.span)
+        elif not isinstance(y.type, ScalarType):
+            raise self.error(a["rhs"], f"pl.{op} rhs must be a tile or a scalar")
+        return Call(op, (x, y), TileType(xt.shape, xt.dtype), {}, self.span(node))
+
+    def parse_kernel_call(self, node: ast.Call, callee: str) -> KernelCall:
+        if self.sig.func_type is not FunctionType.Orchestration:
+            raise self.error(node, "only the orchestration function calls kernels")
+        sig = self.sigs.get(callee)
+        if sig is None or sig.func_type is not FunctionType.InCore:
+            raise self.error(node.func, f"unknown kernel {callee!r}")
+        if node.keywords or len(node.args) != len(sig.params):
+            raise self.error(node, f"kernel {callee!r} takes {len(sig.params)} positional arguments, "
+                                   f"got {len(node.args) + len(node.keywords)}")
+        args = []
+        for arg_node, p in zip(node.args, sig.params):
+            e = self.parse_expr(arg_node)
+            if isinstance(p.var.type, ScalarType):
+                if isinstance(e, Const):
+                    e = Const(e.value if p.var.type.dtype == INDEX else
+                              (int(e.value) if p.var.type.dtype == INT32 else float(e.value)),
+                              p.var.type.dtype, e.span)
+                elif not isinstance(e.type, ScalarType):
+                    raise self.error(arg_node, f"kernel {callee!r} parameter {p.var.name!r} is a "
+                                               f"scalar, got {_describe(e.type)}")
+            elif not (isinstance(e, Var) and same_shape_dtype(e.type, p.var.type)):
+                raise self.error(arg_node, f"kernel {callee!r} parameter {p.var.name!r} is "
+                                           f"{type_str(p.var.type)}, got {_describe(e.type)}")
+            args.append(e)
+        rtype = sig.return_types[0] if len(sig.return_types) == 1 else None
+        if len(sig.return_types) > 1:
+            raise self.error(node, f"kernel {callee!r} returns several values; orchestration "
+                                   "calls support one")
+        return KernelCall(callee, tuple(args), rtype, self.span(node))
+
+
+def print_off(e: Expr):
+    return e.value if isinstance(e, Const) else "?"
+
+
+def parse_source(source: str, filename: str, env: dict | None, line_offset: int,
+                 col_offset: int) -> Program:
+    """Parse the single class in `source` (imports and comments around it are allowed)."""
+    try:
+        tree = ast.parse(source, filename)
+    except SyntaxError as exc:
+        raise ParserError(f"syntax error: {exc.msg}", filename, (exc.lineno or 0) + line_offset,
+                          (exc.offset or 0) + col_offset) from None
+    parser = ProgramParser(filename, env, line_offset, col_offset)
+    classes = [n for n in tree.body if isinstance(n, ast.ClassDef)]
+    others = [n for n in tree.body if not isinstance(n, (ast.ClassDef, ast.Import, ast.ImportFrom))]
+    if others:
+        raise parser.error(others[0], "program source holds one class (and imports) only")
+    if len(classes) != 1:
+        raise ParserError(f"expected one program class, found {len(classes)}", filename,
+                          1 + line_offset, 1)
+    return parser.parse_class(classes[0])
+
