@@ -67,43 +67,64 @@ def _iter_trace_chunks(prof: CompileProfiler, stages: list[StageRecord]):
     events: list[str] = []
     append = events.append
     share_base = total * 1e9 / 100 if total > 0 else 0.0
+    encoded: dict[str, str] = {}  # names, categories and paths repeat: encode each once
     # (record, path prefix, clamp window on the same thread or None)
     todo: list[tuple[StageRecord, str, tuple[int, int, int, int] | None]] = [
         (s, "", None) for s in reversed(stages)]
+    pop, push = todo.pop, todo.append
     while todo:
-        rec, prefix, window = todo.pop()
+        rec, prefix, window = pop()
         pid, tid = rec.pid, rec.tid
         start = rec.start_ns
         is_open = rec.end <= 0
         end = now_ns if is_open else rec.end_ns
         if end < start:
             end = start
-        if window is not None and window[0] == pid and window[1] == tid:
-            start = min(max(start, window[2]), window[3])
-            end = min(max(end, start), window[3])
+        if window is not None and window[1] == tid and window[0] == pid:
+            if start < window[2]:
+                start = window[2]
+            if end > window[3]:
+                end = window[3]
+            if start > end:
+                start = end
         key = (pid, tid)
-        if key not in threads or start < threads[key][1]:
-            threads[key] = (rec.thread_name or threads.get(key, ("", 0))[0], start)
-        path = f"{prefix}/{rec.name}" if prefix else rec.name
-        args: dict[str, Any] = {"path": path}
+        known = threads.get(key)
+        if known is None or start < known[1]:
+            threads[key] = (rec.thread_name or (known[0] if known else ""), start)
+        name = rec.name
+        path = f"{prefix}/{name}" if prefix else name
+        name_json = encoded.get(name)
+        if name_json is None:
+            name_json = encoded[name] = _dumps(name)
+        path_json = encoded.get(path)
+        if path_json is None:
+            path_json = encoded[path] = _dumps(path)
+        cat = rec.cat or "user"
+        cat_json = encoded.get(cat)
+        if cat_json is None:
+            cat_json = encoded[cat] = _dumps(cat)
+        args = '{"path":' + path_json
         if share_base:
-            args["share_pct"] = round((end - start) / share_base, 3)
+            args += ',"share_pct":%.3f' % ((end - start) / share_base)
         if rec.args:
-            args.update(rec.args)
+            extra = _dumps(rec.args)
+            if len(extra) > 2:
+                args += "," + extra[1:-1]
         if rec.error is not None:
-            args["failed"] = True
-            args["error"] = rec.error
+            args += ',"failed":true,"error":' + _dumps(rec.error)
         if is_open:
-            args["open"] = True
-        append(f'{{"ph":"X","name":{_dumps(rec.name)},"cat":{_dumps(rec.cat or "user")},'
-               f'"ts":{us(start)},"dur":{us(end - start)},"pid":{pid},"tid":{tid},'
-               f'"args":{_dumps(args)}}}')
-        if len(events) >= 4096:
+            args += ',"open":true'
+        dur = end - start
+        append('{"ph":"X","name":%s,"cat":%s,"ts":%d.%03d,"dur":%d.%03d,"pid":%d,"tid":%d,'
+               '"args":%s}}' % (name_json, cat_json, start // 1000, start % 1000,
+                                dur // 1000, dur % 1000, pid, tid, args))
+        if len(events) >= 8192:
             yield ",\n".join(events) + ",\n"
             events.clear()
-        child_window = (pid, tid, start, end)
-        for child in reversed(rec.children):
-            todo.append((child, path, child_window))
+        if rec.children:
+            child_window = (pid, tid, start, end)
+            for child in reversed(rec.children):
+                push((child, path, child_window))
 
     yield from _metadata_chunks(prof, threads, bool(events))
     if events:

@@ -15,6 +15,7 @@ Event log entries (one list per thread and profiler):
 from __future__ import annotations
 
 import atexit
+import contextvars
 import os
 import sys
 import threading
@@ -130,11 +131,20 @@ class _ProfilerTLS(threading.local):
     log: _ThreadLog | None = None
 
 
-class _CurrentTLS(threading.local):
-    prof: CompileProfiler | None = None
+# The active profiler of this thread (each thread runs in a context of its own), created
+# at the end of this module once the environment has been read: see `_active`.
+_active: contextvars.ContextVar
 
 
-_current = _CurrentTLS()
+def _set_active(prof: CompileProfiler | None) -> contextvars.Token:
+    return _active.set(prof)
+
+
+def _restore_active(token: contextvars.Token, previous: CompileProfiler | None) -> None:
+    try:
+        _active.reset(token)
+    except ValueError:  # closed on another thread/context than it was opened on
+        _active.set(previous)
 
 
 class CompileProfiler:
@@ -147,7 +157,7 @@ class CompileProfiler:
         self._tls = _ProfilerTLS()
         self._logs: list[_ThreadLog] = []
         self._logs_lock = threading.Lock()
-        self._previous: list[CompileProfiler | None] = []
+        self._tokens: list[tuple[contextvars.Token, CompileProfiler | None]] = []
         self._total_start: float = 0.0
         self._total_end: float = 0.0
         self.pid = os.getpid()
@@ -155,20 +165,20 @@ class CompileProfiler:
 
     # -- activation ----------------------------------------------------------------------
     def __enter__(self) -> CompileProfiler:
-        self._previous.append(_current.prof)
-        _current.prof = self
+        previous = _active.get()
+        self._tokens.append((_set_active(self), previous))
         self._total_start = time.perf_counter()
         self._total_end = 0.0
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._total_end = time.perf_counter()
-        _current.prof = self._previous.pop() if self._previous else None
+        if self._tokens:
+            _restore_active(*self._tokens.pop())
 
-    @staticmethod
-    def current() -> CompileProfiler | None:
-        """The innermost active profiler of this thread, or None (one thread-local read)."""
-        return _current.prof
+    # current() -> CompileProfiler | None: the innermost active profiler of this thread, or
+    # None. Bound at the end of the module to `_active.get` (C-level; see there).
+    current: Callable[[], CompileProfiler | None]
 
     # -- recording (hot path) ---------------------------------------------------------------
     def stage(self, name: str, args: dict | None = None, cat: str | None = None) -> _ThreadLog:
@@ -250,8 +260,8 @@ class CompileProfiler:
         prof = self
 
         def bound(*a: Any, **kw: Any) -> Any:
-            prev = _current.prof
-            _current.prof = prof
+            previous = _active.get()
+            token = _set_active(prof)
             log = prof._tls.log
             if log is None:
                 log = prof._register_thread()
@@ -260,7 +270,7 @@ class CompileProfiler:
                 return fn(*a, **kw)
             finally:
                 log.append(_Marker("parent", None))
-                _current.prof = prev
+                _restore_active(token, previous)
 
         bound.__wrapped__ = fn  # type: ignore[attr-defined]
         bound.__name__ = getattr(fn, "__name__", "bound")
@@ -330,7 +340,7 @@ class CompileProfiler:
 
 def bind_to_current(fn: F) -> F:
     """`fn` bound to this thread's active profiler and open stage; `fn` itself when none."""
-    prof = _current.prof
+    prof = _active.get()
     if prof is None:
         return fn
     return prof.bind(fn)
@@ -355,23 +365,8 @@ def _env_enabled() -> bool:
     return False
 
 
-def get_active_profiler() -> CompileProfiler | None:
-    """The explicit profiler of this thread if any, else the process-wide one (variable set).
-
-    The environment is read once, when this module is imported (and again by
-    `refresh_from_environment()`), so this check is two attribute reads on the hot path.
-    """
-    prof = _current.prof
-    if prof is not None:
-        return prof
-    prof = _process_profiler
-    if prof is not None:
-        _current.prof = prof
-    return prof
-
-
-def refresh_from_environment() -> CompileProfiler | None:
-    """Re-read PYPTO_COMPILE_PROFILING (e.g. after changing os.environ in-process)."""
+def _process_profiler_from_environment() -> CompileProfiler | None:
+    """Create (once) or drop the process-wide profiler as PYPTO_COMPILE_PROFILING says."""
     global _process_profiler
     with _process_lock:
         if _env_enabled():
@@ -379,11 +374,25 @@ def refresh_from_environment() -> CompileProfiler | None:
                 _process_profiler = CompileProfiler()
                 _process_profiler._total_start = time.perf_counter()
                 atexit.register(_write_process_profile, _process_profiler)
-        elif _process_profiler is not None:
-            if _current.prof is _process_profiler:
-                _current.prof = None
+        else:
             _process_profiler = None
         return _process_profiler
+
+
+def refresh_from_environment() -> CompileProfiler | None:
+    """Read PYPTO_COMPILE_PROFILING again (it is read once, at import).
+
+    Turning it on creates the process-wide profiler and makes it current on the calling
+    thread (worker threads see it through `bind_to_current`); turning it off drops it there.
+    """
+    before = _process_profiler
+    prof = _process_profiler_from_environment()
+    current = _active.get()
+    if prof is not None and current is None:
+        _active.set(prof)
+    elif prof is None and current is not None and current is before:
+        _active.set(None)
+    return prof
 
 
 def default_profile_dir(pid: int | None = None) -> str:
@@ -409,4 +418,14 @@ def _write_process_profile(prof: CompileProfiler) -> None:
           "(pipeline_profile.txt, pipeline_profile.json, trace.json)", file=sys.stderr)
 
 
-refresh_from_environment()
+# "Is profiling on?" is asked at every stage boundary, so it is one C-level
+# `ContextVar.get()` (cheaper than a thread-local attribute read) and nothing else. The
+# variable's default is the process-wide profiler when PYPTO_COMPILE_PROFILING was on at
+# import, so every thread sees it; an explicit `with CompileProfiler()` overrides it.
+_active = contextvars.ContextVar("pypto_compile_profiler",
+                                 default=_process_profiler_from_environment())
+CompileProfiler.current = staticmethod(_active.get)  # type: ignore[assignment]
+
+#: get_active_profiler() -> CompileProfiler | None: the explicit profiler of this thread if
+#: any, else the process-wide one (PYPTO_COMPILE_PROFILING on), else None.
+get_active_profiler: Callable[[], CompileProfiler | None] = _active.get

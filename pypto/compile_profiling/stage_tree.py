@@ -7,6 +7,8 @@ Categories are inferred from well-known stage names when the caller gave none.
 
 from __future__ import annotations
 
+import gc
+
 from pypto.compile_profiling.profiler import StageRecord, _Marker, _ThreadLog
 
 _FIXED_CATS = {
@@ -34,6 +36,18 @@ def infer_category(name: str, parent: StageRecord | None) -> str:
 
 def build_stage_tree(logs: list[_ThreadLog]) -> list[StageRecord]:
     """Top-level StageRecords (with children) from every thread's log."""
+    # Hundreds of thousands of new records would trigger many full GC passes that find
+    # nothing to collect (the records are acyclic); pause the collector while building.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _build(logs)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _build(logs: list[_ThreadLog]) -> list[StageRecord]:
     snapshots = [(log, list(log)) for log in logs]
     wanted: set[tuple[int, int]] = set()
     for _log, entries in snapshots:
@@ -42,7 +56,8 @@ def build_stage_tree(logs: list[_ThreadLog]) -> list[StageRecord]:
                 wanted.add((id(e.value[0]), e.value[1]))
 
     by_ref: dict[tuple[int, int], StageRecord] = {}
-    floating: list[tuple[object, StageRecord]] = []  # (parent ref or None, record)
+    floating: list[tuple[object, StageRecord, bool]] = []  # (parent ref, record, cat inferred)
+    new_record = StageRecord
     for log, entries in snapshots:
         pid, tid, tname, log_id = log.pid, log.tid, log.thread_name, id(log)
         stack: list[StageRecord] = []
@@ -51,14 +66,16 @@ def build_stage_tree(logs: list[_ThreadLog]) -> list[StageRecord]:
             t = type(e)
             if t is tuple and len(e) == 4:
                 name, args, cat, start_ns = e
-                rec = StageRecord(name, start_ns / 1e9, 0.0, [], start_ns, 0, pid, tid, tname,
-                                  cat or "", dict(args) if args else None, None)
-                if stack:
-                    stack[-1].children.append(rec)
+                parent = stack[-1] if stack else None
+                rec = new_record(name, start_ns / 1e9, 0.0, [], start_ns, 0, pid, tid, tname,
+                                 cat or infer_category(name, parent),
+                                 dict(args) if args else None, None)
+                if parent is not None:
+                    parent.children.append(rec)
                 else:
-                    floating.append((parent_ref, rec))
+                    floating.append((parent_ref, rec, not cat))
                 stack.append(rec)
-                if (log_id, i) in wanted:
+                if wanted and (log_id, i) in wanted:
                     by_ref[(log_id, i)] = rec
             elif t is int:
                 if stack:
@@ -79,23 +96,29 @@ def build_stage_tree(logs: list[_ThreadLog]) -> list[StageRecord]:
                 if stack:
                     stack[-1].children.append(e.value)
                 else:
-                    floating.append((parent_ref, e.value))
+                    floating.append((parent_ref, e.value, not e.value.cat))
 
     roots: list[StageRecord] = []
-    for ref, rec in floating:
+    for ref, rec, inferred in floating:
         parent = by_ref.get((id(ref[0]), ref[1])) if ref is not None else None
+        if inferred:
+            rec.cat = infer_category(rec.name, parent)
         (parent.children if parent is not None else roots).append(rec)
-    _finish(roots, None)
+    _finish(roots)
     return roots
 
 
-def _finish(records: list[StageRecord], parent: StageRecord | None) -> None:
-    records.sort(key=_start_key)
+def _finish(records: list[StageRecord]) -> None:
+    """Order siblings by start (threads and inserted records interleave); name inserted
+    records' categories."""
+    if len(records) > 1:
+        records.sort(key=_start_key)
     for rec in records:
-        if not rec.cat:
-            rec.cat = infer_category(rec.name, parent)
         if rec.children:
-            _finish(rec.children, rec)
+            for child in rec.children:
+                if not child.cat:
+                    child.cat = infer_category(child.name, rec)
+            _finish(rec.children)
 
 
 def _start_key(rec: StageRecord) -> int:
