@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from pypto.compile_profiling.atomic_io import atomic_writer
 from pypto.compile_profiling.timeline import Timeline
 
-__all__ = ["chrome_json_chunks", "gc_paused", "other_data", "write_chrome_json", "CHUNK_EVENTS"]
+__all__ = ["CHUNK_EVENTS", "chrome_json_chunks", "gc_paused", "other_data", "write_chrome_json"]
 
 log = logging.getLogger(__name__)
 
@@ -135,8 +135,7 @@ def chrome_json_chunks(timeline: Timeline) -> Iterator[str]:
             pre = track_prefix[id(tr)] = f'"pid":{tr.process.uid},"tid":{tr.uid},'
         start = round(s.ts_ns)
         end = round(s.ts_ns + s.dur_ns)
-        if end < start:
-            end = start
+        end = max(end, start)
         text = (f'{{"ph":"X",{pre}"ts":{_us(start)},"dur":{_us(end - start)},'
                 f'"name":{esc(s.name)},"cat":{esc(s.cat)}')
         if s.args:

@@ -50,7 +50,7 @@ from pypto.compile_profiling.timeline import Slice, Timeline
 from pypto.compile_profiling.timeline_json import gc_paused, other_data
 from pypto.errors import ProfileWriteError
 
-__all__ = ["write_perfetto_trace", "PACKETS_PER_BATCH"]
+__all__ = ["PACKETS_PER_BATCH", "write_perfetto_trace"]
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +113,7 @@ def _annotation(key_iid: int, v) -> dict:
 class _Sequence:
     """Interning state of one packet sequence (one track)."""
 
-    __slots__ = ("seq_id", "names", "seen_once", "cats", "keys")
+    __slots__ = ("cats", "keys", "names", "seen_once", "seq_id")
 
     def __init__(self, seq_id: int) -> None:
         self.seq_id = seq_id

@@ -1,0 +1,256 @@
+"""Both timeline exporters: parse their output back and check events, nesting, escaping, flows;
+then load both into the offline Perfetto UI and check what it imported."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
+
+from pypto.compile_profiling import timeline_proto
+from pypto.compile_profiling.timeline import Timeline
+from pypto.compile_profiling.timeline_json import write_chrome_json
+from pypto.compile_profiling.timeline_proto import write_perfetto_trace
+from pypto.errors import ProfileWriteError
+
+TRICKY = 'say "hi"\nnew line \\ tab\t ü 編譯 \u2028'
+
+
+def sample_timeline() -> Timeline:
+    """A compile process with a host thread, a device process with two hardware lanes."""
+    tl = Timeline()
+    host = tl.add_process("pypto compile", os_pid=4242)
+    main = tl.add_track(host, "MainThread", os_tid=4243)
+    dev = tl.add_process("Device r0 · AICore (calibrated)", args={"alignment": "anchors"})
+    aic0 = tl.add_track(dev, "AIC_0", sort_index=0)
+    aiv0 = tl.add_track(dev, "AIV_0", sort_index=1)
+    base = 1_000_000_000.0
+    # parent 0..1000.4, child 100.3..1000.4 (ends together), zero-length slice at 500.6
+    tl.add_slice(main, "compile", base, 1000.4, "compile")
+    kc = tl.add_slice(main, "kernel_codegen:QK", base + 100.3, 900.1, "codegen",
+                      {"kernel": TRICKY})
+    tl.add_slice(main, "instant-ish", base + 100.3 + 400.3, 0.0, "user")
+    t1 = tl.add_slice(aic0, "QK(t1)", base + 2000.25, 500.5, "aicore",
+                      {"task_id": 1, "core": 0, "kernel_id": 7, "big": 1 << 63,
+                       "ratio": 0.5, "nan": float("nan"), "ok": True, "none": None,
+                       "nested": {"a": [1, 2]}})
+    t2 = tl.add_slice(aiv0, TRICKY, base + 2600.0, 100.0, "aicore", {"task_id": 2})
+    tl.add_slice(aiv0, "QK(t1)", base + 2800.0, 100.0, "aicore", {"task_id": 3})
+    tl.add_flow(kc, t1, "kernel")
+    tl.add_flow(t1, t2, "dependency")
+    tl.metadata.update({"clock": "CLOCK_MONOTONIC", "alignment": {"r0": "calibrated"},
+                        "note": TRICKY})
+    return tl
+
+
+# ---------------------------------------------------------------- Chrome JSON
+
+def test_chrome_json_round_trip_keeps_events_escaping_and_metadata(tmp_path):
+    out = tmp_path / "t.json"
+    write_chrome_json(sample_timeline(), out)
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    events = doc["traceEvents"]
+    assert doc["displayTimeUnit"] == "ms"
+    assert doc["otherData"]["note"] == TRICKY
+    assert doc["otherData"]["alignment"] == {"r0": "calibrated"}
+    procs = {p["name"]: p for p in doc["otherData"]["processes"]}
+    assert procs["pypto compile"]["os_pid"] == 4242
+    meta = {(e["name"], e["pid"], e["tid"]): e["args"] for e in events if e["ph"] == "M"}
+    names = {a["name"] for (n, _, _), a in meta.items() if n in ("process_name", "thread_name")}
+    assert names == {"pypto compile", "MainThread", "Device r0 · AICore (calibrated)",
+                     "AIC_0", "AIV_0"}
+    xs = [e for e in events if e["ph"] == "X"]
+    assert len(xs) == 6
+    by_name = {}
+    for e in sorted(xs, key=lambda e: e["ts"], reverse=True):
+        by_name[e["name"]] = e  # the earliest of equal names wins
+    assert by_name["kernel_codegen:QK"]["args"]["kernel"] == TRICKY
+    assert TRICKY in by_name  # a slice name with quotes, newline, non-ASCII survives
+    qk = by_name["QK(t1)"]
+    assert qk["args"]["big"] == 1 << 63 and qk["args"]["nan"] is None
+    assert qk["args"]["nested"] == {"a": [1, 2]} and qk["args"]["ok"] is True
+    assert qk["ts"] == pytest.approx(1_000_002.000) and qk["dur"] == pytest.approx(0.501)
+    # pids/tids are the timeline uids: unique, never the OS ids
+    assert {e["pid"] for e in xs} == {1, 3}
+
+
+def test_chrome_json_rounds_time_points_so_children_stay_inside(tmp_path):
+    out = tmp_path / "t.json"
+    write_chrome_json(sample_timeline(), out)
+    xs = {e["name"]: e for e in json.loads(out.read_text())["traceEvents"] if e["ph"] == "X"}
+    parent, child = xs["compile"], xs["kernel_codegen:QK"]
+    ns = lambda us: round(us * 1000)  # noqa: E731
+    assert ns(child["ts"]) >= ns(parent["ts"])
+    assert ns(child["ts"]) + ns(child["dur"]) <= ns(parent["ts"]) + ns(parent["dur"])
+    # start 100.3 -> 100, end 1000.4 -> 1000: the child ends exactly with its parent
+    assert ns(child["ts"]) + ns(child["dur"]) == ns(parent["ts"]) + ns(parent["dur"])
+
+
+def test_chrome_json_flows_bind_source_and_destination(tmp_path):
+    out = tmp_path / "t.json"
+    write_chrome_json(sample_timeline(), out)
+    events = json.loads(out.read_text())["traceEvents"]
+    starts = [e for e in events if e["ph"] == "s"]
+    ends = [e for e in events if e["ph"] == "f"]
+    assert len(starts) == len(ends) == 2
+    assert len({e["id"] for e in starts}) == 2
+    assert all(e["bp"] == "e" for e in ends)
+    xs = {(e["pid"], e["tid"], e["ts"]): e["name"] for e in events if e["ph"] == "X"}
+    for s in starts:
+        assert (s["pid"], s["tid"], s["ts"]) in xs
+    flow_names = {e["name"] for e in starts}
+    assert flow_names == {"kernel", "dependency"}
+
+
+def test_chrome_json_write_is_atomic_on_failure(tmp_path, monkeypatch):
+    out = tmp_path / "t.json"
+    tl = sample_timeline()
+    tl.slices[0].name = object()  # not a string: the writer fails midway
+    with pytest.raises(TypeError):
+        write_chrome_json(tl, out)
+    assert os.listdir(tmp_path) == []
+
+
+def test_chrome_json_of_empty_timeline_is_valid(tmp_path):
+    out = tmp_path / "e.json"
+    write_chrome_json(Timeline(), out)
+    doc = json.loads(out.read_text())
+    assert doc["traceEvents"] == []
+
+
+# ---------------------------------------------------------------- protobuf
+
+def read_packets(path) -> list:
+    trace = pb.Trace()
+    trace.ParseFromString(path.read_bytes())
+    return list(trace.packet)
+
+
+def decode_slices(packets) -> tuple[dict, list[dict]]:
+    """Replay the packets like a trace processor: descriptors, interning, begin/end stacks."""
+    tracks = {p.track_descriptor.uuid: p.track_descriptor for p in packets
+              if p.HasField("track_descriptor")}
+    seq_state: dict[int, dict] = {}
+    stacks: dict[int, list] = {}
+    done = []
+    for p in packets:
+        if not p.HasField("track_event") and not p.HasField("trace_packet_defaults"):
+            continue
+        seq = p.trusted_packet_sequence_id
+        if p.sequence_flags & pb.TracePacket.SEQ_INCREMENTAL_STATE_CLEARED:
+            seq_state[seq] = {"names": {}, "cats": {}, "keys": {}, "track": None}
+        st = seq_state[seq]
+        if p.HasField("trace_packet_defaults"):
+            st["track"] = p.trace_packet_defaults.track_event_defaults.track_uuid
+        for e in p.interned_data.event_names:
+            st["names"][e.iid] = e.name
+        for e in p.interned_data.event_categories:
+            st["cats"][e.iid] = e.name
+        for e in p.interned_data.debug_annotation_names:
+            st["keys"][e.iid] = e.name
+        if not p.HasField("track_event"):
+            continue
+        te = p.track_event
+        track = te.track_uuid or st["track"]
+        stack = stacks.setdefault(track, [])
+        if te.type == pb.TrackEvent.TYPE_SLICE_BEGIN:
+            args = {}
+            for a in te.debug_annotations:
+                kind = a.WhichOneof("value")
+                args[st["keys"][a.name_iid]] = getattr(a, kind)
+            stack.append({"track": track, "ts": p.timestamp, "depth": len(stack),
+                          "name": te.name if te.HasField("name") else st["names"][te.name_iid],
+                          "cats": [st["cats"][c] for c in te.category_iids], "args": args,
+                          "flow_ids": list(te.flow_ids),
+                          "terminating_flow_ids": list(te.terminating_flow_ids)})
+        else:
+            s = stack.pop()
+            s["end"] = p.timestamp
+            done.append(s)
+    assert all(not s for s in stacks.values()), "unbalanced begin/end"
+    return tracks, done
+
+
+def test_protobuf_round_trip_tracks_slices_args_and_flows(tmp_path):
+    out = tmp_path / "t.pftrace"
+    size = write_perfetto_trace(sample_timeline(), out)
+    assert size == out.stat().st_size > 0
+    packets = read_packets(out)
+    tracks, slices = decode_slices(packets)
+    procs = {t.process.process_name: t for t in tracks.values() if t.HasField("process")}
+    assert set(procs) == {"pypto compile", "Device r0 · AICore (calibrated)"}
+    dev_uuid = procs["Device r0 · AICore (calibrated)"].uuid
+    lanes = {t.name: t for t in tracks.values() if t.name}
+    # hardware lanes are plain tracks under the device process, not fake threads
+    assert set(lanes) == {"AIC_0", "AIV_0"}
+    assert all(t.parent_uuid == dev_uuid and not t.HasField("thread") for t in lanes.values())
+    threads = [t for t in tracks.values() if t.HasField("thread")]
+    assert [t.thread.thread_name for t in threads] == ["MainThread"]
+    by_name = {}
+    for s in slices:
+        by_name.setdefault(s["name"], []).append(s)
+    assert len(slices) == 6 and len(by_name[TRICKY]) == 1 and len(by_name["QK(t1)"]) == 2
+    kc = by_name["kernel_codegen:QK"][0]
+    assert kc["depth"] == 1 and kc["args"] == {"kernel": TRICKY} and kc["cats"] == ["codegen"]
+    parent = by_name["compile"][0]
+    assert parent["ts"] <= kc["ts"] and kc["end"] <= parent["end"]
+    qk = min(by_name["QK(t1)"], key=lambda s: s["ts"])
+    assert qk["args"]["task_id"] == 1 and qk["args"]["big"] == 1 << 63
+    assert qk["args"]["ratio"] == 0.5 and qk["args"]["ok"] is True
+    assert qk["ts"] == 1_000_002_000 and qk["end"] == 1_000_002_501
+    assert qk["track"] == lanes["AIC_0"].uuid
+    # flows: kc -> qk (terminates on qk), qk -> tricky
+    assert kc["flow_ids"] and kc["flow_ids"] == qk["terminating_flow_ids"]
+    assert qk["flow_ids"] == by_name[TRICKY][0]["terminating_flow_ids"] != kc["flow_ids"]
+    meta = {m.name: m for p in packets if p.HasField("chrome_events")
+            for m in p.chrome_events.metadata}
+    assert meta["clock"].string_value == "CLOCK_MONOTONIC"
+    assert json.loads(meta["alignment"].json_value) == {"r0": "calibrated"}
+
+
+def test_protobuf_streams_in_batches(tmp_path, monkeypatch):
+    monkeypatch.setattr(timeline_proto, "PACKETS_PER_BATCH", 3)
+    out = tmp_path / "t.pftrace"
+    write_perfetto_trace(sample_timeline(), out)
+    _, slices = decode_slices(read_packets(out))
+    assert len(slices) == 6
+
+
+def test_protobuf_refuses_negative_time_and_leaves_no_file(tmp_path):
+    tl = sample_timeline()
+    tl.slices[0].ts_ns = -5.0
+    out = tmp_path / "t.pftrace"
+    with pytest.raises(ProfileWriteError, match="before time 0"):
+        write_perfetto_trace(tl, out)
+    assert os.listdir(tmp_path) == []
+
+
+# ---------------------------------------------------------------- offline Perfetto UI
+
+@pytest.mark.perfetto_ui
+@pytest.mark.parametrize("suffix", [".json", ".pftrace"])
+def test_both_formats_load_in_perfetto_with_same_slices_and_flows(perfetto_ui, tmp_path, suffix):
+    tl = sample_timeline()
+    out = tmp_path / f"t{suffix}"
+    (write_chrome_json if suffix == ".json" else write_perfetto_trace)(tl, out)
+    t = perfetto_ui.load(out)
+    assert t.import_errors() == []
+    assert t.slice_count() == 6
+    assert {"pypto compile", "Device r0 · AICore (calibrated)"} <= set(t.process_names())
+    rows = t.slices()
+    names = sorted(r["name"] for r in rows)
+    assert names == sorted(["compile", "kernel_codegen:QK", "instant-ish", "QK(t1)", TRICKY,
+                            "QK(t1)"])
+    by_id = {r["id"]: r for r in rows}
+    kc = next(r for r in rows if r["name"] == "kernel_codegen:QK")
+    assert kc["depth"] == 1
+    lanes = {r["name"]: r["track_name"] or r["thread_name"] for r in rows}
+    assert lanes["QK(t1)"] in ("AIC_0", "AIV_0") and lanes[TRICKY] == "AIV_0"
+    flows = {(by_id[f["slice_out"]]["name"], by_id[f["slice_in"]]["name"]) for f in t.flows()}
+    assert flows == {("kernel_codegen:QK", "QK(t1)"), ("QK(t1)", TRICKY)}
+    qk = min((r for r in rows if r["name"] == "QK(t1)"), key=lambda r: r["ts"])
+    assert qk["ts"] == 1_000_002_000 and qk["dur"] == 501
+    args = t.slice_args("QK(t1)")
+    assert any(k.endswith("task_id") and v == 1 for k, v in args.items())
