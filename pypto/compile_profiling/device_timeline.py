@@ -410,7 +410,9 @@ def _add_phase_stream(timeline: Timeline, proc: Process, lane: str, sort_index: 
     ends = to_ns(stream.ends)
     order = np.lexsort((-ends, starts)).tolist()
     s_l, e_l = starts.tolist(), ends.tolist()
-    lanes = _LaneSet(timeline, proc, lane, sort_index, allow_nesting=False)
+    # Phases may contain sub-phases (a scheduler `resolve` inside `complete`): nesting is
+    # kept on one lane; only partial overlaps move to a sub-lane.
+    lanes = _LaneSet(timeline, proc, lane, sort_index, allow_nesting=True)
     recs, names = stream.records, stream.names
     out = []
     append = out.append
