@@ -81,8 +81,8 @@ class ConstantFolding(FunctionPass):
                         and call.args[1].value == ident and call.args[0].type == s.target.type):
                     alias[s.target.name] = call.args[0]  # t = x + 0  ->  uses of t read x
                     continue
-            elif isinstance(s, Assign) and isinstance(s.value, Var):
-                alias[s.target.name] = s.value  # plain copy: propagate
+            elif isinstance(s, Assign) and isinstance(s.value, (Var, Const)):
+                alias[s.target.name] = s.value  # plain copy or constant: propagate
                 continue
             out.append(s)
         return tuple(out)

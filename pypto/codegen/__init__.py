@@ -1,0 +1,16 @@
+"""Code generation: C++-like kernel/orchestration sources, kernel_config.json, and the NumPy
+executable form with its loader (`load_compiled`)."""
+
+from pypto.codegen.driver import WORKERS_ENV, codegen_workers, generate
+from pypto.codegen.loader import (
+    CompiledKernel,
+    CompiledProgram,
+    ParamSpec,
+    TaskCall,
+    load_compiled,
+)
+
+__all__ = [
+    "WORKERS_ENV", "CompiledKernel", "CompiledProgram", "ParamSpec", "TaskCall",
+    "codegen_workers", "generate", "load_compiled",
+]

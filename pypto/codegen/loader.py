@@ -1,0 +1,117 @@
+"""Load a compiled output directory into callables (the codegen -> runtime contract).
+
+Only files codegen wrote are executed: the kernel and orchestration modules named in
+kernel_config.json, imported from the output directory under fresh module names.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pypto.errors import CompileError, RuntimeConfigError
+
+from pypto.codegen.driver import CONFIG_FILE
+
+_load_counter = itertools.count()
+
+
+@dataclass
+class ParamSpec:
+    name: str
+    shape: tuple[int, ...] | None  # None for scalars
+    dtype: str  # "float32" | "float16" | "int32"
+    direction: str  # "in" | "out" | "inout" | "scalar"
+
+
+@dataclass
+class CompiledKernel:
+    func_id: int
+    name: str
+    core_type: str  # "aic" | "aiv"
+    params: list[ParamSpec]
+    fn: Callable[..., None]
+
+
+@dataclass
+class TaskCall:
+    kernel: str
+    args: list
+
+
+@dataclass
+class CompiledProgram:
+    name: str
+    output_dir: str
+    kernels: dict[str, CompiledKernel]
+    orchestration_name: str
+    params: list[ParamSpec]
+    build_tasks: Callable[[dict[str, Any]], list[TaskCall]]
+
+
+def _params(raw: list[dict]) -> list[ParamSpec]:
+    return [ParamSpec(p["name"], None if p["shape"] is None else tuple(p["shape"]), p["dtype"],
+                      p["direction"]) for p in raw]
+
+
+def _import(path: str, module_name: str):
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise CompileError(f"{path}: cannot be imported")
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except FileNotFoundError:
+        raise CompileError(f"{path}: missing from the compiled output") from None
+    return module
+
+
+def _checked(build: Callable, params: list[ParamSpec], program: str) -> Callable:
+    def build_tasks(tensors: dict[str, Any]) -> list[TaskCall]:
+        for p in params:
+            if p.name not in tensors:
+                raise RuntimeConfigError(f"program {program!r}: no value for parameter {p.name!r}")
+            if p.shape is not None:
+                a = tensors[p.name]
+                if tuple(getattr(a, "shape", ())) != p.shape or str(getattr(a, "dtype", "")) != p.dtype:
+                    raise RuntimeConfigError(
+                        f"program {program!r}: parameter {p.name!r} must be a {p.dtype} array of "
+                        f"shape {p.shape}, got {getattr(a, 'dtype', type(a).__name__)} "
+                        f"{getattr(a, 'shape', '')}")
+        return [TaskCall(kernel, list(args)) for kernel, args in build(tensors)]
+
+    return build_tasks
+
+
+def load_compiled(output_dir: str | os.PathLike) -> CompiledProgram:
+    """Import the kernels and orchestration that `ir.compile` wrote to `output_dir`."""
+    output_dir = os.fspath(output_dir)
+    path = os.path.join(output_dir, CONFIG_FILE)
+    try:
+        with open(path, encoding="utf-8") as f:
+            config = json.load(f)
+    except OSError as e:
+        raise CompileError(f"{path}: cannot read compiled output ({e.strerror or e})") from None
+    except json.JSONDecodeError as e:
+        raise CompileError(f"{path}: not valid JSON ({e.msg} at line {e.lineno})") from None
+    try:
+        uid = next(_load_counter)
+        kernels = {}
+        for k in config["kernels"]:
+            mod = _import(os.path.join(output_dir, k["executable"]),
+                          f"_pypto_compiled_{uid}_{config['program']}_{k['name']}")
+            kernels[k["name"]] = CompiledKernel(k["func_id"], k["name"], k["core_type"],
+                                                _params(k["params"]), getattr(mod, k["name"]))
+        orch = config["orchestration"]
+        mod = _import(os.path.join(output_dir, orch["executable"]),
+                      f"_pypto_compiled_{uid}_{config['program']}_orchestration")
+        params = _params(orch["params"])
+    except (KeyError, TypeError, AttributeError) as e:
+        raise CompileError(f"{path}: incomplete compiled output ({type(e).__name__}: {e})") from None
+    return CompiledProgram(config["program"], output_dir, kernels, orch["name"], params,
+                           _checked(mod.build_tasks, params, config["program"]))

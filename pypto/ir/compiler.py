@@ -1,0 +1,65 @@
+"""`ir.compile`: pass pipeline then codegen, with profiling and IR dumps as opt-ins.
+
+Does not record a `compile` stage itself (the runtime's `run` wraps it in one).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+
+from pypto.compile_profiling import CompileProfiler, get_active_profiler
+from pypto.errors import CompileError
+from pypto.ir.nodes import Program
+from pypto.ir.pass_manager import DumpInstrument, PassManager, ProfilingInstrument
+
+log = logging.getLogger(__name__)
+
+
+def default_output_dir(program_name: str) -> str:
+    stamp = time.strftime("%Y%m%d_%H%M%S") + f"_{time.time_ns() % 1_000_000_000:09d}"
+    return os.path.join("build_output", f"{program_name}_{stamp}")
+
+
+def compile_program(program: Program, output_dir: str | None = None, profiling: bool = False,
+                    dump_passes: bool = False, passes: list | None = None,
+                    codegen_workers: int | None = None) -> str:
+    """Lower `program` and write its code to `output_dir`; returns the directory.
+
+    With `profiling=True` a profiler is created for the call unless one is active, and the
+    report goes to `<output_dir>/report/`, also when a pass or codegen fails (then the error
+    propagates). An active profiler (explicit or from the environment) always records.
+    """
+    from pypto.codegen.driver import generate
+
+    if not isinstance(program, Program):
+        raise CompileError(f"ir.compile expects the Program a @pl.program class becomes, "
+                           f"got {type(program).__name__}")
+    out = os.fspath(output_dir) if output_dir is not None else default_output_dir(program.name)
+    os.makedirs(out, exist_ok=True)
+    prof = get_active_profiler()
+    own = None
+    if prof is None and profiling:
+        own = prof = CompileProfiler().__enter__()
+    instruments = []
+    if prof is not None:
+        instruments.append(ProfilingInstrument(prof))
+    if dump_passes:
+        instruments.append(DumpInstrument(os.path.join(out, "passes_dump")))
+    failed = True
+    try:
+        lowered = PassManager(passes, instruments).run(program)
+        generate(lowered, out, profiler=prof, max_workers=codegen_workers)
+        failed = False
+    finally:
+        if own is not None:
+            own.__exit__(None, None, None)
+        if profiling:
+            try:
+                prof.write_report(os.path.join(out, "report"))
+            except Exception as exc:
+                if not failed:
+                    raise
+                log.warning("compile profile not written after a failed compile: %s", exc)
+    return out
