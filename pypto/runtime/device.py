@@ -1,0 +1,411 @@
+"""The simulated device: AICore threads, AICPU scheduler threads, and an orchestrator.
+
+Shaped like Simpler's runtime so its records mean the same things:
+- cores (`aic` first, then `aiv`) are threads; each runs one task at a time;
+- scheduler threads each own a fixed set of cores (`core_to_thread`); they take completions
+  from their cores, release successors (a task is ready once every predecessor finished),
+  and dispatch ready tasks, FIFO per core type, to their idle cores;
+- the orchestrator submits tasks in program order: on the host before the device starts
+  (`host_build_graph`), or on a device thread while the schedulers already run
+  (`tensormap_and_ringbuffer`).
+
+Recording is level-gated and costs a few clock reads and tuple appends per task: threads
+stamp events with `time.perf_counter_ns()` into their own lists (no lock); the writer turns
+the stamps into device-counter cycles afterwards (`DeviceCounter.cycles_at`).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from pypto.runtime.device_clock import ANCHOR_POSITIONS, DeviceCounter, sample_anchors
+from pypto.runtime.task_graph import CORE_TYPES, TaskGraph
+
+log = logging.getLogger(__name__)
+_pc = time.perf_counter_ns
+_NUDGE = object()
+
+
+@dataclass(slots=True)
+class DeviceLayout:
+    """Core ids, their types, and which scheduler thread owns each core."""
+
+    core_types: list[str]
+    core_to_thread: list[int]
+    num_sched_threads: int
+
+    @classmethod
+    def build(cls, num_aic: int, num_aiv: int, num_sched: int) -> DeviceLayout:
+        """AIC cores round-robin over the schedulers, AIV cores in pairs (one cluster = 1 AIC +
+        2 AIV), as in Simpler's a2a3 captures."""
+        types = ["aic"] * num_aic + ["aiv"] * num_aiv
+        owner = [i % num_sched for i in range(num_aic)]
+        owner += [(j // 2) % num_sched for j in range(num_aiv)]
+        return cls(types, owner, num_sched)
+
+    @property
+    def num_cores(self) -> int:
+        return len(self.core_types)
+
+
+@dataclass
+class DeviceRecords:
+    """Raw records of one execution, host ns stamps (see module doc); level-gated."""
+
+    level: int
+    orchestrator: str                                   # "host" | "device"
+    core_rows: list[list[tuple]]                        # per core: (task_id, reg, recv, start, end)
+    aicpu_rows: list[list[tuple]]                       # per core: (reg, dispatch, finish)
+    sched_phases: list[list[tuple]]                     # per scheduler thread, see _sched_main
+    orch_phases: list[tuple] = field(default_factory=list)   # (submit_idx, task_id, start, end)
+    host_phases: list[tuple] = field(default_factory=list)   # (phase, start, end, detail)
+    anchors: list[dict] = field(default_factory=list)
+
+
+@dataclass
+class DeviceRun:
+    """What one execution produced: the graph, records, timings and any kernel failure."""
+
+    graph: TaskGraph
+    records: DeviceRecords
+    counter: DeviceCounter
+    layout: DeviceLayout
+    start_ns: int
+    end_ns: int
+    error: str | None = None
+    host_orch_start_ns: int = 0
+
+
+class DeviceExecutionError(Exception):
+    """A kernel raised on a simulated core; carries the task for the message."""
+
+
+class SimulatedDevice:
+    """One device; `execute()` runs one compiled program on it."""
+
+    def __init__(self, layout: DeviceLayout, clock_freq_hz: int = 50_000_000,
+                 level: int = 0, runtime: str = "host_build_graph", dep_gen: bool = False,
+                 drift_ppm: float = 0.0) -> None:
+        self.layout = layout
+        self.level = level
+        self.runtime = runtime
+        self.dep_gen = dep_gen
+        self.counter = DeviceCounter.start(clock_freq_hz, drift_ppm)
+
+    # -- public ----------------------------------------------------------------------------
+    def execute(self, program: Any, host_tensors: dict[str, Any]) -> DeviceRun:
+        """Copy inputs in, orchestrate and run all tasks, copy outputs back into `host_tensors`.
+
+        Arrays of `out`/`inout` parameters are written back in place."""
+        host_mode = self.runtime == "host_build_graph"
+        level = self.level
+        layout = self.layout
+        n_cores = layout.num_cores
+        missing = [t for t in {k.core_type for k in program.kernels.values()}
+                   if t not in [c for c in layout.core_types]]
+        if missing:
+            raise DeviceExecutionError(f"program has {'/'.join(sorted(missing))} kernels but the "
+                                       f"device has no {'/'.join(sorted(missing))} cores")
+        rec = DeviceRecords(level, "host" if host_mode else "device",
+                            [[] for _ in range(n_cores)], [[] for _ in range(n_cores)],
+                            [[] for _ in range(layout.num_sched_threads + 1)])
+        self._rec = rec
+        start_ns = _pc()
+        if level >= 1 and host_mode:
+            rec.anchors += sample_anchors(self.counter, ANCHOR_POSITIONS[0])
+
+        # Device memory ("arena"): one device array per program tensor.
+        t0 = _pc()
+        dev_tensors = {k: (np.empty_like(v) if isinstance(v, np.ndarray) else v)
+                       for k, v in host_tensors.items()}
+        self._host_phase("arena_build", t0, 0)
+        external = [v for v in dev_tensors.values() if isinstance(v, np.ndarray)]
+        graph = TaskGraph(program.kernels, external, record_details=self.dep_gen)
+        self._graph = graph
+        self._init_runtime_state()
+
+        orch_start = 0
+        if host_mode:
+            t0 = orch_start = _pc()
+            calls = program.build_tasks(dev_tensors)
+            self._submit_all(calls, graph)
+            self._host_phase("host_orch", t0, len(calls))
+            t0 = _pc()
+            self._ready_initial()
+            self._host_phase("graph_upload", t0, 0, upload=True)
+        t0 = _pc()
+        nbytes = 0
+        for k, v in host_tensors.items():
+            if isinstance(v, np.ndarray):
+                np.copyto(dev_tensors[k], v)
+                nbytes += v.nbytes
+        self._host_phase("arena_h2d", t0, nbytes, upload=True)
+
+        threads = self._start_threads()
+        if host_mode:
+            if self._total == 0:
+                self._stop_all()
+            self._nudge_all()
+        else:
+            orch = threading.Thread(target=self._device_orchestrator,
+                                    args=(program, dev_tensors, graph),
+                                    name="aicpu_orchestrator", daemon=True)
+            orch.start()
+            threads.append(orch)
+        for th in threads:
+            th.join()
+        if level >= 1 and host_mode:
+            rec.anchors += sample_anchors(self.counter, ANCHOR_POSITIONS[1])
+        error = self._error
+        if error is None:
+            t0 = _pc()
+            for k, v in host_tensors.items():
+                if isinstance(v, np.ndarray):
+                    np.copyto(v, dev_tensors[k])
+            self._host_phase("arena_d2h", t0, 0)
+        end_ns = _pc()
+        return DeviceRun(graph, rec, self.counter, layout, start_ns, end_ns, error, orch_start)
+
+    # -- orchestration ---------------------------------------------------------------------
+    def _submit_all(self, calls: list, graph: TaskGraph) -> None:
+        """Host orchestration: submit every call (graph built before the device starts)."""
+        phases = self._rec.orch_phases if self.level >= 4 else None
+        for i, call in enumerate(calls):
+            t0 = _pc() if phases is not None else 0
+            task = graph.submit(call)
+            graph.link_successors(task)
+            if phases is not None:
+                phases.append((i, task.task_id, t0, _pc()))
+        self._total = len(graph.tasks)
+        self._orch_done = True
+
+    def _device_orchestrator(self, program: Any, dev_tensors: dict, graph: TaskGraph) -> None:
+        """Device orchestration: submit tasks while the schedulers already run them."""
+        phases = self._rec.orch_phases if self.level >= 4 else None
+        lock = self._lock
+        try:
+            calls = program.build_tasks(dev_tensors)
+            for i, call in enumerate(calls):
+                t0 = _pc() if phases is not None else 0
+                with lock:
+                    task = graph.submit(call)
+                    ready = graph.link_successors(task) == 0
+                    if ready:
+                        self._ready[task.core_type].append(task)
+                        targets = self._nudge_targets(task.core_type, -1)
+                if phases is not None:
+                    phases.append((i, task.task_id, t0, _pc()))
+                if ready:
+                    for t in targets:
+                        self._sched_queues[t].put(_NUDGE)
+        except BaseException as e:  # noqa: BLE001 - reported as the run's error
+            self._fail(f"orchestration failed: {type(e).__name__}: {e}", e)
+            return
+        with lock:
+            self._total = len(graph.tasks)
+            self._orch_done = True
+            finished = self._completed == self._total
+        if finished:
+            self._stop_all()
+
+    def _ready_initial(self) -> None:
+        for task in self._graph.tasks:
+            if task.pending == 0:
+                self._ready[task.core_type].append(task)
+
+    # -- runtime state ---------------------------------------------------------------------
+    def _init_runtime_state(self) -> None:
+        layout = self.layout
+        self._lock = threading.Lock()
+        self._ready: dict[str, deque] = {t: deque() for t in CORE_TYPES}
+        self._sched_queues = [queue.SimpleQueue() for _ in range(layout.num_sched_threads)]
+        self._boxes = [queue.SimpleQueue() for _ in range(layout.num_cores)]
+        self._idle = [{t: [] for t in CORE_TYPES} for _ in range(layout.num_sched_threads)]
+        for core in range(layout.num_cores - 1, -1, -1):  # pop() hands out low ids first
+            self._idle[layout.core_to_thread[core]][layout.core_types[core]].append(core)
+        self._completed = 0
+        self._total = -1
+        self._orch_done = False
+        self._stopped = False
+        self._error: str | None = None
+
+    def _host_phase(self, name: str, t0: int, detail: int, upload: bool = False) -> None:
+        if self.level >= 4:
+            self._rec.host_phases.append((name, t0, _pc(), detail, upload))
+
+    def _start_threads(self) -> list[threading.Thread]:
+        threads = []
+        for core in range(self.layout.num_cores):
+            threads.append(threading.Thread(
+                target=self._core_main, args=(core,), daemon=True,
+                name=f"{self.layout.core_types[core].upper()}_{core}"))
+        for t in range(self.layout.num_sched_threads):
+            threads.append(threading.Thread(target=self._sched_main, args=(t,), daemon=True,
+                                            name=f"Sched_{t}"))
+        for th in threads:
+            th.start()
+        return threads
+
+    def _nudge_all(self) -> None:
+        for q in self._sched_queues:
+            q.put(_NUDGE)
+
+    def _nudge_targets(self, core_type: str, me: int) -> list[int]:
+        """Schedulers (other than `me`) with an idle core of `core_type`; call under the lock."""
+        return [t for t, idle in enumerate(self._idle) if t != me and idle[core_type]]
+
+    def _stop_all(self) -> None:
+        with self._lock:
+            if self._stopped:
+                return
+            self._stopped = True
+        for q in self._sched_queues:
+            q.put(None)
+        for b in self._boxes:
+            b.put(None)
+
+    def _fail(self, message: str, exc: BaseException | None = None) -> None:
+        with self._lock:
+            if self._error is None:
+                self._error = message
+        log.debug("device failure: %s", message, exc_info=exc)
+        self._stop_all()
+
+    # -- threads ---------------------------------------------------------------------------
+    def _core_main(self, core: int) -> None:
+        box = self._boxes[core]
+        out = self._sched_queues[self.layout.core_to_thread[core]]
+        rows = self._rec.core_rows[core]
+        rec = self.level >= 1
+        get, put, append = box.get, out.put, rows.append
+        while True:
+            item = get()
+            if item is None:
+                return
+            task, reg = item
+            err = None
+            if rec:
+                recv = _pc()
+                start = _pc()
+                try:
+                    task.fn(*task.args)
+                except BaseException as e:  # noqa: BLE001 - reported as the run's error
+                    err = e
+                append((task.task_id, reg, recv, start, _pc()))
+            else:
+                try:
+                    task.fn(*task.args)
+                except BaseException as e:  # noqa: BLE001
+                    err = e
+            put((core, task, err))
+
+    def _sched_main(self, me: int) -> None:
+        """Scheduler loop: wait for an event, handle completions, dispatch to idle cores.
+
+        Phase records: (kind, start, end, loop_iter, tasks_processed, pop_hit, pop_miss,
+        shared_at_start, shared_at_end); shared_* are the ready-queue lengths [aic, aiv, mix].
+        """
+        q = self._sched_queues[me]
+        lock = self._lock
+        ready = self._ready
+        my_idle = self._idle[me]
+        boxes = self._boxes
+        tasks = self._graph.tasks
+        level = self.level
+        rec2, rec3 = level >= 2, level >= 3
+        aicpu_rows = self._rec.aicpu_rows
+        phases = self._rec.sched_phases[me]
+        reg_of = {}          # core -> registers used so far (per-core task counter)
+        inflight = {}        # core -> (reg, dispatch_ns)
+        loop_iter = 0
+        get_nowait = q.get_nowait
+        while True:
+            batch = [q.get()]
+            while True:
+                try:
+                    batch.append(get_nowait())
+                except queue.Empty:
+                    break
+            loop_iter += 1
+            stop = False
+            completions = []
+            for it in batch:
+                if it is None:
+                    stop = True
+                elif it is not _NUDGE:
+                    completions.append(it)
+            if completions:
+                t0 = _pc() if rec3 else 0
+                finish = _pc() if rec2 else 0
+                failed = None
+                finished = False
+                with lock:
+                    s0 = (len(ready["aic"]), len(ready["aiv"]), 0) if rec3 else None
+                    for core, task, err in completions:
+                        my_idle[task.core_type].append(core)
+                        if rec2:
+                            reg, disp = inflight.pop(core)
+                            aicpu_rows[core].append((reg, disp, finish))
+                        if err is not None:
+                            failed = (task, err)
+                            continue
+                        task.done = True
+                        for s in task.succs:
+                            st = tasks[s]
+                            st.pending -= 1
+                            if st.pending == 0:
+                                ready[st.core_type].append(st)
+                        self._completed += 1
+                    if self._orch_done and self._completed == self._total:
+                        finished = True
+                    s1 = (len(ready["aic"]), len(ready["aiv"]), 0) if rec3 else None
+                if rec3:
+                    phases.append(("complete", t0, _pc(), loop_iter, len(completions), 0, 0,
+                                   s0, s1))
+                if failed is not None:
+                    task, err = failed
+                    self._fail(f"kernel {task.kernel_name!r} (task t{task.index}) raised "
+                               f"{type(err).__name__}: {err}", err)
+                    stop = True
+                elif finished:
+                    self._stop_all()
+            if stop:
+                return
+            # dispatch
+            t0 = _pc() if rec3 else 0
+            sends = []
+            misses = 0
+            with lock:
+                s0 = (len(ready["aic"]), len(ready["aiv"]), 0) if rec3 else None
+                for ctype in CORE_TYPES:
+                    idle = my_idle[ctype]
+                    rq = ready[ctype]
+                    while idle and rq:
+                        sends.append((idle.pop(), rq.popleft()))
+                    if idle and not rq:
+                        misses += 1
+                targets = set()
+                for ctype in CORE_TYPES:
+                    if ready[ctype]:
+                        targets.update(self._nudge_targets(ctype, me))
+                s1 = (len(ready["aic"]), len(ready["aiv"]), 0) if rec3 else None
+            for core, task in sends:
+                reg = reg_of.get(core, 0) + 1
+                reg_of[core] = reg
+                if rec2:
+                    inflight[core] = (reg, _pc())
+                boxes[core].put((task, reg))
+            for t in targets:
+                self._sched_queues[t].put(_NUDGE)
+            if rec3:
+                phases.append(("dispatch", t0, _pc(), loop_iter, len(sends), len(sends), misses,
+                               s0, s1))
+

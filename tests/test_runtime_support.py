@@ -1,0 +1,214 @@
+"""Small compiled programs for runtime/device tests, built through the CompiledProgram contract
+(DESIGN.md "Compiled program contract") with real NumPy kernels. No tests in this module.
+
+Functions are module-level so a `CompiledProgram` made here pickles by reference (the
+device child process imports this module).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+try:  # the real contract types once codegen has landed
+    from pypto.codegen import CompiledKernel, CompiledProgram, ParamSpec, TaskCall
+except ImportError:  # until then: the same fields as DESIGN.md specifies
+    @dataclass
+    class ParamSpec:  # type: ignore[no-redef]
+        name: str
+        shape: tuple[int, ...] | None
+        dtype: str
+        direction: str
+
+    @dataclass
+    class CompiledKernel:  # type: ignore[no-redef]
+        func_id: int
+        name: str
+        core_type: str
+        params: list
+        fn: Callable[..., None]
+
+    @dataclass
+    class TaskCall:  # type: ignore[no-redef]
+        kernel: str
+        args: list
+
+    @dataclass
+    class CompiledProgram:  # type: ignore[no-redef]
+        name: str
+        output_dir: str
+        kernels: dict
+        orchestration_name: str
+        params: list
+        build_tasks: Callable[[dict], list]
+
+FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "simpler"
+if not FIXTURES.is_dir():
+    FIXTURES = Path("/work/shared/fixtures/simpler")
+
+
+# -- kernels -----------------------------------------------------------------------------------
+
+def k_add(a, b, out):
+    np.add(a, b, out=out)
+
+
+def k_add_scalar(a, s, out):
+    np.add(a, s, out=out)
+
+
+def k_mul(a, b, out):
+    np.multiply(a, b, out=out)
+
+
+def k_matmul(a, b, out):
+    np.matmul(a, b, out=out)
+
+
+def k_acc(acc, x):
+    acc += x
+
+
+def k_fail(a, out):
+    raise FloatingPointError("overflow in lane 3")
+
+
+def _p(name, shape, direction, dtype="float32"):
+    return ParamSpec(name, shape, dtype, direction)
+
+
+def _kernels(shape) -> dict:
+    return {
+        "kernel_add": CompiledKernel(0, "kernel_add", "aiv",
+                                     [_p("a", shape, "in"), _p("b", shape, "in"),
+                                      _p("out", shape, "out")], k_add),
+        "kernel_add_scalar": CompiledKernel(1, "kernel_add_scalar", "aiv",
+                                            [_p("a", shape, "in"), _p("s", None, "scalar"),
+                                             _p("out", shape, "out")], k_add_scalar),
+        "kernel_mul": CompiledKernel(2, "kernel_mul", "aiv",
+                                     [_p("a", shape, "in"), _p("b", shape, "in"),
+                                      _p("out", shape, "out")], k_mul),
+        "kernel_matmul": CompiledKernel(3, "kernel_matmul", "aic",
+                                        [_p("a", shape, "in"), _p("b", shape, "in"),
+                                         _p("out", shape, "out")], k_matmul),
+        "kernel_acc": CompiledKernel(4, "kernel_acc", "aiv",
+                                     [_p("acc", shape, "inout"), _p("x", shape, "in")], k_acc),
+        "kernel_fail": CompiledKernel(5, "kernel_fail", "aiv",
+                                      [_p("a", shape, "in"), _p("out", shape, "out")], k_fail),
+    }
+
+
+# -- the vector DAG (f = (a+b+1)*(a+b+2) + (a+b)), five tasks like Simpler's vector example -----
+
+def dag_tasks(shape, t: dict) -> list:
+    tmp = [np.empty(shape, np.float32) for _ in range(4)]
+    return [TaskCall("kernel_add", [t["a"], t["b"], tmp[0]]),
+            TaskCall("kernel_add_scalar", [tmp[0], 1.0, tmp[1]]),
+            TaskCall("kernel_add_scalar", [tmp[0], 2.0, tmp[2]]),
+            TaskCall("kernel_mul", [tmp[1], tmp[2], tmp[3]]),
+            TaskCall("kernel_add", [tmp[3], tmp[0], t["f"]])]
+
+
+def dag_program(shape=(64, 64)) -> CompiledProgram:
+    params = [_p("a", shape, "in"), _p("b", shape, "in"), _p("f", shape, "out")]
+    return CompiledProgram("VectorDAG", "", _kernels(shape), "main", params,
+                           functools.partial(dag_tasks, shape))
+
+
+def dag_specs(shape=(64, 64)) -> list[dict]:
+    return [{"name": "a", "shape": shape, "dtype": "float32", "init_value": 2.0},
+            {"name": "b", "shape": shape, "dtype": "float32", "init_value": 3.0},
+            {"name": "f", "shape": shape, "dtype": "float32", "is_output": True}]
+
+
+def dag_golden(tensors: dict, params: dict) -> None:
+    s = tensors["a"] + tensors["b"]
+    tensors["f"][:] = (s + 1) * (s + 2) + s
+
+
+# -- a mixed AIC/AIV program: out = sum_i (a @ b_i) over n tiles, accumulated in place ----------
+
+def mixed_tasks(n: int, shape, t: dict) -> list:
+    calls = []
+    for i in range(n):
+        prod = np.empty(shape, np.float32)
+        calls.append(TaskCall("kernel_matmul", [t["a"], t["b"], prod]))
+        calls.append(TaskCall("kernel_acc", [t["out"], prod]))
+    return calls
+
+
+def mixed_program(n=6, shape=(16, 16)) -> CompiledProgram:
+    params = [_p("a", shape, "in"), _p("b", shape, "in"), _p("out", shape, "inout")]
+    return CompiledProgram("MixedAcc", "", _kernels(shape), "main", params,
+                           functools.partial(mixed_tasks, n, shape))
+
+
+def mixed_golden(n, tensors, params):
+    tensors["out"][:] = n * (tensors["a"] @ tensors["b"])
+
+
+# -- wide: many independent chains, for the scheduler and the benchmark -----------------------
+
+def wide_tasks(n_tasks: int, width: int, shape, t: dict) -> list:
+    """`width` independent chains of add-scalar tasks; each chain ends by writing its row of f."""
+    calls = []
+    per_chain = max(1, n_tasks // width)
+    for c in range(width):
+        cur = t["a"][c]
+        for i in range(per_chain):
+            nxt = t["f"][c] if i == per_chain - 1 else np.empty(shape[1:], np.float32)
+            calls.append(TaskCall("kernel_add_scalar_row", [cur, 1.0, nxt]))
+            cur = nxt
+    return calls
+
+
+def wide_program(n_tasks=200, width=8, cols=32) -> CompiledProgram:
+    shape = (width, cols)
+    row = (cols,)
+    kernels = {"kernel_add_scalar_row": CompiledKernel(
+        0, "kernel_add_scalar_row", "aiv",
+        [_p("a", row, "in"), _p("s", None, "scalar"), _p("out", row, "out")], k_add_scalar)}
+    params = [_p("a", shape, "in"), _p("f", shape, "out")]
+    return CompiledProgram("Wide", "", kernels, "main", params,
+                           functools.partial(wide_tasks, n_tasks, width, shape))
+
+
+def failing_program(shape=(8,)) -> CompiledProgram:
+    params = [_p("a", shape, "in"), _p("f", shape, "out")]
+    return CompiledProgram("Failing", "", _kernels(shape), "main", params,
+                           functools.partial(_failing_tasks))
+
+
+def _failing_tasks(t):
+    return [TaskCall("kernel_fail", [t["a"], t["f"]])]
+
+
+# -- a reader shared by our files and the fixtures (strict where the formats are fixed) --------
+
+def load_swimlane(path: Path) -> dict[str, Any]:
+    doc = json.loads(Path(path).read_text())
+    return doc
+
+
+def host_ns_mapper(meta: dict):
+    """formats.md §2.2: per position the min-rtt valid sample, host = before + rtt/2; linear."""
+    anchors = meta["clock_anchors"]
+    best = {}
+    for s in anchors["samples"]:
+        if s["error"] is not None or s["device_cycles"] is None:
+            continue
+        p = s["position"]
+        if p not in best or s["rtt_ns"] < best[p]["rtt_ns"]:
+            best[p] = s
+    a, b = best["pre_host_orchestration"], best["post_device_execution"]
+    h0 = a["host_before_ns"] + a["rtt_ns"] / 2
+    h1 = b["host_before_ns"] + b["rtt_ns"] / 2
+    c0, c1 = a["device_cycles"], b["device_cycles"]
+    slope = (h1 - h0) / (c1 - c0)
+    return (lambda c: h0 + (c - c0) * slope), (c0, c1)
