@@ -55,7 +55,6 @@ import numpy as np
 
 from pypto.compile_profiling.clock_alignment import (
     ClockAnchorsUnusable,
-    ClockMapping,
     build_clock_mapping,
 )
 from pypto.compile_profiling.simpler_readers import (
@@ -200,8 +199,16 @@ class _Lanes:
 class _LaneSet:
     """A named lane plus its overlap sub-lanes, created on demand."""
 
-    __slots__ = ("timeline", "process", "name", "sort_index", "os_tid", "tracks", "lanes",
-                 "moved")
+    __slots__ = (
+        "lanes",
+        "moved",
+        "name",
+        "os_tid",
+        "process",
+        "sort_index",
+        "timeline",
+        "tracks",
+    )
 
     def __init__(self, timeline: Timeline, process: Process, name: str, sort_index: int,
                  allow_nesting: bool, os_tid: int | None = None):
@@ -718,8 +725,8 @@ def add_merged_swimlane(timeline: Timeline, merged: MergedSwimlane, *, rank_labe
             continue
         timeline.add_flow(a, b, str(fname or "flow"))
         flows += 1
-    warnings = [f"{merged.path}: Simpler's converted trace placed at an ESTIMATED origin "
-                f"({reason})"]
+    warnings = [(f"{merged.path}: Simpler's converted trace placed at an ESTIMATED origin "
+                 f"({reason})")]
     if moved:
         warnings.append(f"{merged.path}: {moved} slices did not nest and were moved to "
                         "sub-lanes")

@@ -78,19 +78,20 @@ def parse_json_bytes(data: bytes, path: str | os.PathLike) -> object:
         if _orjson is not None:
             return _orjson.loads(data)
         return json.loads(data)
-    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
-        if _orjson is not None:
-            # orjson's message is terse; re-parse with json for a position to report.
-            try:
-                json.loads(data)
-            except (ValueError, UnicodeDecodeError, RecursionError) as exc2:
-                exc = exc2
-        pos = getattr(exc, "pos", None)
-        if pos is not None and pos >= len(data.rstrip()):
-            raise TraceInputError(path, "truncated JSON (file ends before the document is "
-                                        "complete)") from None
-        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise TraceInputError(path, f"invalid JSON: {msg}") from None
+    except (ValueError, UnicodeDecodeError, RecursionError) as first:
+        err: Exception = first
+    if _orjson is not None:
+        # orjson's message is terse; re-parse with json for a position to report.
+        try:
+            return json.loads(data)   # the rare input json accepts and orjson not (NaN)
+        except (ValueError, UnicodeDecodeError, RecursionError) as second:
+            err = second
+    pos = getattr(err, "pos", None)
+    if pos is not None and pos >= len(data.rstrip()):
+        raise TraceInputError(path, "truncated JSON (file ends before the document is "
+                                    "complete)") from None
+    msg = str(err).splitlines()[0] if str(err) else type(err).__name__
+    raise TraceInputError(path, f"invalid JSON: {msg}") from None
 
 
 # --------------------------------------------------------------------------- helpers
