@@ -1,0 +1,159 @@
+"""trace.json: complete events on real pids/tids and the CLOCK_MONOTONIC axis, metadata, nesting."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pypto
+from pypto.compile_profiling import CompileProfiler, bind_to_current
+
+
+def sample_profile():
+    with CompileProfiler() as prof:
+        with prof.stage("parse"):
+            pass
+        with prof.stage("passes"):
+            with prof.stage("UnrollLoops", {"ir_nodes_before": 3}):
+                time.sleep(0.0005)
+            with prof.stage("zero"):
+                pass
+        with prof.stage("codegen"):
+            def kernel(i):
+                with CompileProfiler.current().stage(f"kernel_codegen:k{i}"):
+                    time.sleep(0.001)
+
+            with ThreadPoolExecutor(2, thread_name_prefix="codegen") as pool:
+                list(pool.map(bind_to_current(kernel), range(4)))
+    return prof
+
+
+def complete_events(trace):
+    return [e for e in trace["traceEvents"] if e["ph"] == "X"]
+
+
+def test_one_complete_event_per_stage_with_absolute_monotonic_times():
+    prof = sample_profile()
+    trace = prof.to_chrome_trace()
+    events = {e["name"]: e for e in complete_events(trace)}
+    assert len(complete_events(trace)) == 9  # parse, passes + 2 children, codegen + 4 kernels
+    unroll_rec = prof.stages[1].children[0]
+    e = events["UnrollLoops"]
+    assert e["ts"] * 1000 == unroll_rec.start_ns  # microseconds keeping ns fractions
+    assert round(e["dur"] * 1000) == unroll_rec.end_ns - unroll_rec.start_ns
+    assert e["pid"] == os.getpid() and e["tid"] == threading.get_native_id()
+    assert e["cat"] == "pass"
+    assert e["args"]["path"] == "passes/UnrollLoops" and e["args"]["ir_nodes_before"] == 3
+    assert 0 < e["args"]["share_pct"] < 100
+    assert events["kernel_codegen:k0"]["cat"] == "codegen"
+    assert events["kernel_codegen:k0"]["args"]["path"] == "codegen/kernel_codegen:k0"
+    assert events["zero"]["dur"] >= 0
+    # absolute: close to "now" on perf_counter_ns, not an offset from the profile's start
+    assert abs(e["ts"] * 1000 - time.perf_counter_ns()) < 60e9
+
+
+def test_worker_stages_are_on_their_own_thread_lanes():
+    trace = sample_profile().to_chrome_trace()
+    main = threading.get_native_id()
+    kernel_tids = {e["tid"] for e in complete_events(trace) if e["name"].startswith("kernel_")}
+    assert kernel_tids and main not in kernel_tids
+
+
+def test_metadata_names_process_and_threads_and_sorts_main_thread_first():
+    trace = sample_profile().to_chrome_trace()
+    meta = [e for e in trace["traceEvents"] if e["ph"] == "M"]
+    procs = [e for e in meta if e["name"] == "process_name"]
+    assert procs == [{"ph": "M", "name": "process_name", "pid": os.getpid(), "tid": 0,
+                      "args": {"name": "PyPTO compile"}}]
+    threads = {e["tid"]: e["args"]["name"] for e in meta if e["name"] == "thread_name"}
+    assert threads[threading.get_native_id()] == "MainThread"
+    assert sum(name.startswith("codegen") for name in threads.values()) == 2
+    order = {e["tid"]: e["args"]["sort_index"] for e in meta if e["name"] == "thread_sort_index"}
+    assert order[threading.get_native_id()] == min(order.values())
+
+
+def test_other_data_records_clock_anchor_and_identity():
+    prof = sample_profile()
+    before_mono, before_wall = time.perf_counter_ns(), time.time_ns()
+    other = prof.to_chrome_trace()["otherData"]
+    after_mono, after_wall = time.perf_counter_ns(), time.time_ns()
+    assert other["clock"] == "CLOCK_MONOTONIC"
+    anchor = other["clock_anchor"]
+    assert before_mono <= anchor["monotonic_ns"] <= after_mono
+    assert before_wall <= anchor["wall_ns"] <= after_wall
+    assert other["pid"] == os.getpid() and other["host"] == socket.gethostname()
+    assert other["pypto_version"] == pypto.__version__
+    assert other["total_seconds"] == round(prof.total_seconds, 6)
+
+
+def test_slices_nest_properly_on_every_thread():
+    events = complete_events(sample_profile().to_chrome_trace())
+    by_thread: dict[tuple, list] = {}
+    for e in events:
+        by_thread.setdefault((e["pid"], e["tid"]), []).append(e)
+    for lane in by_thread.values():
+        lane.sort(key=lambda e: (e["ts"], -e["dur"]))
+        stack = []
+        for e in lane:
+            while stack and e["ts"] >= stack[-1]["ts"] + stack[-1]["dur"] and e["dur"] > 0:
+                stack.pop()
+            if stack:
+                parent = stack[-1]
+                assert e["ts"] + e["dur"] <= parent["ts"] + parent["dur"] + 1e-9
+            stack.append(e)
+
+
+def test_child_recorded_outside_its_parent_is_clamped_into_it():
+    from pypto.compile_profiling import StageRecord
+
+    with CompileProfiler() as prof:
+        with prof.stage("outer"):
+            now = time.perf_counter()
+            prof.add_stage_record(StageRecord("sticks_out", now - 10, now + 10))
+    events = {e["name"]: e for e in complete_events(prof.to_chrome_trace())}
+    outer, inner = events["outer"], events["sticks_out"]
+    assert outer["ts"] <= inner["ts"] and inner["ts"] + inner["dur"] <= outer["ts"] + outer["dur"]
+
+
+def test_awkward_names_round_trip(tmp_path):
+    name = 'quote " back\\slash\nnewline 名前 ✓'
+    with CompileProfiler() as prof:
+        with prof.stage(name, {"note": "tab\there"}):
+            pass
+    prof.to_chrome_trace(tmp_path / "trace.json")
+    trace = json.loads((tmp_path / "trace.json").read_text(encoding="utf-8"))
+    (e,) = complete_events(trace)
+    assert e["name"] == name and e["args"]["note"] == "tab\there"
+
+
+def test_failed_and_open_stages_are_flagged():
+    prof = CompileProfiler()
+    try:
+        with prof.stage("bad"):
+            raise ValueError("x")
+    except ValueError:
+        pass
+    prof._begin_stage("still_running")
+    events = {e["name"]: e for e in complete_events(prof.to_chrome_trace())}
+    assert events["bad"]["args"]["failed"] is True
+    assert events["bad"]["args"]["error"] == "ValueError"
+    assert events["still_running"]["args"]["open"] is True
+
+
+def test_other_process_records_get_their_own_named_process():
+    from pypto.compile_profiling import StageRecord
+
+    prof = CompileProfiler()
+    prof.set_process_name(424242, "PyPTO device")
+    now = time.perf_counter()
+    prof.add_stage_record(StageRecord("device_run", now, now + 0.001, pid=424242, tid=7,
+                                      thread_name="device"))
+    trace = prof.to_chrome_trace()
+    names = {e["pid"]: e["args"]["name"] for e in trace["traceEvents"]
+             if e["ph"] == "M" and e["name"] == "process_name"}
+    assert names[424242] == "PyPTO device"
+    assert names[os.getpid()] == "PyPTO compile"
