@@ -1,0 +1,1 @@
+"""Command-line scripts runnable from a source checkout (`python3 tools/<name>.py`)."""
