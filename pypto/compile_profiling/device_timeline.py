@@ -219,6 +219,12 @@ class _LaneSet:
         self.moved = 0
 
     def track_for(self, start: float, end: float) -> Track:
+        stack = self.lanes.stacks[0]
+        if self.tracks and (not stack or stack[0] <= start):
+            # Fast path: lane 0 is free (everything on it ended): the common case.
+            stack.clear()
+            stack.append(end)
+            return self.tracks[0]
         k = self.lanes.assign(start, end)
         while len(self.tracks) <= k:
             i = len(self.tracks)
