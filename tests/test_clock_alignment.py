@@ -29,8 +29,9 @@ def test_fixture_anchors_calibrate_like_simplers_own_converter(case):
     simpler = merged["clock_alignment"]
     assert simpler["status"] == "calibrated" and m.method == simpler["method"]
     assert m.uncertainty_ns == simpler["max_uncertainty_ns"]
-    assert {m.start.position: m.start.sample_idx, m.end.position: m.end.sample_idx} == \
-        simpler["selected_sample_idx"]
+    assert {m.start.position: m.start.sample_idx, m.end.position: m.end.sample_idx} == simpler[
+        "selected_sample_idx"
+    ]
     # Both anchors map exactly onto their host midpoints.
     assert m.to_host_ns(m.start.device_cycles) == pytest.approx(m.start.host_mid_ns, abs=1e-3)
     assert m.to_host_ns(m.end.device_cycles) == pytest.approx(m.end.host_mid_ns, abs=1e-3)
@@ -49,8 +50,10 @@ def test_smallest_rtt_valid_sample_wins_and_errors_are_skipped():
     best = min(pre, key=lambda s: s["host_after_ns"] - s["host_before_ns"])
     m = ca.build_clock_mapping(anchors, 50_000_000)
     assert m.start.sample_idx == best["sample_idx"]
-    assert m.start.host_mid_ns == best["host_before_ns"] + (
-        best["host_after_ns"] - best["host_before_ns"]) / 2
+    assert (
+        m.start.host_mid_ns
+        == best["host_before_ns"] + (best["host_after_ns"] - best["host_before_ns"]) / 2
+    )
     best["error"] = {"code": 5}
     m2 = ca.build_clock_mapping(anchors, 50_000_000)
     assert m2.start.sample_idx != best["sample_idx"]
@@ -63,36 +66,61 @@ def test_smallest_rtt_valid_sample_wins_and_errors_are_skipped():
 
 def test_linear_map_with_measured_end_point_correction():
     samples = [
-        {"position": ca.PRE_POSITION, "sample_idx": 0, "host_before_ns": 1_000,
-         "device_cycles": 100, "host_after_ns": 1_020, "error": None},
-        {"position": ca.POST_POSITION, "sample_idx": 0, "host_before_ns": 1_000_990,
-         "device_cycles": 100 + 1_000_000 // 20, "host_after_ns": 1_001_030, "error": None},
+        {
+            "position": ca.PRE_POSITION,
+            "sample_idx": 0,
+            "host_before_ns": 1_000,
+            "device_cycles": 100,
+            "host_after_ns": 1_020,
+            "error": None,
+        },
+        {
+            "position": ca.POST_POSITION,
+            "sample_idx": 0,
+            "host_before_ns": 1_000_990,
+            "device_cycles": 100 + 1_000_000 // 20,
+            "host_after_ns": 1_001_030,
+            "error": None,
+        },
     ]
-    m = ca.build_clock_mapping({"device_timestamp_unit": "syscnt_cycles", "samples": samples},
-                               50_000_000, host_quantization_ns=2)
+    m = ca.build_clock_mapping(
+        {"device_timestamp_unit": "syscnt_cycles", "samples": samples},
+        50_000_000,
+        host_quantization_ns=2,
+    )
     # nominal: 50_000 cycles = 1_000_000 ns; measured 1_001_010 - 1_010 = 1_000_000 + 0 ...
     assert m.start.host_mid_ns == 1_010 and m.end.host_mid_ns == 1_001_010
     assert m.end_correction_ns == pytest.approx(0.0)
     assert m.to_host_ns(100 + 25_000) == pytest.approx(501_010)
-    samples[1]["host_before_ns"] += 1_000            # device runs 0.1% slow vs host
+    samples[1]["host_before_ns"] += 1_000  # device runs 0.1% slow vs host
     samples[1]["host_after_ns"] += 1_000
-    m = ca.build_clock_mapping({"device_timestamp_unit": "syscnt_cycles", "samples": samples},
-                               50_000_000)
+    m = ca.build_clock_mapping(
+        {"device_timestamp_unit": "syscnt_cycles", "samples": samples}, 50_000_000
+    )
     assert m.end_correction_ns == pytest.approx(1_000)
     assert m.to_host_ns(100 + 25_000) == pytest.approx(1_010 + 500_000 + 500)
-    assert m.uncertainty_ns == 20                    # max(rtt)/2
+    assert m.uncertainty_ns == 20  # max(rtt)/2
     mask = m.outside_window(np.array([99, 100, 50_100, 50_101]))
     assert mask.tolist() == [True, False, False, True]
 
 
-@pytest.mark.parametrize("change,reason", [
-    (lambda a: a.pop("samples"), "missing_clock_anchor_samples"),
-    (lambda a: a.update(device_timestamp_unit="ns"), "unsupported_device_timestamp_unit"),
-    (lambda a: a.update(raw_device_timestamp_unit="ticks"),
-     "unsupported_raw_device_timestamp_unit"),
-    (lambda a: [s.update(device_cycles=1) for s in a["samples"]
-                if s["position"] == ca.POST_POSITION], "device_anchor_order_invalid"),
-])
+@pytest.mark.parametrize(
+    "change,reason",
+    [
+        (lambda a: a.pop("samples"), "missing_clock_anchor_samples"),
+        (lambda a: a.update(device_timestamp_unit="ns"), "unsupported_device_timestamp_unit"),
+        (
+            lambda a: a.update(raw_device_timestamp_unit="ticks"),
+            "unsupported_raw_device_timestamp_unit",
+        ),
+        (
+            lambda a: [
+                s.update(device_cycles=1) for s in a["samples"] if s["position"] == ca.POST_POSITION
+            ],
+            "device_anchor_order_invalid",
+        ),
+    ],
+)
 def test_unusable_anchors_give_a_reason(change, reason):
     anchors = copy.deepcopy(_anchors("hbg_bgemm_l4_depgen")["clock_anchors"])
     change(anchors)
@@ -115,8 +143,13 @@ def test_wall_clock_offsets_between_hosts():
     simpler = ca.wall_anchor_from_log(hl.clock_anchors[0])
     # Our trace on another host whose monotonic clock is 5 s behind for the same wall time.
     ours = ca.wall_anchor_from_other_data(
-        {"clock_anchor": {"monotonic_ns": simpler.mono_ns - 5_000_000_000 + 10,
-                          "wall_ns": simpler.wall_ns + 10}})
+        {
+            "clock_anchor": {
+                "monotonic_ns": simpler.mono_ns - 5_000_000_000 + 10,
+                "wall_ns": simpler.wall_ns + 10,
+            }
+        }
+    )
     off = ca.monotonic_offset_ns(reference=ours, other=simpler)
     assert off == -5_000_000_000
     # A Simpler span at mono t is at t + off on our axis; same wall time either way.

@@ -59,12 +59,19 @@ def test_every_fixture_counts_labels_lanes_and_flows(case):
     assert res.counts["aicpu_joined"] == len(rec.aicpu)
     # Labels and lane names are exactly Simpler's (Worker View of its merged_swimlane.json).
     ev = json.loads((FIXTURES / case / "merged_swimlane.json").read_text())["traceEvents"]
-    lane = {(e["pid"], e["tid"]): e["args"]["name"] for e in ev
-            if e.get("ph") == "M" and e["name"] == "thread_name"}
-    want = collections.Counter((lane[(4, e["tid"])], e["name"], e["args"]["taskId"]) for e in ev
-                               if e.get("ph") == "X" and e["pid"] == 4)
-    got = collections.Counter((s.track.name, s.name, s.args["task_id"]) for s in tl.slices
-                              if s.cat == "aicore")
+    lane = {
+        (e["pid"], e["tid"]): e["args"]["name"]
+        for e in ev
+        if e.get("ph") == "M" and e["name"] == "thread_name"
+    }
+    want = collections.Counter(
+        (lane[(4, e["tid"])], e["name"], e["args"]["taskId"])
+        for e in ev
+        if e.get("ph") == "X" and e["pid"] == 4
+    )
+    got = collections.Counter(
+        (s.track.name, s.name, s.args["task_id"]) for s in tl.slices if s.cat == "aicore"
+    )
     assert got == want
     # Dependency flows: one per deps.json edge (all tasks ran here).
     n_edges = len(cap.deps.edges) if cap.deps else 0
@@ -74,8 +81,11 @@ def test_every_fixture_counts_labels_lanes_and_flows(case):
     # Kernel -> first task slice, for codegen -> device flows.
     for name, sl in res.first_task_slice_by_kernel_name.items():
         assert sl.name.startswith(name)
-        same = [s for s in tl.slices if s.cat == "aicore" and s.name.split("(")[0]
-                .removesuffix("_spmd") == name]
+        same = [
+            s
+            for s in tl.slices
+            if s.cat == "aicore" and s.name.split("(")[0].removesuffix("_spmd") == name
+        ]
         assert sl.ts_ns == min(s.ts_ns for s in same)
     if cap.name_map and cap.deps:
         assert set(res.first_task_slice_by_kernel_name) <= set(cap.name_map.names.values())
@@ -85,7 +95,8 @@ def test_every_fixture_counts_labels_lanes_and_flows(case):
     if rec.level >= 3:
         assert any("AICPU scheduler" in n for n in names)
         assert {t.name for t in tl.tracks if "scheduler" in t.process.name} <= {
-            f"Sched_{i}" for i in range(len(rec.scheduler_phases))}
+            f"Sched_{i}" for i in range(len(rec.scheduler_phases))
+        }
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c.startswith("hbg_")])
@@ -95,8 +106,10 @@ def test_calibrated_device_slices_lie_inside_the_runner_run_span(case):
     res = add_device_capture(tl, cap, rank_label="r0", placement=Placement.calibrated())
     hl = add_host_log(tl, cap.host_log)
     assert not res.estimated and res.uncertainty_ns == pytest.approx(
-        json.loads((FIXTURES / case / "merged_swimlane.json").read_text())
-        ["metadata"]["clock_alignment"]["max_uncertainty_ns"])
+        json.loads((FIXTURES / case / "merged_swimlane.json").read_text())["metadata"][
+            "clock_alignment"
+        ]["max_uncertainty_ns"]
+    )
     assert all(not p.estimated and "estimated" not in p.name for p in res.processes)
     assert res.processes[0].args["alignment"]["method"] == res.alignment_method
     run = next(s for s in tl.slices if s.name == "chip.run.runner_run")
@@ -122,12 +135,15 @@ def test_device_orchestrated_capture_is_estimated_and_says_so():
     with pytest.raises(TraceInputError, match="cannot calibrate.*missing_clock_anchors"):
         add_device_capture(Timeline(), cap, rank_label="r0", placement=Placement.calibrated())
     tl = Timeline()
-    res = add_device_capture(tl, cap, rank_label="r3",
-                             placement=Placement.estimated(ORIGIN, "start of device_execution"))
+    res = add_device_capture(
+        tl, cap, rank_label="r3", placement=Placement.estimated(ORIGIN, "start of device_execution")
+    )
     assert res.estimated and res.uncertainty_ns is None
     assert [p.name for p in res.processes] == [
-        "Device r3 · AICore (estimated)", "Device r3 · AICPU scheduler (estimated)",
-        "Device r3 · Orchestrator (estimated)"]
+        "Device r3 · AICore (estimated)",
+        "Device r3 · AICPU scheduler (estimated)",
+        "Device r3 · Orchestrator (estimated)",
+    ]
     assert all(p.estimated and p.args["estimated"] for p in res.processes)
     assert any("ESTIMATED" in w for w in tl.warnings)
     assert min(s.ts_ns for s in tl.slices) == pytest.approx(ORIGIN)
@@ -137,8 +153,9 @@ def test_device_orchestrated_capture_is_estimated_and_says_so():
 
 
 def test_auto_falls_back_to_estimated_when_anchors_are_bad(tmp_path):
-    raw = json.loads((FIXTURES / "hbg_vector_example_l4_depgen" /
-                      "chip_swimlane_records.json").read_text())
+    raw = json.loads(
+        (FIXTURES / "hbg_vector_example_l4_depgen" / "chip_swimlane_records.json").read_text()
+    )
     for s in raw["metadata"]["clock_anchors"]["samples"]:
         s["error"] = {"code": 1}
     cap = _capture("hbg_vector_example_l4_depgen")
@@ -147,16 +164,17 @@ def test_auto_falls_back_to_estimated_when_anchors_are_bad(tmp_path):
     res = add_device_capture(tl, cap, rank_label="r0", placement=Placement.auto(ORIGIN, "why"))
     assert res.estimated and "no_valid_pre_host_orchestration_anchor" in res.alignment["reason"]
     orch = next(p for p in res.processes if "Orchestrator" in p.name)
-    assert not orch.estimated and "estimated" not in orch.name   # host streams stay exact
+    assert not orch.estimated and "estimated" not in orch.name  # host streams stay exact
 
 
 def test_overlapping_device_tasks_move_to_a_sub_lane_with_a_warning():
-    raw = json.loads((FIXTURES / "tmr_vector_example_l1" / "chip_swimlane_records.json")
-                     .read_text())
+    raw = json.loads(
+        (FIXTURES / "tmr_vector_example_l1" / "chip_swimlane_records.json").read_text()
+    )
     first = raw["aicore_tasks"][0]
     dup = list(first)
-    dup[2] += 100                                    # another dispatch on the same core
-    dup[3] = first[3] + (first[4] - first[3]) // 2   # starts mid-way through the first
+    dup[2] += 100  # another dispatch on the same core
+    dup[3] = first[3] + (first[4] - first[3]) // 2  # starts mid-way through the first
     dup[4] = first[4] + 1000
     raw["aicore_tasks"].append(dup)
     cap = _capture("tmr_vector_example_l1")
@@ -176,9 +194,15 @@ def test_two_ranks_and_merged_swimlanes_never_collide():
     for rank in ("r0", "r1"):
         cap = _capture("tmr_mixed_example_case1_l4_depgen")
         add_device_capture(tl, cap, rank_label=rank, placement=Placement.estimated(ORIGIN, "t"))
-        m = add_merged_swimlane(tl, sr.read_merged_swimlane(
-            FIXTURES / "tmr_mixed_example_case1_l4_depgen" / "merged_swimlane.json"),
-            rank_label=rank, origin_host_ns=ORIGIN, reason="Simpler's converted trace")
+        m = add_merged_swimlane(
+            tl,
+            sr.read_merged_swimlane(
+                FIXTURES / "tmr_mixed_example_case1_l4_depgen" / "merged_swimlane.json"
+            ),
+            rank_label=rank,
+            origin_host_ns=ORIGIN,
+            reason="Simpler's converted trace",
+        )
         assert m.counters_skipped == 27 and m.flows_unbound == 0
         assert all(p.estimated and p.name.endswith("(estimated)") for p in m.processes)
         assert {p.args["simpler_pid"] for p in m.processes} == {1, 2, 3, 4}
@@ -195,8 +219,9 @@ def test_merged_swimlane_keeps_slices_flows_and_lanes():
     path = FIXTURES / "hbg_vector_example_l4_depgen" / "merged_swimlane.json"
     doc = json.loads(path.read_text())
     tl = Timeline()
-    m = add_merged_swimlane(tl, sr.read_merged_swimlane(path), rank_label="r0",
-                            origin_host_ns=ORIGIN, reason="t")
+    m = add_merged_swimlane(
+        tl, sr.read_merged_swimlane(path), rank_label="r0", origin_host_ns=ORIGIN, reason="t"
+    )
     xs = [e for e in doc["traceEvents"] if e["ph"] == "X"]
     assert m.slices == len(tl.slices) == len(xs)
     assert m.flows == len(tl.flows) == sum(e["ph"] == "s" for e in doc["traceEvents"])

@@ -35,17 +35,20 @@ def test_records_of_every_fixture_match_the_raw_json(case):
     assert rec.aicore.tolist() == raw["aicore_tasks"]
     assert rec.aicpu.tolist() == raw["aicpu_tasks"]
     assert [len(s) for s in rec.scheduler_phases] == [
-        len(t) for t in raw.get("aicpu_scheduler_phases", [])]
+        len(t) for t in raw.get("aicpu_scheduler_phases", [])
+    ]
     assert [len(s) for s in rec.orchestrator_phases] == [
-        len(t) for t in raw.get("aicpu_orchestrator_phases", [])]
+        len(t) for t in raw.get("aicpu_orchestrator_phases", [])
+    ]
     assert [len(s) for s in rec.host_orchestrator_phases] == [
-        len(t) for t in raw.get("host_orchestrator_phases", [])]
+        len(t) for t in raw.get("host_orchestrator_phases", [])
+    ]
     for s, t in zip(rec.scheduler_phases, raw.get("aicpu_scheduler_phases", [])):
         assert s.names == [r["kind"] for r in t]
         assert s.starts.tolist() == [r["start_cycles"] for r in t]
     has_anchors = "clock_anchors" in raw["metadata"]
     assert (rec.metadata.clock_anchors is not None) == has_anchors
-    assert has_anchors == case.startswith("hbg_")        # README: only host-orchestrated
+    assert has_anchors == case.startswith("hbg_")  # README: only host-orchestrated
     if has_anchors:
         assert rec.metadata.orchestrator_source == "host"
         assert len(rec.metadata.clock_anchors.samples) == 6
@@ -124,14 +127,23 @@ def _mutations():
     def top_level_list(d):
         d.clear()
 
-    return [("clock_freq_hz", drop_freq), ("unknown level 7", level_7),
-            ("chip_swimlane_level", no_level), ("expected an integer", str_freq),
-            ("before start_cycles", end_before_start), ("negative value", negative),
-            ("expected an integer", float_cycles), ("columns", ragged),
-            ("before start_cycles", sched_backwards), ("missing 'kind'", sched_missing_kind),
-            ("unknown schema_version 2", anchors_v2), ("expected an integer", anchor_bad_type),
-            ("before start_host_ns", host_backwards), ("core_id 99", core_out_of_range),
-            ("chip_swimlane_level", top_level_list)]
+    return [
+        ("clock_freq_hz", drop_freq),
+        ("unknown level 7", level_7),
+        ("chip_swimlane_level", no_level),
+        ("expected an integer", str_freq),
+        ("before start_cycles", end_before_start),
+        ("negative value", negative),
+        ("expected an integer", float_cycles),
+        ("columns", ragged),
+        ("before start_cycles", sched_backwards),
+        ("missing 'kind'", sched_missing_kind),
+        ("unknown schema_version 2", anchors_v2),
+        ("expected an integer", anchor_bad_type),
+        ("before start_host_ns", host_backwards),
+        ("core_id 99", core_out_of_range),
+        ("chip_swimlane_level", top_level_list),
+    ]
 
 
 @pytest.mark.parametrize("expected,mutate", _mutations(), ids=lambda x: getattr(x, "__name__", x))
@@ -153,7 +165,7 @@ def test_truncated_and_invalid_json_are_named(tmp_path):
     p.write_text(text[: len(text) // 2])
     with pytest.raises(TraceInputError, match="truncated JSON"):
         sr.read_swimlane_records(p)
-    p.write_text("{\"chip_swimlane_level\": 4,, }")
+    p.write_text('{"chip_swimlane_level": 4,, }')
     with pytest.raises(TraceInputError, match="invalid JSON"):
         sr.read_swimlane_records(p)
     p.write_text("")
@@ -197,11 +209,12 @@ def test_host_log_and_phase_records(case):
     xs = [e for e in strace["traceEvents"] if e["ph"] == "X"]
     assert sorted(s.name for s in hl.spans) == sorted(e["name"] for e in xs)
     for s in hl.spans:
-        if not s.device_clock:   # Simpler's own conversion: µs of the same ns values
+        if not s.device_clock:  # Simpler's own conversion: µs of the same ns values
             ev = next(e for e in xs if e["name"] == s.name and e["tid"] == 0)
             assert abs(ev["ts"] * 1000 - s.ts_ns) < 1
     assert [(a.pid, a.mono_ns, a.wall_ns) for a in hl.clock_anchors] == [
-        (a["pid"], int(a["mono_ns"]), int(a["wall_ns"])) for a in strace["clockAnchors"]]
+        (a["pid"], int(a["mono_ns"]), int(a["wall_ns"])) for a in strace["clockAnchors"]
+    ]
     assert any(s.device_clock and s.attrs["clk"] == "dev" for s in hl.spans)
     if (FIXTURES / case / "host_phase_records.jsonl").exists():
         batches = sr.read_host_phase_records(FIXTURES / case / "host_phase_records.jsonl")
@@ -226,9 +239,11 @@ def test_host_log_rejects_unknown_version_and_garbage(tmp_path):
 
 def test_discovery_of_work_dir_dfx_outputs_leaf_and_distributed_layout(tmp_path):
     work = tmp_path / "work"
-    for r, k, case in ((0, 0, "hbg_vector_example_l4_depgen"),
-                       (1, 0, "tmr_vector_example_l4_depgen"),
-                       (1, 1, "tmr_mixed_example_case1_l4_depgen")):
+    for r, k, case in (
+        (0, 0, "hbg_vector_example_l4_depgen"),
+        (1, 0, "tmr_vector_example_l4_depgen"),
+        (1, 1, "tmr_mixed_example_case1_l4_depgen"),
+    ):
         leaf = work / "dfx_outputs" / f"rank{r}" / f"d{k}"
         shutil.copytree(FIXTURES / case, leaf)
         (leaf / "dispatch_program.json").write_text(json.dumps({"program": case}))
@@ -262,8 +277,7 @@ _cyc = st.integers(1, 2**40)
 @st.composite
 def _records(draw):
     ncores = draw(st.integers(1, 6))
-    core_types = draw(st.lists(st.sampled_from(["aic", "aiv"]), min_size=ncores,
-                               max_size=ncores))
+    core_types = draw(st.lists(st.sampled_from(["aic", "aiv"]), min_size=ncores, max_size=ncores))
     six = draw(st.booleans())
     rows, cpu = [], []
     for _ in range(draw(st.integers(0, 12))):
@@ -275,16 +289,33 @@ def _records(draw):
         rows.append(row + [r2s] if six else row)
         d = draw(st.integers(0, start))
         cpu.append([core, row[2], d, end + draw(st.integers(0, 1000))])
-    phases = [[{"kind": draw(st.sampled_from(["complete", "dispatch", "scan", "idle", "x"])),
-                "start_cycles": (s := draw(_cyc)), "end_cycles": s + draw(st.integers(0, 500)),
-                "loop_iter": 1, "tasks_processed": draw(st.integers(0, 3))}
-               for _ in range(draw(st.integers(0, 4)))] for _ in range(draw(st.integers(0, 3)))]
-    return {"chip_swimlane_level": 4,
-            "metadata": {"clock_freq_hz": draw(st.sampled_from([50_000_000, 10**9])),
-                         "num_cores": ncores, "core_types": core_types},
-            "aicore_tasks": rows, "aicpu_tasks": cpu, "aicpu_scheduler_phases": phases,
-            "aicpu_orchestrator_phases": [[{"submit_idx": 0, "task_id": 1, "start_cycles": 5,
-                                            "end_cycles": 9}]]}
+    phases = [
+        [
+            {
+                "kind": draw(st.sampled_from(["complete", "dispatch", "scan", "idle", "x"])),
+                "start_cycles": (s := draw(_cyc)),
+                "end_cycles": s + draw(st.integers(0, 500)),
+                "loop_iter": 1,
+                "tasks_processed": draw(st.integers(0, 3)),
+            }
+            for _ in range(draw(st.integers(0, 4)))
+        ]
+        for _ in range(draw(st.integers(0, 3)))
+    ]
+    return {
+        "chip_swimlane_level": 4,
+        "metadata": {
+            "clock_freq_hz": draw(st.sampled_from([50_000_000, 10**9])),
+            "num_cores": ncores,
+            "core_types": core_types,
+        },
+        "aicore_tasks": rows,
+        "aicpu_tasks": cpu,
+        "aicpu_scheduler_phases": phases,
+        "aicpu_orchestrator_phases": [
+            [{"submit_idx": 0, "task_id": 1, "start_cycles": 5, "end_cycles": 9}]
+        ],
+    }
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -296,14 +327,22 @@ def test_random_valid_records_round_trip(data):
     assert [r[:width] for r in got] == data["aicore_tasks"]
     assert rec.aicpu.tolist() == data["aicpu_tasks"]
     assert [s.names for s in rec.scheduler_phases] == [
-        [p["kind"] for p in t] for t in data["aicpu_scheduler_phases"]]
+        [p["kind"] for p in t] for t in data["aicpu_scheduler_phases"]
+    ]
     assert [s.ends.tolist() for s in rec.scheduler_phases] == [
-        [p["end_cycles"] for p in t] for t in data["aicpu_scheduler_phases"]]
+        [p["end_cycles"] for p in t] for t in data["aicpu_scheduler_phases"]
+    ]
 
 
-_junk = st.one_of(st.none(), st.booleans(), st.floats(allow_nan=False), st.text(max_size=3),
-                  st.integers(-5, 5), st.lists(st.integers(), max_size=2),
-                  st.dictionaries(st.text(max_size=2), st.integers(), max_size=2))
+_junk = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.floats(allow_nan=False),
+    st.text(max_size=3),
+    st.integers(-5, 5),
+    st.lists(st.integers(), max_size=2),
+    st.dictionaries(st.text(max_size=2), st.integers(), max_size=2),
+)
 
 
 def _paths(obj, prefix=()):
@@ -343,8 +382,13 @@ def test_random_bytes_never_raise_anything_but_trace_input_error(blob):
         doc = sr.parse_json_bytes(blob, "x.json")
     except TraceInputError:
         return
-    for reader in (sr.read_swimlane_records, sr.read_deps, sr.read_name_map,
-                   sr.read_merged_swimlane, sr.read_dispatch_program):
+    for reader in (
+        sr.read_swimlane_records,
+        sr.read_deps,
+        sr.read_name_map,
+        sr.read_merged_swimlane,
+        sr.read_dispatch_program,
+    ):
         try:
             reader("x.json", data=doc)
         except TraceInputError:
