@@ -4,6 +4,7 @@ a device counter with its own origin that advances with real time."""
 from __future__ import annotations
 
 import functools
+import itertools
 import time
 
 import numpy as np
@@ -102,7 +103,7 @@ def test_kernels_are_placed_by_core_type():
         )
     # in-place accumulation: each acc waits for the previous acc (WAW/RAW on out)
     accs = [task for task in run.graph.tasks if task.kernel_name == "kernel_acc"]
-    for prev, cur in zip(accs, accs[1:]):
+    for prev, cur in itertools.pairwise(accs):
         assert prev.index in cur.preds
 
 
