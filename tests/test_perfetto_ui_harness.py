@@ -282,10 +282,11 @@ def test_missing_file_fails_before_the_browser_is_asked(perfetto_ui, tmp_path):
 
 
 @pytest.mark.perfetto_ui
-def test_queries_keep_64_bit_ints_and_report_sql_errors(perfetto_ui, tmp_path):
+def test_queries_keep_exact_values_and_report_sql_errors(perfetto_ui, tmp_path):
     with perfetto_ui.load(_write_json(tmp_path / "one.json", _chrome_json_events()[:6])) as t:
-        assert t.query("select 9007199254740993 as big, x'0102' as blob, null as missing") == [
-            {"big": 9007199254740993, "blob": b"\x01\x02", "missing": None}
+        sql = "select 9007199254740993 as big, x'0102' as blob, null as missing, 1e999 as inf"
+        assert t.query(sql) == [
+            {"big": 9007199254740993, "blob": b"\x01\x02", "missing": None, "inf": float("inf")}
         ]
         with pytest.raises(QueryError, match="no_such_table"):
             t.query("select * from no_such_table")
@@ -324,3 +325,16 @@ def test_json_flow_start_binds_to_stale_innermost_slice_but_bind_id_is_exact(per
     with perfetto_ui.load(_write_json(tmp_path / "v2.json", v2)) as t:
         assert [(f["name_out"], f["name_in"]) for f in t.flows()] == [("parent", "target")]
         assert t.import_errors() == []
+
+
+@pytest.mark.perfetto_ui
+def test_loading_beyond_max_open_closes_the_oldest_trace_with_a_reason(
+    perfetto_ui, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(perfetto_ui, "max_open", 1)
+    path = _write_json(tmp_path / "small.json", _chrome_json_events())
+    first = perfetto_ui.load(path)
+    with perfetto_ui.load(path) as second:
+        assert second.slice_count() == 5
+        with pytest.raises(QueryError, match="more than 1 traces were open"):
+            first.slice_count()
