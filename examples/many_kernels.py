@@ -26,7 +26,7 @@ def program_source(num_kernels: int = DEFAULT_KERNELS, name: str = "ManyKernels"
             f"        for i in pl.range({ROWS // BLOCK}):",
             f"            v = pl.load(x, [i * {BLOCK}, 0], [{BLOCK}, {COLS}])",
             f"            v = pl.add(pl.mul(v, 0.5), {float(j + 1)})",
-            "            y = pl.store(pl.maximum(v, 0.0), [i * " f"{BLOCK}, 0], y)",
+            f"            y = pl.store(pl.maximum(v, 0.0), [i * {BLOCK}, 0], y)",
             "        return y",
             "",
         ]

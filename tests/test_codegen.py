@@ -125,7 +125,8 @@ def test_parallel_codegen_writes_the_same_files_as_sequential(tmp_path):
         for f in files:
             a = os.path.join(root, f)
             b = a.replace(str(tmp_path / "seq"), str(tmp_path / "par"))
-            assert open(a).read() == open(b).read(), f
+            with open(a) as fa, open(b) as fb:
+                assert fa.read() == fb.read(), f
 
 
 def test_kernel_codegen_stages_nest_under_codegen_on_worker_threads(tmp_path):

@@ -108,7 +108,7 @@ def test_failing_pass_still_writes_report_then_raises(tmp_path):
 
 
 def test_failing_codegen_still_writes_report_then_raises(tmp_path, monkeypatch):
-    import pypto.codegen.driver as driver
+    from pypto.codegen import driver
 
     def broken(func, program_name):
         raise CompileError(f"cannot lower {func.name}")

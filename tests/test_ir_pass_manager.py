@@ -62,9 +62,10 @@ def test_profiling_instrument_records_passes_with_ir_sizes():
 
 
 def test_failing_pass_closes_its_stage_and_passes_then_propagates():
-    with CompileProfiler() as prof:
-        with pytest.raises(CompileError, match="boom"):
-            PassManager([UnrollLoops(), Boom(), ConvertToSSA()], [ProfilingInstrument(prof)]).run(VectorDAG)
+    pm = PassManager([UnrollLoops(), Boom(), ConvertToSSA()])
+    with CompileProfiler() as prof, pytest.raises(CompileError, match="boom"):
+        pm.instruments.append(ProfilingInstrument(prof))
+        pm.run(VectorDAG)
     (passes,) = prof.stages
     assert [c.name for c in passes.children] == ["UnrollLoops", "Boom"]
     assert passes.children[1].error == "CompileError" and not passes.children[1].is_open

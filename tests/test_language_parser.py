@@ -119,22 +119,22 @@ def test_error_in_decorated_class_names_this_file_and_line():
     "body, line, col, message",
     [
         (
-            "        t = pl.load(a, [0, 0], [64, 64])\n        u = pl.load(a, [0, 0], [32, 64])\n"
-            "        v = pl.add(t, u)\n        return out\n",
+            ("        t = pl.load(a, [0, 0], [64, 64])\n        u = pl.load(a, [0, 0], [32, 64])\n"
+             "        v = pl.add(t, u)\n        return out\n"),
             9,
             13,
             "pl.add shape mismatch: [64, 64] and [32, 64]",
         ),
         (
-            "        t = pl.load(a, [0, 0], [64, 64])\n        while True:\n            pass\n"
-            "        return out\n",
+            ("        t = pl.load(a, [0, 0], [64, 64])\n        while True:\n            pass\n"
+             "        return out\n"),
             8,
             9,
             "unsupported statement: While",
         ),
         (
-            "        t = pl.load(a, [0, 0], [64, 64])\n        a = pl.store(t, [0, 0], a)\n"
-            "        return out\n",
+            ("        t = pl.load(a, [0, 0], [64, 64])\n        a = pl.store(t, [0, 0], a)\n"
+             "        return out\n"),
             8,
             33,
             "cannot store into input 'a'",
@@ -165,8 +165,8 @@ def test_error_in_decorated_class_names_this_file_and_line():
             "'k' returns pl.Tile",
         ),
         (
-            "        t = pl.load(a, [0, 0], [64, 64])\n        out = pl.store(t, [0, 0], out)\n"
-            "        return nope\n",
+            ("        t = pl.load(a, [0, 0], [64, 64])\n        out = pl.store(t, [0, 0], out)\n"
+             "        return nope\n"),
             9,
             16,
             "unknown name 'nope'",

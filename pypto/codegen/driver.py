@@ -11,15 +11,14 @@ import logging
 import os
 from concurrent.futures import ThreadPoolExecutor
 
-from pypto.compile_profiling import CompileProfiler, bind_to_current, get_active_profiler
-from pypto.compile_profiling.atomic_io import atomic_write_text
-from pypto.errors import CompileError
-from pypto.ir.nodes import Function, Program
-
 from pypto.codegen.common import core_type, param_specs, returned_param
 from pypto.codegen.kernel_cpp import cpp_kernel_source
 from pypto.codegen.kernel_numpy import numpy_kernel_source
 from pypto.codegen.orchestration import cpp_orchestration_source, python_orchestration_source
+from pypto.compile_profiling import CompileProfiler, bind_to_current, get_active_profiler
+from pypto.compile_profiling.atomic_io import atomic_write_text
+from pypto.errors import CompileError
+from pypto.ir.nodes import Function, Program
 
 log = logging.getLogger(__name__)
 

@@ -6,12 +6,11 @@ tiles that MemoryReuse put in one buffer really share bytes: a wrong reuse corru
 
 from __future__ import annotations
 
+from pypto.codegen.common import core_type, py_expr
 from pypto.errors import CompileError
 from pypto.ir.nodes import Assign, Call, Const, EvalStmt, Expr, For, Function, Return, Stmt, Var
 from pypto.ir.types import INT32, ScalarType, TileType
 from pypto.ir.visit import iter_stmts
-
-from pypto.codegen.common import core_type, py_expr
 
 _UFUNC = {"add": "np.add", "sub": "np.subtract", "mul": "np.multiply", "div": "np.divide",
           "maximum": "np.maximum", "exp": "np.exp"}

@@ -14,9 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pypto.errors import CompileError, RuntimeConfigError
-
 from pypto.codegen.driver import CONFIG_FILE
+from pypto.errors import CompileError, RuntimeConfigError
 
 _load_counter = itertools.count()
 

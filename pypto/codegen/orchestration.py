@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+from pypto.codegen.common import cpp_expr, py_expr
 from pypto.errors import CompileError
 from pypto.ir.nodes import Assign, Call, Expr, For, Function, KernelCall, Return, Stmt, Var
 from pypto.ir.types import ScalarType
-
-from pypto.codegen.common import cpp_expr, py_expr
 
 _ACCESS = {"in": "IN", "out": "OUT", "inout": "INOUT", "scalar": "SCALAR"}
 

@@ -29,14 +29,38 @@ from pypto.ir.printer import print_program
 from pypto.ir.types import DataType, MemRef, ScalarType, TensorType, TileType
 
 __all__ = [
-    "Assign", "BinExpr", "Call", "CallbackInstrument", "Const", "DataType", "DumpInstrument",
-    "EvalStmt", "For", "Function", "FunctionPass", "FunctionType", "KernelCall", "MemRef",
-    "Param", "Pass", "PassInstrument", "PassManager", "Program", "ProfilingInstrument", "Return",
-    "ScalarType", "Span", "TensorType", "TileType", "Var", "compile", "print_program",
+    "Assign",
+    "BinExpr",
+    "Call",
+    "CallbackInstrument",
+    "Const",
+    "DataType",
+    "DumpInstrument",
+    "EvalStmt",
+    "For",
+    "Function",
+    "FunctionPass",
+    "FunctionType",
+    "KernelCall",
+    "MemRef",
+    "Param",
+    "Pass",
+    "PassInstrument",
+    "PassManager",
+    "ProfilingInstrument",
+    "Program",
+    "Return",
+    "ScalarType",
+    "Span",
+    "TensorType",
+    "TileType",
+    "Var",
+    "compile",
+    "print_program",
 ]
 
 
-def compile(program: Program, output_dir: str | None = None, profiling: bool = False,  # noqa: A001
+def compile(program: Program, output_dir: str | None = None, profiling: bool = False,
             dump_passes: bool = False, **kwargs) -> str:
     """Run the pass pipeline and codegen; returns the output directory (see pypto.ir.compiler)."""
     from pypto.ir.compiler import compile_program

@@ -44,4 +44,4 @@ matmul = _dsl_only("matmul")
 row_sum = _dsl_only("row_sum")
 row_max = _dsl_only("row_max")
 create_tensor = _dsl_only("create_tensor")
-range = _dsl_only("range")  # noqa: A001 - the DSL spells it pl.range
+range = _dsl_only("range")

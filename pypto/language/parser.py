@@ -55,7 +55,7 @@ def _describe(t: Type | None) -> str:
 
 
 class _FunctionSig:
-    __slots__ = ("name", "func_type", "params", "return_types", "node")
+    __slots__ = ("func_type", "name", "node", "params", "return_types")
 
     def __init__(self, name, func_type, params, return_types, node):
         self.name, self.func_type, self.params = name, func_type, params

@@ -43,7 +43,7 @@ def program(cls: type) -> Program:
     return parse_program(textwrap.dedent("".join(lines)), filename, env, first - 1, indent)
 
 
-def function(fn=None, *, type: FunctionType = FunctionType.InCore):  # noqa: A002 - DSL spelling
+def function(fn=None, *, type: FunctionType = FunctionType.InCore):
     """Method decorator marking a kernel (InCore) or the orchestration function.
 
     The parser reads the decorator from the source; at run time it leaves the method as is.

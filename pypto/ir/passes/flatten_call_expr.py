@@ -4,7 +4,18 @@ from __future__ import annotations
 
 import dataclasses
 
-from pypto.ir.nodes import Assign, Call, EvalStmt, Expr, For, Function, KernelCall, Return, Stmt, Var
+from pypto.ir.nodes import (
+    Assign,
+    Call,
+    EvalStmt,
+    Expr,
+    For,
+    Function,
+    KernelCall,
+    Return,
+    Stmt,
+    Var,
+)
 from pypto.ir.pass_manager import FunctionPass
 from pypto.ir.visit import all_names, fresh_name
 
