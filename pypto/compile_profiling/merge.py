@@ -560,6 +560,7 @@ def merge_traces(inputs: Iterable[str | os.PathLike], *, offset_us: float | None
         res = dt.add_device_capture(timeline, cap, rank_label=label,
                                     placement=dt.Placement.calibrated())
         _shift_processes(timeline, res.processes, off)
+        _label_calibrated(res)
         results.append(res)
         device_processes.extend(res.processes)
         warnings.extend(res.warnings)
@@ -571,11 +572,12 @@ def merge_traces(inputs: Iterable[str | os.PathLike], *, offset_us: float | None
     exec_starts = sorted(s.ts_ns for s in compile_slices if s.name == DEVICE_EXECUTION)
     for rep in found.reports:
         rel = _find_stage_offset(rep.doc["stages"], DEVICE_EXECUTION)
-        calibrated_windows = [r.device_window_ns for r in results if r.device_window_ns]
-        if calibrated_windows and rel is not None:
-            target = min(w[0] for w in calibrated_windows)
-            origin, how = target - rel, ("its device_execution put at the first calibrated "
-                                         "device record")
+        calibrated_ids = {id(p) for r in results for p in r.processes}
+        calibrated_starts = [s.ts_ns for s in timeline.slices
+                             if id(s.track.process) in calibrated_ids]
+        if calibrated_starts and rel is not None:
+            origin, how = min(calibrated_starts) - rel, (
+                "its device_execution put at the first record of the calibrated capture")
         elif timeline.slices:
             origin = min(s.ts_ns for s in timeline.slices)
             how = "its start put at the start of the other inputs"
@@ -681,6 +683,14 @@ def merge_traces(inputs: Iterable[str | os.PathLike], *, offset_us: float | None
     if kernel_flows:
         summary.append(f"linked {kernel_flows} kernel_codegen stage(s) to their first device task")
     return MergeResult(timeline, summary, warnings)
+
+
+def _label_calibrated(res: dt.DeviceCaptureResult) -> None:
+    """Say on each calibrated device process how sure its placement is (visible in the UI)."""
+    for p in res.processes:
+        info = p.args.get("alignment")
+        if isinstance(info, dict) and info.get("status") == "calibrated":
+            p.name += f" (calibrated ±{_fmt_ns(info.get('uncertainty_ns'))})"
 
 
 def _capture_line(cap: sr.Capture, res: dt.DeviceCaptureResult, host_note: str) -> str:
