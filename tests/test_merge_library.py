@@ -247,10 +247,8 @@ def test_write_timeline_chooses_format_by_extension(tmp_path):
 def test_profile_to_timeline_keeps_stages_on_real_threads():
     from pypto.compile_profiling import CompileProfiler
 
-    with CompileProfiler() as prof:
-        with prof.stage("compile"):
-            with prof.stage("passes"):
-                pass
+    with CompileProfiler() as prof, prof.stage("compile"), prof.stage("passes"):
+        pass
     tl = profile_to_timeline(prof)
     assert {s.name for s in tl.slices} >= {"compile", "passes"}
     assert tl.processes[0].os_pid is not None
