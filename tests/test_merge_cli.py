@@ -1,0 +1,272 @@
+"""pypto-merge-traces as a user runs it: summary, exit codes, one-line errors, --open."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+from test_merge_inputs import CALIBRATED, CASES, ESTIMATED, FIXTURES, compile_trace_around
+
+REPO = Path(__file__).resolve().parent.parent
+SCRIPT = REPO / "tools" / "merge_traces.py"
+pytestmark = pytest.mark.skipif(not CASES, reason="no Simpler fixtures on this machine")
+
+
+def run_cli(*args, cwd=None, **kw) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH="")  # the script must find the checkout by itself
+    return subprocess.run([sys.executable, str(SCRIPT), *map(str, args)], capture_output=True,
+                          text=True, timeout=120, cwd=cwd or REPO, env=env, **kw)
+
+
+def records(case: str) -> dict:
+    return json.loads((FIXTURES / case / "chip_swimlane_records.json").read_text())
+
+
+# ---------------------------------------------------------------- success
+
+def test_merge_to_json_prints_summary_and_writes_file(tmp_path):
+    compile_trace_around(FIXTURES / CALIBRATED[0], tmp_path / "trace.json")
+    out = tmp_path / "merged.json"
+    r = run_cli(tmp_path / "trace.json", FIXTURES / CALIBRATED[0], "-o", out, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == ""
+    err = r.stderr
+    assert "compile trace" in err and "calibrated by clock anchors" in err
+    m = re.search(r"wrote .*merged\.json \(Chrome JSON, .*\) in .* s: (\d+) slices, (\d+) flows",
+                  err)
+    assert m, err
+    doc = json.loads(out.read_text())
+    xs = [e for e in doc["traceEvents"] if e["ph"] == "X"]
+    assert len(xs) == int(m.group(1))
+    assert len([e for e in doc["traceEvents"] if e["ph"] == "s"]) == int(m.group(2))
+    assert doc["otherData"]["estimated"] is False
+
+
+def test_estimated_capture_warns_on_stderr_and_format_flag_wins(tmp_path):
+    out = tmp_path / "merged.trace"
+    r = run_cli(FIXTURES / ESTIMATED[0], "-o", out, "--format", "perfetto")
+    assert r.returncode == 0, r.stderr
+    assert "warning:" in r.stderr and "ESTIMATED" in r.stderr
+    assert "Perfetto protobuf" in r.stderr
+    from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
+
+    trace = pb.Trace()
+    trace.ParseFromString(out.read_bytes())
+    names = [p.track_descriptor.process.process_name for p in trace.packet
+             if p.track_descriptor.HasField("process")]
+    assert names and all("(estimated)" in n for n in names if n.startswith("Device"))
+
+
+def test_module_entry_point_runs_too(tmp_path):
+    out = tmp_path / "m.pftrace"
+    r = subprocess.run([sys.executable, "-m", "pypto.compile_profiling.merge_cli",
+                        FIXTURES / CALIBRATED[0], "-o", out, "-q"], capture_output=True,
+                       text=True, cwd=REPO, timeout=120)
+    assert r.returncode == 0 and r.stderr == "" and out.stat().st_size > 0
+
+
+# ---------------------------------------------------------------- bad input
+
+def _records_variant(tmp_path, case, mutate) -> Path:
+    d = tmp_path / "cap"
+    d.mkdir()
+    data = records(case)
+    mutate(data)
+    (d / "chip_swimlane_records.json").write_text(json.dumps(data))
+    return d / "chip_swimlane_records.json"
+
+
+def _set(path, value):
+    def mutate(d):
+        obj = d
+        for k in path[:-1]:
+            obj = obj[k]
+        if value is KeyError:
+            del obj[path[-1]]
+        else:
+            obj[path[-1]] = value
+    return mutate
+
+
+def _truncated(tmp_path):
+    p = tmp_path / "chip_swimlane_records.json"
+    text = (FIXTURES / CALIBRATED[0] / "chip_swimlane_records.json").read_text()
+    p.write_text(text[: text.rfind(",", 0, len(text) // 2) + 1])  # cut between two rows
+    return p
+
+
+def _invalid(tmp_path):
+    p = tmp_path / "deps.json"
+    p.write_text('{"tasks": [}, "edges": []}')
+    return p
+
+
+def _empty_dir(tmp_path):
+    d = tmp_path / "work"
+    (d / "dfx_outputs").mkdir(parents=True)
+    (d / "dfx_outputs" / "notes.txt.bak").write_text("nothing")
+    return d
+
+
+def _neg_trace(tmp_path):
+    p = tmp_path / "trace.json"
+    p.write_text(json.dumps({"otherData": {"clock": "CLOCK_MONOTONIC"}, "traceEvents": [
+        {"ph": "X", "name": "a", "ts": 10, "dur": -1, "pid": 1, "tid": 1}]}))
+    return p
+
+
+def _bad_log(tmp_path):
+    p = tmp_path / "host_log.txt"
+    p.write_text("[STRACE] v=1 pid=1 tid=1 inv=1 hid=0 depth=0 name=x ts=100 dur=-5\n")
+    return p
+
+
+BAD_CASES = {
+    "truncated_json": (_truncated, "truncated"),
+    "invalid_json": (_invalid, "invalid JSON"),
+    "wrong_types": (lambda t: _records_variant(t, CALIBRATED[0],
+                                               _set(["aicore_tasks", 0, 3], "soon")), "integer"),
+    "missing_clock_freq_hz": (lambda t: _records_variant(
+        t, CALIBRATED[0], _set(["metadata", "clock_freq_hz"], KeyError)), "clock_freq_hz"),
+    "unknown_level": (lambda t: _records_variant(t, CALIBRATED[0],
+                                                 _set(["chip_swimlane_level"], 9)), "level"),
+    "negative_duration_trace": (_neg_trace, "negative duration"),
+    "negative_duration_log": (_bad_log, "dur"),
+    "end_before_start": (lambda t: _records_variant(
+        t, CALIBRATED[0], _set(["aicore_tasks", 0, 4], 1)), "end"),
+    "unknown_anchor_schema": (lambda t: _records_variant(
+        t, CALIBRATED[0], _set(["metadata", "clock_anchors", "schema_version"], 99)),
+        "schema"),
+    "nothing_usable": (_empty_dir, "no Simpler capture files"),
+    "missing_path": (lambda t: t / "nope.json", "no such file"),
+    "unknown_file": (lambda t: (t / "x.csv").write_text("a,b") and t / "x.csv",
+                     "not a recognised input"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_CASES))
+def test_bad_input_is_one_line_exit_2_and_no_output(tmp_path, case):
+    make, expected = BAD_CASES[case]
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    bad = make(inputs)
+    outdir = tmp_path / "out"
+    outdir.mkdir()
+    for out in (outdir / "m.json", outdir / "m.pftrace"):
+        r = run_cli(bad, "-o", out)
+        assert r.returncode == 2, (case, r.stderr)
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1, r.stderr
+        assert "Traceback" not in r.stderr
+        assert lines[0].startswith(f"{bad}") or str(bad) in lines[0], lines[0]
+        assert expected.lower() in lines[0].lower(), lines[0]
+    assert list(outdir.iterdir()) == []
+
+
+def test_bad_input_among_good_ones_still_fails_whole_merge(tmp_path):
+    (tmp_path / "deps.json").write_text("[1, 2")
+    out = tmp_path / "m.json"
+    r = run_cli(FIXTURES / CALIBRATED[0], tmp_path / "deps.json", "-o", out)
+    assert r.returncode == 2 and not out.exists()
+    assert r.stderr.strip().startswith(str(tmp_path / "deps.json"))
+
+
+def test_unknown_output_extension_is_rejected_before_reading(tmp_path):
+    r = run_cli(FIXTURES / CALIBRATED[0], "-o", tmp_path / "m.bin")
+    assert r.returncode == 2 and "extension" in r.stderr and len(r.stderr.splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_unwritable_output_exits_1_with_one_line(tmp_path):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o500)
+    try:
+        if os.access(ro, os.W_OK):
+            pytest.skip("running as a user who can write anywhere")
+        r = run_cli(FIXTURES / CALIBRATED[0], "-o", ro / "m.json")
+        assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1
+    finally:
+        ro.chmod(0o700)
+
+
+# ---------------------------------------------------------------- --open
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_open_serves_only_the_output_then_stops(tmp_path):
+    out = tmp_path / "merged.pftrace"
+    port = _free_port()
+    env = dict(os.environ, BROWSER="true")  # webbrowser runs `true`: no real browser
+    proc = subprocess.Popen([sys.executable, str(SCRIPT), FIXTURES / CALIBRATED[0], "-o", out,
+                             "--open", "--port", str(port)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=REPO, env=env)
+    try:
+        link = proc.stdout.readline().strip()
+        assert link == (f"https://ui.perfetto.dev/#!/?url=http://127.0.0.1:{port}/merged.pftrace")
+        base = f"http://127.0.0.1:{port}"
+        with pytest.raises(urllib.error.HTTPError) as e404:
+            urllib.request.urlopen(f"{base}/../{out.name}x", timeout=10)
+        assert e404.value.code == 404
+        with pytest.raises(urllib.error.HTTPError):
+            urllib.request.urlopen(f"{base}/", timeout=10)
+        url = link.split("url=", 1)[1]
+        with urllib.request.urlopen(url, timeout=10) as resp:
+            body = resp.read()
+            assert resp.headers["Access-Control-Allow-Origin"] == "https://ui.perfetto.dev"
+        assert body == out.read_bytes()
+        assert proc.wait(timeout=20) == 0
+        err = proc.stderr.read()
+        assert "sent merged.pftrace" in err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
+
+
+def test_open_stops_on_ctrl_c(tmp_path):
+    import signal
+
+    out = tmp_path / "m.json"
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, str(SCRIPT), FIXTURES / CALIBRATED[0], "-o", out,
+                             "--open", "--port", str(port), "-q"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=REPO,
+                            env=dict(os.environ, BROWSER="true"))
+    try:
+        assert proc.stdout.readline().startswith("https://ui.perfetto.dev/")
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=20) == 0
+        assert "Traceback" not in proc.stderr.read()
+        assert out.exists()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
+
+
+def test_script_runs_from_a_copy_of_the_checkout_without_install(tmp_path):
+    # `python3 tools/merge_traces.py` from the repo root, nothing on PYTHONPATH
+    r = subprocess.run([sys.executable, "tools/merge_traces.py", "--help"], capture_output=True,
+                       text=True, cwd=REPO, env=dict(os.environ, PYTHONPATH=""), timeout=60)
+    assert r.returncode == 0 and "--offset-us" in r.stdout
+    assert shutil.which(sys.executable)
