@@ -25,6 +25,7 @@ pytestmark = pytest.mark.skipif(not CASES, reason="no Simpler fixtures on this m
 def run_cli(*args, cwd=None, **kw) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH="")  # the script must find the checkout by itself
     return subprocess.run([sys.executable, str(SCRIPT), *map(str, args)], capture_output=True,
+                          check=False,
                           text=True, timeout=120, cwd=cwd or REPO, env=env, **kw)
 
 
@@ -70,7 +71,7 @@ def test_estimated_capture_warns_on_stderr_and_format_flag_wins(tmp_path):
 def test_module_entry_point_runs_too(tmp_path):
     out = tmp_path / "m.pftrace"
     r = subprocess.run([sys.executable, "-m", "pypto.compile_profiling.merge_cli",
-                        FIXTURES / CALIBRATED[0], "-o", out, "-q"], capture_output=True,
+                        FIXTURES / CALIBRATED[0], "-o", out, "-q"], capture_output=True, check=False,
                        text=True, cwd=REPO, timeout=120)
     assert r.returncode == 0 and r.stderr == "" and out.stat().st_size > 0
 
@@ -266,7 +267,7 @@ def test_open_stops_on_ctrl_c(tmp_path):
 
 def test_script_runs_from_a_copy_of_the_checkout_without_install(tmp_path):
     # `python3 tools/merge_traces.py` from the repo root, nothing on PYTHONPATH
-    r = subprocess.run([sys.executable, "tools/merge_traces.py", "--help"], capture_output=True,
+    r = subprocess.run([sys.executable, "tools/merge_traces.py", "--help"], capture_output=True, check=False,
                        text=True, cwd=REPO, env=dict(os.environ, PYTHONPATH=""), timeout=60)
     assert r.returncode == 0 and "--offset-us" in r.stdout
     assert shutil.which(sys.executable)
