@@ -178,8 +178,8 @@ def main(argv: list[str] | None = None) -> int:
     replay = replay_s / best4
     records = (len(doc["aicore_tasks"]) + len(doc["aicpu_tasks"])
                + sum(len(x) for x in doc["aicpu_scheduler_phases"])
-               + sum(len(x) for x in doc["host_orchestrator_phases"]
-                     if "host_orchestrator_phases" in doc))
+               + sum(len(x) for x in doc.get("host_orchestrator_phases",
+                                             doc.get("aicpu_orchestrator_phases", []))))
     print(f"program           : {program.name}, {n_tasks} tasks, runtime {args.runtime}, "
           f"8 aic + 16 aiv cores, 3 scheduler threads")
     print(f"device execution  : level 0 best {best0 * 1e3:8.1f} ms  median {med0 * 1e3:8.1f} ms"
