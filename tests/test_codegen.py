@@ -157,3 +157,55 @@ def test_workers_from_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("PYPTO_CODEGEN_MAX_WORKERS", "many")
     with pytest.raises(CompileError, match="PYPTO_CODEGEN_MAX_WORKERS='many' is not a positive integer"):
         generate(prog, str(tmp_path))
+
+
+MIXED = """
+import pypto.language as pl
+
+@pl.program
+class Mixed:
+    @pl.function(type=pl.FunctionType.InCore)
+    def mm16(self, a: pl.Tensor[[16, 32], pl.FP16], b: pl.Tensor[[32, 8], pl.FP16],
+             c: pl.Out[pl.Tensor[[16, 8], pl.FP32]]) -> pl.Tensor[[16, 8], pl.FP32]:
+        c = pl.store(pl.matmul(pl.load(a, [0, 0], [16, 32]), pl.load(b, [0, 0], [32, 8])), [0, 0], c)
+        return c
+
+    @pl.function(type=pl.FunctionType.InCore)
+    def idiv(self, x: pl.Tensor[[4, 8], pl.INT32], d: pl.Scalar[pl.INT32],
+             y: pl.InOut[pl.Tensor[[4, 8], pl.INT32]]) -> pl.Tensor[[4, 8], pl.INT32]:
+        for r in pl.range(4):
+            q = pl.div(pl.load(x, [r, 0], [1, 8]), d)
+            y = pl.store(pl.add(q, pl.load(y, [r, 0], [1, 8])), [r, 0], y)
+        return y
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def run(self, a: pl.Tensor[[16, 32], pl.FP16], b: pl.Tensor[[32, 8], pl.FP16],
+            c: pl.Out[pl.Tensor[[16, 8], pl.FP32]], x: pl.Tensor[[4, 8], pl.INT32],
+            d: pl.Scalar[pl.INT32], y: pl.InOut[pl.Tensor[[4, 8], pl.INT32]]) -> pl.Tensor[[16, 8], pl.FP32]:
+        c = self.mm16(a, b, c)
+        for i in pl.range(3):
+            y = self.idiv(x, d, y)
+        return c
+"""
+
+
+def test_fp16_matmul_int32_division_scalar_param_and_orchestration_loop(tmp_path):
+    import pypto.language as pl
+
+    compiled = load_compiled(ir.compile(pl.parse_program(MIXED, "mixed.py"), output_dir=str(tmp_path)))
+    assert [(k.name, k.core_type) for k in compiled.kernels.values()] == [("mm16", "aic"), ("idiv", "aiv")]
+    assert [(p.name, p.dtype, p.direction) for p in compiled.params][3:] == [
+        ("x", "int32", "in"), ("d", "int32", "scalar"), ("y", "int32", "inout")]
+    rng = np.random.default_rng(0)
+    t = {"a": rng.standard_normal((16, 32)).astype(np.float16),
+         "b": rng.standard_normal((32, 8)).astype(np.float16),
+         "c": np.zeros((16, 8), np.float32),
+         "x": rng.integers(-50, 50, (4, 8)).astype(np.int32), "d": 7,
+         "y": np.ones((4, 8), np.int32)}
+    x0 = t["x"].copy()
+    tasks = execute(compiled, t)
+    assert [k.kernel for k in tasks] == ["mm16", "idiv", "idiv", "idiv"]
+    assert all(k.args[2] is t["y"] for k in tasks[1:])
+    np.testing.assert_allclose(t["c"], t["a"].astype(np.float32) @ t["b"].astype(np.float32),
+                               rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(t["y"], 1 + 3 * (x0 // 7))
