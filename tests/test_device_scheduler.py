@@ -218,3 +218,16 @@ def test_device_process_program_pickles_by_reference():
     assert again.kernels["kernel_add"].fn is prog.kernels["kernel_add"].fn
     assert isinstance(again.build_tasks, functools.partial)
     _ = CompiledProgram
+
+
+@pytest.mark.parametrize("runtime", ["host_build_graph", "tensormap_and_ringbuffer"])
+def test_broken_orchestration_is_one_error(runtime, tmp_path):
+    from pypto.runtime.device_process import DeviceSettings, run_device
+
+    def boom(tensors):
+        raise IndexError("tile 9 of 8")
+
+    prog = CompiledProgram("Broken", "", dag_program().kernels, "main", [], boom)
+    s = DeviceSettings(1, 2, 1, 50_000_000, 4, runtime, False, str(tmp_path / "dfx"), "b")
+    out = run_device(prog, {"a": np.zeros(4, np.float32)}, s)
+    assert out.error == "orchestration failed: IndexError: tile 9 of 8"

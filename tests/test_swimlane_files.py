@@ -216,6 +216,23 @@ def test_device_times_map_inside_device_execution(hbg4):
     _assert_device_times_inside_stage(hbg4[0], hbg4[1].profile)
 
 
+def test_the_merge_tools_clock_mapping_calibrates_our_anchors(hbg4):
+    """The project's own alignment code (used by the trace merger) accepts our anchors and puts
+    every AICore task inside device_execution, within the calibrated window."""
+    import numpy as np
+
+    align = pytest.importorskip("pypto.compile_profiling.clock_alignment")
+    readers = pytest.importorskip("pypto.compile_profiling.simpler_readers")
+    rec = readers.read_swimlane_records(hbg4[0] / "chip_swimlane_records.json")
+    mapping = align.build_clock_mapping(rec.metadata.clock_anchors, rec.metadata.clock_freq_hz)
+    cycles = np.concatenate([rec.aicore[:, 3], rec.aicore[:, 4]])
+    assert not mapping.outside_window(cycles).any()
+    st = _stage(hbg4[1].profile, "device_execution")
+    host = mapping.to_host_ns(cycles)
+    assert (host >= st["start_ns"]).all() and (host <= st["end_ns"]).all()
+    assert mapping.uncertainty_ns < 1e6
+
+
 def test_device_process_shows_a_second_pid_and_maps_inside(tmp_path):
     import os
 

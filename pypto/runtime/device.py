@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from pypto.errors import PyptoError
 from pypto.runtime.device_clock import ANCHOR_POSITIONS, DeviceCounter, sample_anchors
 from pypto.runtime.task_graph import CORE_TYPES, TaskGraph
 
@@ -135,8 +136,14 @@ class SimulatedDevice:
         orch_start = 0
         if host_mode:
             t0 = orch_start = _pc()
-            calls = program.build_tasks(dev_tensors)
-            self._submit_all(calls, graph)
+            try:
+                calls = program.build_tasks(dev_tensors)
+                self._submit_all(calls, graph)
+            except PyptoError:
+                raise
+            except Exception as e:  # a broken orchestration: one line, not a traceback
+                raise DeviceExecutionError(
+                    f"orchestration failed: {type(e).__name__}: {e}") from e
             self._host_phase("host_orch", t0, len(calls))
             t0 = _pc()
             self._ready_initial()

@@ -67,12 +67,16 @@ def run_device(program: Any, host_tensors: dict[str, Any], s: DeviceSettings) ->
         return DeviceOutcome(str(e), host_tensors, pid=os.getpid())
     t0 = _pc()
     files = []
-    if s.level >= 1 or s.dep_gen:
-        files = [str(p) for p in write_dfx_outputs(
-            run, s.dfx_dir, level=s.level, dep_gen=s.dep_gen, case_name=s.case_name,
-            kernels=program.kernels, orchestration_name=getattr(program, "orchestration_name",
-                                                                None))]
-    return DeviceOutcome(run.error, host_tensors, len(run.graph.tasks), run.start_ns, run.end_ns,
+    error = run.error
+    if s.level >= 1 or s.dep_gen:  # also after a failure: what was recorded helps debugging
+        try:
+            files = [str(p) for p in write_dfx_outputs(
+                run, s.dfx_dir, level=s.level, dep_gen=s.dep_gen, case_name=s.case_name,
+                kernels=program.kernels,
+                orchestration_name=getattr(program, "orchestration_name", None))]
+        except PyptoError as e:
+            error = (error + "; " if error else "") + f"DFX outputs not written: {e}"
+    return DeviceOutcome(error, host_tensors, len(run.graph.tasks), run.start_ns, run.end_ns,
                          files, os.getpid(), None, t0, _pc())
 
 
@@ -150,7 +154,7 @@ def _child_main() -> int:
 
 
 if __name__ == "__main__":  # run via the imported module so pickled classes resolve by name
-    from pypto.runtime import device_process as _module
+    from pypto.runtime import device_process as _module  # noqa: PLW0406
 
     sys.exit(_module._child_main())
 
