@@ -12,7 +12,7 @@ import examples.vector_dag as vdag
 import pypto.language as pl
 from pypto import ir
 from pypto.compile_profiling import CompileProfiler, refresh_from_environment
-from pypto.errors import CompileError
+from pypto.errors import CompileError, ParserError
 
 BIG = "pl.Tensor[[256, 256], pl.FP32]"
 TOO_BIG = (
@@ -77,6 +77,7 @@ def test_active_profiler_records_parse_passes_codegen_without_report(tmp_path):
         ir.compile(prog, output_dir=str(tmp_path))
     assert [s.name for s in prof.stages] == ["parse", "passes", "codegen"]
     assert prof.stages[0].cat == "parse"
+    assert prof.stages[0].args == {"file": "<generated Four>", "program": "Four", "functions": 5}
     assert not (tmp_path / "report").exists()
 
 
@@ -140,3 +141,10 @@ def test_environment_variable_activates_recording(tmp_path, monkeypatch):
 def test_compile_rejects_non_programs():
     with pytest.raises(CompileError, match="expects the Program"):
         ir.compile(object())
+
+
+def test_parse_error_marks_the_parse_stage_failed():
+    with CompileProfiler() as prof, pytest.raises(ParserError):
+        pl.parse_program("@pl.program\nclass P:\n    x = 1\n", "bad.py")
+    (parse,) = prof.stages
+    assert parse.name == "parse" and parse.error == "ParserError" and not parse.is_open

@@ -23,8 +23,14 @@ def parse_program(source: str, filename: str = "<string>", env: dict | None = No
     prof = get_active_profiler()
     if prof is None:
         return parse_source(source, filename, env, line_offset, col_offset)
-    with prof.stage("parse", {"file": filename}, "parse"):
-        return parse_source(source, filename, env, line_offset, col_offset)
+    prof._begin_stage("parse", {"file": filename}, "parse")
+    try:
+        prog = parse_source(source, filename, env, line_offset, col_offset)
+    except BaseException as exc:
+        prof._end_stage(error=type(exc).__name__)
+        raise
+    prof._end_stage({"program": prog.name, "functions": len(prog.functions)})
+    return prog
 
 
 def program(cls: type) -> Program:
