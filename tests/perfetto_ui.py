@@ -75,6 +75,7 @@ import http.server
 import json
 import logging
 import os
+import re
 import shutil
 import sys
 import threading
@@ -103,6 +104,7 @@ QUERY_TIMEOUT_S = 60.0
 STALLED_LOAD_GRACE_S = 5.0
 MAX_OPEN_TRACES = 3
 TRACE_URL_PREFIX = "/traces/"
+_SAFE_NAME = re.compile(r"[A-Za-z0-9._-]+")
 
 # Rows travel as one JSON string: Playwright's own serialization of many small objects is ~30x
 # slower (100K slices: 34 s versus 1.2 s). 64-bit ints beyond 2**53, blobs and non-finite reals
@@ -186,6 +188,7 @@ class _TraceServer:
     def __init__(self, web_dist: Path):
         self._files: dict[str, Path] = {}
         self._sent: dict[str, int] = {}  # url path -> HTTP status of the last finished request
+        self.unknown_requests: list[str] = []  # /traces/ paths asked for but never registered
         self._lock = threading.Lock()
         server = self
 
@@ -228,7 +231,13 @@ class _TraceServer:
     def register(self, path: Path) -> str:
         """Make `path` downloadable; returns its URL path (unique per call)."""
         with self._lock:
-            url_path = f"{TRACE_URL_PREFIX}{len(self._files)}/{urllib.parse.quote(path.name)}"
+            # Names with URL-special characters would be mangled inside the UI's `#!/?url=`.
+            name = (
+                path.name
+                if _SAFE_NAME.fullmatch(path.name)
+                else "trace" + "".join(c for c in path.suffix if c.isalnum() or c == ".")
+            )
+            url_path = f"{TRACE_URL_PREFIX}{len(self._files)}/{name}"
             self._files[url_path] = path
         return url_path
 
@@ -244,6 +253,8 @@ class _TraceServer:
             handler.send_error(404, "trace not registered")
             with self._lock:
                 self._sent[url_path] = 404
+                if path is None:
+                    self.unknown_requests.append(url_path)
             return
         size = path.stat().st_size
         handler.send_response(200)
@@ -553,9 +564,12 @@ class PerfettoUI:
         page.on("pageerror", lambda err: console.append(f"page error: {err}"))
         page.on("dialog", on_dialog)
         started = time.monotonic()
+        known_unknown = len(server.unknown_requests)
         try:
             page.goto(f"{origin}/index.html#!/?url={origin}{url_path}", timeout=timeout_s * 1000)
-            self._wait_loaded(page, server, url_path, path, started, timeout_s, console, dialogs)
+            self._wait_loaded(
+                page, server, url_path, path, started, timeout_s, console, dialogs, known_unknown
+            )
         except TraceLoadError:
             context.close()
             raise
@@ -580,6 +594,7 @@ class PerfettoUI:
         timeout_s: float,
         console: list[str],
         dialogs: list[str],
+        known_unknown: int,
     ) -> None:
         stalled_since: float | None = None
         seen_modals: set[str] = set()
@@ -592,6 +607,13 @@ class PerfettoUI:
                     seen_modals.add(text)
                     dialogs.append(text)
             status = server.status_of(url_path)
+            if len(server.unknown_requests) > known_unknown:
+                asked = server.unknown_requests[known_unknown]
+                raise TraceLoadError(
+                    _failure(
+                        path, f"the UI asked for {asked}, not {url_path}", state, console, dialogs
+                    )
+                )
             if status is not None and status != 200:
                 raise TraceLoadError(
                     _failure(

@@ -276,6 +276,13 @@ def test_file_that_is_no_trace_fails_to_load(perfetto_ui, tmp_path):
 
 
 @pytest.mark.perfetto_ui
+def test_file_names_with_url_special_characters_load(perfetto_ui, tmp_path):
+    path = _write_json(tmp_path / "a&b #1%?.json", _chrome_json_events())
+    with perfetto_ui.load(path) as t:
+        assert t.slice_count() == 5
+
+
+@pytest.mark.perfetto_ui
 def test_missing_file_fails_before_the_browser_is_asked(perfetto_ui, tmp_path):
     with pytest.raises(TraceLoadError, match="no such file"):
         perfetto_ui.load(tmp_path / "absent.json")
