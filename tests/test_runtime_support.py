@@ -9,44 +9,12 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-try:  # the real contract types once codegen has landed
-    from pypto.codegen import CompiledKernel, CompiledProgram, ParamSpec, TaskCall
-except ImportError:  # until then: the same fields as DESIGN.md specifies
-    @dataclass
-    class ParamSpec:  # type: ignore[no-redef]
-        name: str
-        shape: tuple[int, ...] | None
-        dtype: str
-        direction: str
-
-    @dataclass
-    class CompiledKernel:  # type: ignore[no-redef]
-        func_id: int
-        name: str
-        core_type: str
-        params: list
-        fn: Callable[..., None]
-
-    @dataclass
-    class TaskCall:  # type: ignore[no-redef]
-        kernel: str
-        args: list
-
-    @dataclass
-    class CompiledProgram:  # type: ignore[no-redef]
-        name: str
-        output_dir: str
-        kernels: dict
-        orchestration_name: str
-        params: list
-        build_tasks: Callable[[dict], list]
+from pypto.codegen import CompiledKernel, CompiledProgram, ParamSpec, TaskCall
 
 FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "simpler"
 if not FIXTURES.is_dir():
