@@ -89,6 +89,9 @@ class _PacketStream:
             self._count = 0
 
 
+_json_text = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
+
+
 def _annotation(key_iid: int, v) -> dict:
     t = type(v)
     if t is int:
@@ -107,7 +110,11 @@ def _annotation(key_iid: int, v) -> dict:
         return {"name_iid": key_iid, "bool_value": v}
     if v is None:
         return {"name_iid": key_iid, "string_value": "null"}
-    return {"name_iid": key_iid, "string_value": json.dumps(v, ensure_ascii=False, default=str)}
+    try:
+        text = _json_text(v)
+    except ValueError:  # NaN inside a list: JSON has no spelling for it
+        text = json.dumps(v, default=str)
+    return {"name_iid": key_iid, "string_value": text}
 
 
 class _Sequence:

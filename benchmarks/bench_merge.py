@@ -1,0 +1,182 @@
+#!/usr/bin/env python3
+"""Merge benchmark: a big level-4 capture made by repeating a real one in time.
+
+    python3 benchmarks/bench_merge.py                  # 100,000 AICore tasks (~545,000 records)
+    python3 benchmarks/bench_merge.py --tasks 1000000  # the 1M case
+    python3 benchmarks/bench_merge.py --keep DIR       # keep the generated capture and outputs
+
+The source is a real Simpler capture (`tmr_bgemm_case0_l4_depgen`: 1,000 tasks, level 4, with
+deps.json and a name map). Copy k gets fresh task ids (local id + k * stride, ring kept), fresh
+per-core `reg_task_id`s, and every cycle value shifted by k * (capture span + 1 ms), so the copies
+follow one another like consecutive runs of one long session. deps.json is repeated the same
+way (tasks and edges, tensor list once).
+
+Each merge runs `tools/merge_traces.py` in a child process (the real CLI, JSON then protobuf)
+under a small wrapper that reports `resource.getrusage(RUSAGE_CHILDREN).ru_maxrss`, so every
+figure is the peak RSS of that one merge. Printed: wall time, peak RSS, output size, and the
+targets (100k: JSON < 4 s and < 600 MB; 1M: < 40 s and < 3 GB).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+SOURCE = Path("/work/shared/fixtures/simpler/tmr_bgemm_case0_l4_depgen")
+GAP_NS = 1_000_000
+TARGETS = {100_000: (4.0, 600), 1_000_000: (40.0, 3000)}
+
+_WRAPPER = """
+import resource, subprocess, sys, time
+t = time.perf_counter()
+r = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+wall = time.perf_counter() - t
+rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+print(f"{r.returncode} {wall:.3f} {rss}")
+sys.stderr.write(r.stderr)
+"""
+
+
+def _shift_id(task_id: int, k: int, stride: int) -> int:
+    return (task_id & ~0xFFFFFFFF) | ((task_id & 0xFFFFFFFF) + k * stride)
+
+
+def build_capture(source: Path, out_dir: Path, tasks: int) -> dict:
+    """Write chip_swimlane_records.json, deps.json and the name map for `tasks` AICore tasks."""
+    rec = json.loads((source / "chip_swimlane_records.json").read_text())
+    deps = json.loads((source / "deps.json").read_text())
+    n_src = len(rec["aicore_tasks"])
+    copies = -(-tasks // n_src)
+    freq = rec["metadata"]["clock_freq_hz"]
+    cyc = []
+    for row in rec["aicore_tasks"]:
+        cyc += [row[3] - row[5], row[4]]
+    for row in rec["aicpu_tasks"]:
+        cyc += row[2:4]
+    for stream in ("aicpu_scheduler_phases", "aicpu_orchestrator_phases"):
+        for thread in rec.get(stream, []):
+            for ph in thread:
+                cyc += [ph["start_cycles"], ph["end_cycles"]]
+    span = max(cyc) - min(cyc) + GAP_NS * freq // 1_000_000_000
+    stride = max(t & 0xFFFFFFFF for t in (row[1] for row in rec["aicore_tasks"])) + 1
+    stride = max(stride, max(int(t["task_id"]) & 0xFFFFFFFF for t in deps["tasks"]) + 1)
+    reg_stride = max(row[2] for row in rec["aicore_tasks"]) + 1
+    submits = max((ph["submit_idx"] for th in rec.get("aicpu_orchestrator_phases", []) for ph in th),
+                  default=0) + 1
+
+    out = {"chip_swimlane_level": rec["chip_swimlane_level"], "metadata": rec["metadata"],
+           "aicore_tasks": [], "aicpu_tasks": [],
+           "aicpu_scheduler_phases": [[] for _ in rec.get("aicpu_scheduler_phases", [])],
+           "aicpu_orchestrator_phases": [[] for _ in rec.get("aicpu_orchestrator_phases", [])]}
+    dep_tasks, dep_edges = [], []
+    made = 0
+    for k in range(copies):
+        dc = k * span
+        rows = rec["aicore_tasks"]
+        if made + len(rows) > tasks:
+            rows = rows[: tasks - made]
+        keep_regs = {(r[0], r[2]) for r in rows}
+        for r in rows:
+            out["aicore_tasks"].append([r[0], _shift_id(r[1], k, stride), r[2] + k * reg_stride,
+                                        r[3] + dc, r[4] + dc, *r[5:]])
+        for r in rec["aicpu_tasks"]:
+            if (r[0], r[1]) in keep_regs:
+                out["aicpu_tasks"].append([r[0], r[1] + k * reg_stride, r[2] + dc, r[3] + dc])
+        for i, thread in enumerate(rec.get("aicpu_scheduler_phases", [])):
+            dst = out["aicpu_scheduler_phases"][i]
+            for ph in thread:
+                q = dict(ph)
+                q["start_cycles"] += dc
+                q["end_cycles"] += dc
+                dst.append(q)
+        for i, thread in enumerate(rec.get("aicpu_orchestrator_phases", [])):
+            dst = out["aicpu_orchestrator_phases"][i]
+            for ph in thread:
+                q = dict(ph)
+                q["start_cycles"] += dc
+                q["end_cycles"] += dc
+                q["task_id"] = _shift_id(ph["task_id"], k, stride)
+                q["submit_idx"] = ph["submit_idx"] + k * submits
+                dst.append(q)
+        for t in deps["tasks"]:
+            q = dict(t)
+            q["task_id"] = str(_shift_id(int(t["task_id"]), k, stride))
+            dep_tasks.append(q)
+        for e in deps["edges"]:
+            q = dict(e)
+            q["pred"] = str(_shift_id(int(e["pred"]), k, stride))
+            q["succ"] = str(_shift_id(int(e["succ"]), k, stride))
+            dep_edges.append(q)
+        made += len(rows)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with open(out_dir / "chip_swimlane_records.json", "w") as f:
+        json.dump(out, f, separators=(",", ":"))
+    with open(out_dir / "deps.json", "w") as f:
+        json.dump({"tasks": dep_tasks, "tensors": deps.get("tensors", []), "edges": dep_edges}, f,
+                  separators=(",", ":"))
+    for nm in source.glob("name_map_*.json"):
+        (out_dir / nm.name).write_text(nm.read_text())
+    records = (len(out["aicore_tasks"]) + len(out["aicpu_tasks"])
+               + sum(map(len, out["aicpu_scheduler_phases"]))
+               + sum(map(len, out["aicpu_orchestrator_phases"])))
+    return {"aicore_tasks": len(out["aicore_tasks"]), "records": records,
+            "deps_tasks": len(dep_tasks), "deps_edges": len(dep_edges)}
+
+
+def run_merge(capture: Path, output: Path) -> dict:
+    cmd = [sys.executable, "-c", _WRAPPER, sys.executable, str(REPO / "tools" / "merge_traces.py"),
+           str(capture), "-o", str(output)]
+    r = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    code, wall, rss_kb = r.stdout.split()
+    if code != "0":
+        raise SystemExit(f"merge failed ({code}):\n{r.stderr}")
+    summary = [ln for ln in r.stderr.splitlines() if ln.startswith("wrote ")]
+    return {"wall_s": float(wall), "peak_rss_mb": int(rss_kb) / 1024,
+            "size_mb": output.stat().st_size / 1e6, "summary": summary[0] if summary else ""}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--tasks", type=int, default=100_000, help="AICore tasks to generate")
+    ap.add_argument("--source", type=Path, default=SOURCE, help="real capture to repeat")
+    ap.add_argument("--keep", type=Path, help="directory to keep the capture and outputs in")
+    ap.add_argument("--formats", default="json,perfetto", help="json,perfetto (default both)")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench_merge_") as tmp:
+        base = args.keep or Path(tmp)
+        cap = base / "dfx_outputs"
+        t = time.perf_counter()
+        info = build_capture(args.source, cap, args.tasks)
+        size = sum(p.stat().st_size for p in cap.iterdir()) / 1e6
+        print(f"capture: {info['aicore_tasks']:,} AICore tasks, {info['records']:,} records, "
+              f"deps {info['deps_tasks']:,} tasks / {info['deps_edges']:,} edges, {size:.0f} MB "
+              f"on disk (built in {time.perf_counter() - t:.1f} s)")
+        target = TARGETS.get(args.tasks)
+        results = {}
+        for fmt in args.formats.split(","):
+            out = base / ("merged.json" if fmt == "json" else "merged.pftrace")
+            res = results[fmt] = run_merge(cap, out)
+            print(f"{fmt:8s}: {res['wall_s']:6.2f} s wall, peak RSS {res['peak_rss_mb']:7.0f} MB, "
+                  f"output {res['size_mb']:8.1f} MB")
+            print(f"          {res['summary']}")
+        if target and "json" in results:
+            ok_t = results["json"]["wall_s"] < target[0]
+            ok_m = results["json"]["peak_rss_mb"] < target[1]
+            print(f"target JSON < {target[0]:g} s: {'met' if ok_t else 'MISSED'}; "
+                  f"< {target[1]} MB: {'met' if ok_m else 'MISSED'}")
+        if "json" in results and "perfetto" in results:
+            j, p = results["json"], results["perfetto"]
+            print(f"protobuf vs JSON: {p['size_mb'] / j['size_mb']:.2f}x the size, "
+                  f"{p['wall_s'] / j['wall_s']:.2f}x the wall time")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
