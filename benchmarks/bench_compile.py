@@ -6,7 +6,9 @@ report/pipeline_profile.{txt,json} + trace.json written). Each repetition runs a
 rotating order, and the overhead is the median of the per-repetition differences against
 `off` (paired, so drift on a shared machine cancels) over the median `off` time. Times are
 process CPU time of all threads (steadier than wall time on a loaded host); wall medians are
-printed too. Target: `on` overhead < 2% for the 64-kernel program.
+printed too. Target: `on` overhead < 2% for the 64-kernel program. Because whole-compile
+differences are noisy on a shared host, the profiler's own work (recording the same number
+of stages, and writing the report of a real 64-kernel profile) is also timed directly.
 
     python3 benchmarks/bench_compile.py [--reps 21] [--workers N]
 """
@@ -26,6 +28,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from examples import many_kernels, tiled_softmax, vector_dag
 from pypto import ir
 from pypto.compile_profiling import CompileProfiler, get_active_profiler
+from pypto.ir.visit import program_size
 
 TARGET_PERCENT = 2.0
 MODES = ("off", "record", "on")
@@ -63,6 +66,40 @@ def bench(program, reps: int, workers: int | None, scratch: str) -> dict:
     return result
 
 
+def direct_costs(program, workers: int | None, scratch: str, reps: int) -> dict:
+    """The profiler's own work for one compile, timed directly (less noisy than differences
+    of whole compiles): recording, i.e. instrument + stage calls, and writing the report."""
+    med = statistics.median
+    record, write = [], []
+    for i in range(reps):
+        out = os.path.join(scratch, f"direct{i}")
+        prof = CompileProfiler()
+        with prof:
+            ir.compile(program, output_dir=out, codegen_workers=workers)
+        stages = sum(1 for _ in _walk(prof.stages))
+        c0 = time.process_time()
+        prof.write_report(os.path.join(out, "report"))
+        write.append(time.process_time() - c0)
+        shutil.rmtree(out)
+        # recording: the same number of begin/end pairs with args, plus per-pass IR sizes
+        probe = CompileProfiler()
+        c0 = time.process_time()
+        with probe:
+            for _ in range(stages):
+                probe._begin_stage("stage", {"ir_size_before": 1}, "pass")
+                probe._end_stage({"ir_size_after": 1})
+        for _ in range(20):  # ProfilingInstrument: 2 sizes per pass, cached between passes
+            program_size(program)
+        record.append(time.process_time() - c0)
+    return {"stages": stages, "record": med(record), "write": med(write)}
+
+
+def _walk(stages):
+    for s in stages:
+        yield s
+        yield from _walk(s.children)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="compile time with profiling off / on")
     ap.add_argument("--reps", type=int, default=21, help="repetitions per mode (default 21)")
@@ -92,11 +129,20 @@ def main(argv: list[str] | None = None) -> int:
                   f"{r['record_pct']:>10.2f}%{r['on_pct']:>7.2f}%"
                   f"{r['off_wall'] * 1e3:>10.1f}{r['on_wall'] * 1e3:>9.1f}")
             if name == "ManyKernels":
+                d = direct_costs(program, args.workers, scratch, max(5, args.reps // 3))
+                rec_pct = d["record"] / r["off_cpu"] * 100
+                write_pct = d["write"] / r["off_cpu"] * 100
+                print(f"direct: {d['stages']} stages recorded in {d['record'] * 1e3:.2f} ms "
+                      f"({rec_pct:.2f}%), report written in {d['write'] * 1e3:.2f} ms "
+                      f"({write_pct:.2f}%) of {r['off_cpu'] * 1e3:.1f} ms compile")
                 ok = r["on_pct"] < TARGET_PERCENT
+                direct_ok = rec_pct + write_pct < TARGET_PERCENT
                 verdict = 0 if ok else 1
                 print(f"target: profiling=True overhead < {TARGET_PERCENT}% for the "
-                      f"{len(program.kernels)}-kernel program: {'met' if ok else 'MISSED'} "
-                      f"({r['on_pct']:.2f}%; recording alone {r['record_pct']:.2f}%)")
+                      f"{len(program.kernels)}-kernel program: end-to-end "
+                      f"{'met' if ok else 'MISSED'} ({r['on_pct']:.2f}%; recording alone "
+                      f"{r['record_pct']:.2f}%), direct {'met' if direct_ok else 'MISSED'} "
+                      f"({rec_pct + write_pct:.2f}%)")
     return verdict
 
 
