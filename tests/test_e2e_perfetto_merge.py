@@ -1,0 +1,130 @@
+"""End to end in the offline Perfetto UI: merged files (JSON and protobuf) load without import
+errors and show the processes, lanes, slices and flows the merge made; calibrated device
+slices lie inside `device_execution`."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from test_merge_inputs import CALIBRATED, CASES, ESTIMATED, FIXTURES, compile_trace_around
+
+from pypto.compile_profiling.merge import merge_traces, write_profile_perfetto, write_timeline
+
+pytestmark = [pytest.mark.perfetto_ui,
+              pytest.mark.skipif(not CASES, reason="no Simpler fixtures on this machine")]
+FORMATS = [".json", ".pftrace"]
+
+
+def lane_of(row: dict) -> str:
+    return row["thread_name"] if row["thread_name"] is not None else row["track_name"]
+
+
+def expected_lanes(tl) -> set[tuple[str, str]]:
+    return {(s.track.process.name, s.track.name) for s in tl.slices}
+
+
+def check_matches_timeline(t, tl) -> list[dict]:
+    """The UI shows exactly the timeline's processes, lanes, slices and flows."""
+    assert t.import_errors() == []
+    assert t.slice_count() == len(tl.slices)
+    assert t.flow_count() == len(tl.flows)
+    assert set(t.process_names()) == {p.name for p in tl.processes}
+    rows = t.slices()
+    assert {(r["process_name"], lane_of(r)) for r in rows} == expected_lanes(tl)
+    return rows
+
+
+@pytest.mark.parametrize("suffix", FORMATS)
+def test_calibrated_merge_device_slices_inside_device_execution(perfetto_ui, tmp_path, suffix):
+    case = FIXTURES / "hbg_benchmark_bgemm_case0_l4_depgen"
+    info = compile_trace_around(case, tmp_path / "trace.json")
+    tl = merge_traces([tmp_path / "trace.json", case]).timeline
+    out = tmp_path / f"merged{suffix}"
+    write_timeline(tl, out)
+    t = perfetto_ui.load(out)
+    rows = check_matches_timeline(t, tl)
+    (ex,) = [r for r in rows if r["name"] == "device_execution"]
+    assert ex["ts"] == info["exec_start"] and ex["dur"] == info["exec_end"] - info["exec_start"]
+    device = [r for r in rows if r["process_name"].startswith("Device")]
+    assert len(device) == sum(1 for s in tl.slices if s.track.process.name.startswith("Device"))
+    for r in device:
+        assert ex["ts"] <= r["ts"] and r["ts"] + r["dur"] <= ex["ts"] + ex["dur"], r
+    lanes = {lane_of(r) for r in device}
+    assert any(n.startswith("AIC_") for n in lanes) and any(n.startswith("AIV_") for n in lanes)
+    assert any(n.startswith("Sched_") for n in lanes)
+    assert all("calibrated ±" in p for p in t.process_names() if "AICore" in p)
+    # kernel_codegen -> first task of that kernel, as Perfetto links them
+    by_id = {r["id"]: r for r in rows}
+    kflows = [(by_id[f["slice_out"]]["name"], by_id[f["slice_in"]]["name"]) for f in t.flows()
+              if by_id[f["slice_out"]]["name"].startswith("kernel_codegen:")]
+    assert sorted(k for k, _ in kflows) == [f"kernel_codegen:{k}" for k in info["kernels"]]
+    assert all(task.startswith(k.split(":")[1] + "(") for k, task in kflows)
+    # task labels as Simpler names them, with their args
+    assert any(r["name"].startswith("GEMM(") for r in device)
+
+
+@pytest.mark.parametrize("suffix", FORMATS)
+def test_estimated_merge_is_labelled_and_starts_at_device_execution(perfetto_ui, tmp_path,
+                                                                    suffix):
+    case = FIXTURES / "tmr_bgemm_case0_l4_depgen"
+    info = compile_trace_around(case, tmp_path / "trace.json")
+    tl = merge_traces([tmp_path / "trace.json", case]).timeline
+    out = tmp_path / f"merged{suffix}"
+    write_timeline(tl, out)
+    t = perfetto_ui.load(out)
+    rows = check_matches_timeline(t, tl)
+    device = [r for r in rows if r["process_name"].startswith("Device")]
+    assert all("(estimated)" in r["process_name"] for r in device)
+    assert info["exec_start"] <= min(r["ts"] for r in device) < info["exec_start"] + 100_000
+    if suffix == ".json":
+        other = json.loads(out.read_text())["otherData"]
+        assert other["estimated"] is True
+    else:
+        assert t.metadata().get("cr-estimated") in (1, True, "1", "true")
+
+
+@pytest.mark.parametrize("suffix", FORMATS)
+def test_two_ranks_and_every_fixture_in_one_file(perfetto_ui, tmp_path, suffix):
+    dfx = tmp_path / "work" / "dfx_outputs"
+    for r, case in enumerate(("tmr_vector_example_l4_depgen", "tmr_mixed_example_case1_l4_depgen")):
+        shutil.copytree(FIXTURES / case, dfx / f"rank{r}" / "d0")
+    tl = merge_traces([tmp_path / "work", *(FIXTURES / c for c in CALIBRATED)]).timeline
+    out = tmp_path / f"all{suffix}"
+    write_timeline(tl, out)
+    t = perfetto_ui.load(out)
+    check_matches_timeline(t, tl)
+    names = t.process_names()
+    assert any("r0d0" in n for n in names) and any("r1d0" in n for n in names)
+
+
+@pytest.mark.parametrize("suffix", FORMATS)
+def test_simpler_converted_trace_merges_and_loads(perfetto_ui, tmp_path, suffix):
+    case = FIXTURES / ESTIMATED[0]
+    compile_trace_around(case, tmp_path / "trace.json")
+    tl = merge_traces([tmp_path / "trace.json", case / "merged_swimlane.json"]).timeline
+    out = tmp_path / f"m{suffix}"
+    write_timeline(tl, out)
+    check_matches_timeline(perfetto_ui.load(out), tl)
+
+
+def test_compile_profile_alone_as_pftrace(perfetto_ui, tmp_path):
+    from pypto.compile_profiling import CompileProfiler
+
+    with CompileProfiler() as prof:
+        with prof.stage("compile"):
+            with prof.stage("passes"):
+                with prof.stage("ConvertToSSA"):
+                    pass
+            with prof.stage("codegen"):
+                with prof.stage("kernel_codegen:QK"):
+                    pass
+    out = tmp_path / "profile.pftrace"
+    write_profile_perfetto(prof, out)
+    t = perfetto_ui.load(out)
+    assert t.import_errors() == []
+    rows = t.slices()
+    assert {r["name"]: r["depth"] for r in rows} == {
+        "compile": 0, "passes": 1, "ConvertToSSA": 2, "codegen": 1, "kernel_codegen:QK": 2}
+    assert all(r["tid"] is not None for r in rows)  # real host threads
