@@ -112,14 +112,11 @@ def test_simpler_converted_trace_merges_and_loads(perfetto_ui, tmp_path, suffix)
 def test_compile_profile_alone_as_pftrace(perfetto_ui, tmp_path):
     from pypto.compile_profiling import CompileProfiler
 
-    with CompileProfiler() as prof:
-        with prof.stage("compile"):
-            with prof.stage("passes"):
-                with prof.stage("ConvertToSSA"):
-                    pass
-            with prof.stage("codegen"):
-                with prof.stage("kernel_codegen:QK"):
-                    pass
+    with CompileProfiler() as prof, prof.stage("compile"):
+        with prof.stage("passes"), prof.stage("ConvertToSSA"):
+            pass
+        with prof.stage("codegen"), prof.stage("kernel_codegen:QK"):
+            pass
     out = tmp_path / "profile.pftrace"
     write_profile_perfetto(prof, out)
     t = perfetto_ui.load(out)
