@@ -229,3 +229,32 @@ def test_dsl_ops_outside_a_program_raise():
 
 def test_dtype_names_match_numpy():
     assert (pl.FP32.numpy, pl.FP16.numpy, pl.INT32.numpy) == ("float32", "float16", "int32")
+
+
+def test_module_alias_other_than_pl_is_recognised():
+    import pypto.language as dsl
+
+    @dsl.program
+    class Aliased:
+        @dsl.function(type=dsl.FunctionType.InCore)
+        def k(self, a: dsl.Tensor[[8, 8], dsl.INT32],
+              out: dsl.Out[dsl.Tensor[[8, 8], dsl.INT32]]) -> dsl.Tensor[[8, 8], dsl.INT32]:
+            out = dsl.store(dsl.mul(dsl.load(a, [0, 0], [8, 8]), 3), [0, 0], out)
+            return out
+
+        @dsl.function(type=dsl.FunctionType.Orchestration)
+        def main(self, a: dsl.Tensor[[8, 8], dsl.INT32],
+                 out: dsl.Out[dsl.Tensor[[8, 8], dsl.INT32]]) -> dsl.Tensor[[8, 8], dsl.INT32]:
+            out = self.k(a, out)
+            return out
+
+    assert Aliased.functions["k"].params[0].var.type.dtype is pl.INT32
+
+
+def test_tile_parameters_and_float_scalar_on_int_tiles_are_rejected():
+    err = parse_error(program_src(GOOD_BODY, params=f"a: pl.Tile[[64, 64], pl.FP32], out: pl.Out[{T}]"))
+    assert "parameters are tensors or scalars, not tiles" in err.problem
+    src = program_src("        t = pl.load(a, [0, 0], [8, 8])\n        u = pl.add(t, 0.5)\n"
+                      "        return out\n",
+                      params=f"a: pl.Tensor[[8, 8], pl.INT32], out: pl.Out[{T}]")
+    assert "0.5 is not an INT32 value" in parse_error(src).problem

@@ -1,4 +1,19 @@
-"""The PyPTO DSL (`import pypto.language as pl`): types, op names and the `@pl.program` parser."""
+"""The PyPTO DSL (`import pypto.language as pl`): types, op names and the `@pl.program` parser.
+
+The subset this reference compiler accepts:
+- `@pl.program` on a class of `@pl.function(type=pl.FunctionType.InCore)` kernels and exactly
+  one `pl.FunctionType.Orchestration` function; `pl.parse_program(source, filename)` parses
+  class source text (generated programs) the same way.
+- Types: `pl.Tensor[[d0, d1], pl.FP32]` (FP16, INT32), `pl.Out[...]`, `pl.InOut[...]`,
+  `pl.Scalar[pl.FP32]`, and `pl.Tile[[d0, d1], dtype]` annotations on assignments.
+- Kernels: `pl.load(t, offsets, shape)`, `pl.store(tile, offsets, out)`,
+  `pl.add/sub/mul/div/maximum` (tile-tile, tile-scalar, or [M, N] with an [M, 1] row operand),
+  `pl.exp`, `pl.matmul`, `pl.row_sum/row_max`, and `for i in pl.range(...)` with compile-time
+  bounds; integer arithmetic on indices.
+- Orchestration: `pl.create_tensor(shape, dtype=...)` and `self.kernel(...)` calls (one task
+  each) with tensors and scalar literals; loops are allowed and unrolled.
+Anything else is a `pypto.errors.ParserError` naming file:line:col.
+"""
 
 from pypto.ir.nodes import FunctionType
 from pypto.ir.types import FP16, FP32, INDEX, INT32, DataType
