@@ -13,7 +13,8 @@ way (tasks and edges, tensor list once).
 
 Each merge runs `tools/merge_traces.py` in a child process (the real CLI, JSON then protobuf)
 under a small wrapper that reports `resource.getrusage(RUSAGE_CHILDREN).ru_maxrss`, so every
-figure is the peak RSS of that one merge. Printed: wall time, peak RSS, output size, and the
+figure is the peak RSS of that one merge. Printed: wall time, CPU time (user+sys: what the
+wall time would be on an idle machine, single-threaded), peak RSS, output size, and the
 targets (100k: JSON < 4 s and < 600 MB; 1M: < 40 s and < 3 GB).
 """
 
@@ -37,8 +38,8 @@ import resource, subprocess, sys, time
 t = time.perf_counter()
 r = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 wall = time.perf_counter() - t
-rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-print(f"{r.returncode} {wall:.3f} {rss}")
+u = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(f"{r.returncode} {wall:.3f} {u.ru_maxrss} {u.ru_utime + u.ru_stime:.3f}")
 sys.stderr.write(r.stderr)
 """
 
@@ -47,7 +48,7 @@ def _shift_id(task_id: int, k: int, stride: int) -> int:
     return (task_id & ~0xFFFFFFFF) | ((task_id & 0xFFFFFFFF) + k * stride)
 
 
-def build_capture(source: Path, out_dir: Path, tasks: int) -> dict:
+def build_capture(source: Path, out_dir: Path, tasks: int, with_deps: bool = True) -> dict:
     """Write chip_swimlane_records.json, deps.json and the name map for `tasks` AICore tasks."""
     rec = json.loads((source / "chip_swimlane_records.json").read_text())
     deps = json.loads((source / "deps.json").read_text())
@@ -117,9 +118,10 @@ def build_capture(source: Path, out_dir: Path, tasks: int) -> dict:
     out_dir.mkdir(parents=True, exist_ok=True)
     with open(out_dir / "chip_swimlane_records.json", "w") as f:
         json.dump(out, f, separators=(",", ":"))
-    with open(out_dir / "deps.json", "w") as f:
-        json.dump({"tasks": dep_tasks, "tensors": deps.get("tensors", []), "edges": dep_edges}, f,
-                  separators=(",", ":"))
+    if with_deps:
+        with open(out_dir / "deps.json", "w") as f:
+            json.dump({"tasks": dep_tasks, "tensors": deps.get("tensors", []),
+                       "edges": dep_edges}, f, separators=(",", ":"))
     for nm in source.glob("name_map_*.json"):
         (out_dir / nm.name).write_text(nm.read_text())
     records = (len(out["aicore_tasks"]) + len(out["aicpu_tasks"])
@@ -133,11 +135,11 @@ def run_merge(capture: Path, output: Path) -> dict:
     cmd = [sys.executable, "-c", _WRAPPER, sys.executable, str(REPO / "tools" / "merge_traces.py"),
            str(capture), "-o", str(output)]
     r = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    code, wall, rss_kb = r.stdout.split()
+    code, wall, rss_kb, cpu = r.stdout.split()
     if code != "0":
         raise SystemExit(f"merge failed ({code}):\n{r.stderr}")
     summary = [ln for ln in r.stderr.splitlines() if ln.startswith("wrote ")]
-    return {"wall_s": float(wall), "peak_rss_mb": int(rss_kb) / 1024,
+    return {"wall_s": float(wall), "cpu_s": float(cpu), "peak_rss_mb": int(rss_kb) / 1024,
             "size_mb": output.stat().st_size / 1e6, "summary": summary[0] if summary else ""}
 
 
@@ -147,22 +149,27 @@ def main() -> int:
     ap.add_argument("--source", type=Path, default=SOURCE, help="real capture to repeat")
     ap.add_argument("--keep", type=Path, help="directory to keep the capture and outputs in")
     ap.add_argument("--formats", default="json,perfetto", help="json,perfetto (default both)")
+    ap.add_argument("--no-deps", action="store_true",
+                    help="leave deps.json out (swimlane records and name map only)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench_merge_") as tmp:
         base = args.keep or Path(tmp)
         cap = base / "dfx_outputs"
         t = time.perf_counter()
-        info = build_capture(args.source, cap, args.tasks)
+        info = build_capture(args.source, cap, args.tasks, with_deps=not args.no_deps)
         size = sum(p.stat().st_size for p in cap.iterdir()) / 1e6
         print(f"capture: {info['aicore_tasks']:,} AICore tasks, {info['records']:,} records, "
-              f"deps {info['deps_tasks']:,} tasks / {info['deps_edges']:,} edges, {size:.0f} MB "
+              + (f"deps {info['deps_tasks']:,} tasks / {info['deps_edges']:,} edges, "
+                 if not args.no_deps else "no deps.json, ")
+              + f"{size:.0f} MB "
               f"on disk (built in {time.perf_counter() - t:.1f} s)")
         target = TARGETS.get(args.tasks)
         results = {}
         for fmt in args.formats.split(","):
             out = base / ("merged.json" if fmt == "json" else "merged.pftrace")
             res = results[fmt] = run_merge(cap, out)
-            print(f"{fmt:8s}: {res['wall_s']:6.2f} s wall, peak RSS {res['peak_rss_mb']:7.0f} MB, "
+            print(f"{fmt:8s}: {res['wall_s']:6.2f} s wall ({res['cpu_s']:.2f} s CPU), "
+                  f"peak RSS {res['peak_rss_mb']:7.0f} MB, "
                   f"output {res['size_mb']:8.1f} MB")
             print(f"          {res['summary']}")
         if target and "json" in results:

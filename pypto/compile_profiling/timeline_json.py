@@ -128,21 +128,24 @@ def chrome_json_chunks(timeline: Timeline) -> Iterator[str]:
     args_text = _make_args_text()
     buf: list[str] = []
     track_prefix: dict[int, str] = {}  # id(track) -> '"pid":P,"tid":T,'
+    big = 1 << 50  # beyond this, float division would lose the nanosecond digit
     for s in timeline.slices:
         tr = s.track
         pre = track_prefix.get(id(tr))
         if pre is None:
             pre = track_prefix[id(tr)] = f'"pid":{tr.process.uid},"tid":{tr.uid},'
-        start = round(s.ts_ns)
-        end = round(s.ts_ns + s.dur_ns)
-        end = max(end, start)
-        text = (f'{{"ph":"X",{pre}"ts":{_us(start)},"dur":{_us(end - start)},'
-                f'"name":{esc(s.name)},"cat":{esc(s.cat)}')
-        if s.args:
-            text += ',"args":' + args_text(s.args) + "}"
+        ts = s.ts_ns
+        start = round(ts)
+        dur = round(ts + s.dur_ns) - start
+        dur = max(dur, 0)
+        if -big < start < big and dur < big:
+            text = (f'{{"ph":"X",{pre}"ts":{start / 1000:.3f},"dur":{dur / 1000:.3f},'
+                    f'"name":{esc(s.name)},"cat":{esc(s.cat)}')
         else:
-            text += "}"
-        buf.append(text)
+            text = (f'{{"ph":"X",{pre}"ts":{_us(start)},"dur":{_us(dur)},'
+                    f'"name":{esc(s.name)},"cat":{esc(s.cat)}')
+        args = s.args
+        buf.append(text + ',"args":' + args_text(args) + "}" if args else text + "}")
         if len(buf) >= CHUNK_EVENTS:
             yield ("\n" if first else ",\n") + ",\n".join(buf)
             first = False
