@@ -262,3 +262,34 @@ def test_failed_write_leaves_no_partial_file(tmp_path):
     with pytest.raises(RuntimeError):
         prof.to_chrome_trace(tmp_path / "trace.json")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_summary_durations_line_up_even_with_names_longer_than_the_column(tmp_path):
+    with CompileProfiler() as prof:
+        with prof.stage("codegen"):
+            with prof.stage("kernel_codegen:a_kernel_with_a_very_long_descriptive_name"):
+                pass
+            with prof.stage("orchestration_codegen"):
+                pass
+    prof.write_report(tmp_path)
+    lines = (tmp_path / "pipeline_profile.txt").read_text().splitlines()[4:]
+    assert len(lines) == 3
+    ends = {line.index("(") for line in lines}
+    assert len(ends) == 1  # the share column starts at the same place on every line
+    assert all("  " in line.split("(")[0].rstrip() or line.startswith("  ") for line in lines)
+
+
+def test_json_report_is_valid_json_with_one_stage_per_line(tmp_path):
+    with CompileProfiler() as prof:
+        with prof.stage("passes", {"note": 'quote " and 名前'}):
+            with prof.stage("UnrollLoops"):
+                pass
+        with prof.stage("codegen"):
+            pass
+    prof.write_report(tmp_path)
+    text = (tmp_path / "pipeline_profile.json").read_text(encoding="utf-8")
+    data = json.loads(text)
+    assert [s["name"] for s in data["stages"]] == ["passes", "codegen"]
+    assert data["stages"][0]["args"]["note"] == 'quote " and 名前'
+    assert data["stages"][0]["children"][0]["name"] == "UnrollLoops"
+    assert sum('"name": ' in line for line in text.splitlines()) == 3

@@ -7,18 +7,22 @@ only once complete; on any failure the temporary file is removed.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
 from pypto.errors import ProfileWriteError
 
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
 
 def ensure_dir(path: str | os.PathLike) -> Path:
     """Create `path` (and parents); a failure names the directory."""
     p = Path(path)
+    if p.is_dir():
+        return p
     try:
         p.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -26,6 +30,19 @@ def ensure_dir(path: str | os.PathLike) -> Path:
     if not p.is_dir():
         raise ProfileWriteError(f"{p}: not a directory")
     return p
+
+
+_counter = itertools.count()
+
+
+def _create_temp(directory: Path, name: str) -> tuple[int, str]:
+    """An exclusive new file beside the target, created with the usual 0o666 & ~umask mode."""
+    while True:
+        tmp = os.path.join(directory, f".{name}.{os.getpid()}.{next(_counter)}.tmp")
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_CLOEXEC, 0o666), tmp
+        except FileExistsError:
+            continue
 
 
 @contextlib.contextmanager
@@ -36,7 +53,7 @@ def atomic_writer(path: str | os.PathLike, mode: str = "w",
     directory = ensure_dir(target.parent if str(target.parent) else ".")
     binary = "b" in mode
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+        fd, tmp = _create_temp(directory, target.name)
     except OSError as e:
         raise ProfileWriteError(f"{directory}: cannot write here: {e.strerror or e}") from e
     try:
@@ -44,7 +61,6 @@ def atomic_writer(path: str | os.PathLike, mode: str = "w",
                        encoding=None if binary else encoding,
                        newline=None if binary else "") as f:
             yield f
-        os.chmod(tmp, 0o644)
         os.replace(tmp, target)
     except BaseException as e:
         with contextlib.suppress(OSError):

@@ -44,22 +44,17 @@ def fmt_time(seconds: float) -> str:
     return f"{seconds:.3f}s"
 
 
+NAME_COLUMN = 30  # upstream: two spaces of indent plus a 28-character name
+
+
 def format_summary(stages: list[StageRecord], total: float) -> str:
-    """The text summary: title, rule, total, then one indented line per stage."""
+    """The text summary: title, rule, total, then one line per stage, indented two spaces per
+    depth; durations line up in one column, pushed right when a name needs more room."""
+    rows: list[tuple[str, StageRecord]] = []
+    _collect_rows(rows, stages, depth=1)
+    width = max([NAME_COLUMN] + [len(label) + 1 for label, _ in rows])
     lines = ["PyPTO Compile Profile", "=" * 22, f"Total: {fmt_time(total)}", ""]
-    _format_level(lines, stages, total, depth=1)
-    return "\n".join(lines) + "\n"
-
-
-def _format_level(lines: list[str], stages: list[StageRecord], total: float, depth: int) -> None:
-    counts = Counter(s.name for s in stages)
-    seen: Counter[str] = Counter()
-    indent = "  " * depth
-    for stage in stages:
-        label = stage.name.replace("\r", "\\r").replace("\n", "\\n")
-        if counts[label] > 1:
-            seen[label] += 1
-            label = f"{label} [{seen[label]}/{counts[label]}]"
+    for label, stage in rows:
         duration = stage.duration
         pct = f"({duration / total * 100:5.1f}%)" if total > 0 else ""
         flags = ""
@@ -67,8 +62,52 @@ def _format_level(lines: list[str], stages: list[StageRecord], total: float, dep
             flags += f"  FAILED ({stage.error})"
         if stage.is_open:
             flags += "  (still open)"
-        lines.append(f"{indent}{label:<28s} {fmt_time(duration):>10s}  {pct}{flags}")
-        _format_level(lines, stage.children, total, depth + 1)
+        lines.append(f"{label:<{width}s}{fmt_time(duration):>10s}  {pct}{flags}")
+    return "\n".join(lines) + "\n"
+
+
+def _collect_rows(rows: list, stages: list[StageRecord], depth: int) -> None:
+    """(indented label, stage) in tree order; repeated sibling names get `[i/n]`."""
+    counts = Counter(s.name for s in stages)
+    seen: Counter[str] = Counter()
+    indent = "  " * depth
+    for stage in stages:
+        label = stage.name.replace("\r", "\\r").replace("\n", "\\n")
+        if counts[stage.name] > 1:
+            seen[stage.name] += 1
+            label = f"{label} [{seen[stage.name]}/{counts[stage.name]}]"
+        rows.append((indent + label, stage))
+        _collect_rows(rows, stage.children, depth + 1)
+
+
+_encode = json.JSONEncoder(ensure_ascii=False, default=str).encode
+
+
+def format_profile_json(data: dict[str, Any]) -> str:
+    """`pipeline_profile.json` text: one stage per line, children indented below their parent.
+
+    As readable as `indent=2` for a stage tree, and several times faster to produce (the C
+    encoder writes each stage's fields; only the tree layout is done here).
+    """
+    head = {k: v for k, v in data.items() if k != "stages"}
+    out = [_encode(head)[:-1] + ', "stages": [']
+    _stage_lines(out, data["stages"], "  ")
+    out.append("]}")
+    return "\n".join(out) + "\n"
+
+
+def _stage_lines(out: list[str], stages: list[dict], indent: str) -> None:
+    last = len(stages) - 1
+    for i, stage in enumerate(stages):
+        children = stage["children"]
+        fields = _encode({k: v for k, v in stage.items() if k != "children"})[:-1]
+        comma = "," if i < last else ""
+        if children:
+            out.append(f'{indent}{fields}, "children": [')
+            _stage_lines(out, children, indent + "  ")
+            out.append(f"{indent}]}}{comma}")
+        else:
+            out.append(f'{indent}{fields}, "children": []}}{comma}')
 
 
 def write_report(prof: CompileProfiler, report_dir: str | os.PathLike) -> None:
@@ -80,5 +119,5 @@ def write_report(prof: CompileProfiler, report_dir: str | os.PathLike) -> None:
     total = prof.total_seconds
     atomic_write_text(directory / REPORT_TEXT, format_summary(stages, total))
     data = profile_dict(prof, stages)
-    atomic_write_text(directory / REPORT_JSON, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    atomic_write_text(directory / REPORT_JSON, format_profile_json(data))
     write_chrome_trace(prof, directory / TRACE_JSON, stages=stages)
