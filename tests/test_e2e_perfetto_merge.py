@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
+from pathlib import Path
 
 import pytest
 from test_merge_inputs import CALIBRATED, CASES, ESTIMATED, FIXTURES, compile_trace_around
@@ -125,3 +127,40 @@ def test_compile_profile_alone_as_pftrace(perfetto_ui, tmp_path):
     assert {r["name"]: r["depth"] for r in rows} == {
         "compile": 0, "passes": 1, "ConvertToSSA": 2, "codegen": 1, "kernel_codegen:QK": 2}
     assert all(r["tid"] is not None for r in rows)  # real host threads
+
+
+@pytest.mark.parametrize("runtime", ["host_build_graph", "tensormap_and_ringbuffer"])
+def test_real_run_on_the_simulator_merges_and_loads(perfetto_ui, tmp_path, runtime):
+    """Nothing crafted: compile + run the vector DAG with profiling, level 4 and dep_gen."""
+    from pypto.runtime import RunConfig, run
+
+    examples = str(Path(__file__).resolve().parents[1] / "examples")
+    if examples not in sys.path:
+        sys.path.insert(0, examples)
+    import vector_dag
+
+    work = tmp_path / "work"
+    result = run(vector_dag.VectorDAG, vector_dag.tensor_specs(), vector_dag.golden,
+                 RunConfig(work_dir=str(work), compile_profiling=True, enable_chip_swimlane=4,
+                           enable_dep_gen=True, runtime=runtime, case_name="vector_dag"))
+    assert result.passed
+    r = merge_traces([work])
+    tl = r.timeline
+    calibrated = runtime == "host_build_graph"
+    for suffix in FORMATS:
+        out = tmp_path / f"merged{suffix}"
+        write_timeline(tl, out)
+        t = perfetto_ui.load(out)
+        rows = check_matches_timeline(t, tl)
+        (ex,) = [x for x in rows if x["name"] == "device_execution"]
+        device = [x for x in rows if x["process_name"].startswith("Device r0")]
+        assert len([x for x in device if "AICore" in x["process_name"]]) == 5
+        kflows = [f for f in tl.flows if f.src.name.startswith("kernel_codegen:")]
+        assert len(kflows) == 3  # add, add_scalar, mul: each to its first task
+        if calibrated:
+            assert not r.timeline.metadata["estimated"]
+            for x in device:
+                assert ex["ts"] <= x["ts"] and x["ts"] + x["dur"] <= ex["ts"] + ex["dur"], x
+        else:
+            assert all("(estimated)" in x["process_name"] for x in device
+                       if "Orchestrator" not in x["process_name"])

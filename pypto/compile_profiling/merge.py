@@ -528,10 +528,12 @@ def merge_traces(inputs: Iterable[str | os.PathLike], *, offset_us: float | None
     estimated_caps: list[tuple[sr.Capture, str]] = []
     merged_only: list[sr.Capture] = []
     offsets: dict[int, tuple[int, str]] = {}
+    flat = [c for c in captures if c.files.rank is None
+            and Path(c.files.directory).name == "dfx_outputs"]
     for cap in captures:
         offsets[id(cap)] = host_offset(cap)
         off, how = offsets[id(cap)]
-        label = cap.files.label
+        label = _label(cap, single=len(flat) == 1)
         warnings.extend(cap.warnings)
         if cap.host_log is not None:
             say(f"adding {cap.host_log.path}")
@@ -616,7 +618,7 @@ def merge_traces(inputs: Iterable[str | os.PathLike], *, offset_us: float | None
     for index, (cap, why_not) in enumerate(estimated_caps):
         origin, reason = origin_for(index)
         say(f"placing {cap.records.path} (estimated)")
-        res = dt.add_device_capture(timeline, cap, rank_label=cap.files.label,
+        res = dt.add_device_capture(timeline, cap, rank_label=_label(cap, len(flat) == 1),
                                     placement=dt.Placement.estimated(origin, f"{reason}; {why_not}"))
         results.append(res)
         device_processes.extend(res.processes)
@@ -628,7 +630,7 @@ def merge_traces(inputs: Iterable[str | os.PathLike], *, offset_us: float | None
         for mpath in cap.files.merged_swimlanes:
             say(f"reading {mpath}")
             merged = sr.read_merged_swimlane(mpath, found.preloaded.pop(mpath, None))
-            res = dt.add_merged_swimlane(timeline, merged, rank_label=cap.files.label,
+            res = dt.add_merged_swimlane(timeline, merged, rank_label=_label(cap, len(flat) == 1),
                                          origin_host_ns=origin,
                                          reason=f"{reason}; Simpler's converted trace has no "
                                                 "host clock")
@@ -683,6 +685,15 @@ def merge_traces(inputs: Iterable[str | os.PathLike], *, offset_us: float | None
     if kernel_flows:
         summary.append(f"linked {kernel_flows} kernel_codegen stage(s) to their first device task")
     return MergeResult(timeline, summary, warnings)
+
+
+def _label(cap: sr.Capture, single: bool) -> str:
+    """`r<rank>[d<k>]` in the distributed layout; a lone flat `dfx_outputs/` is `r0`; else the
+    work dir's (or capture dir's) name, so two work dirs stay apart."""
+    d = Path(cap.files.directory)
+    if cap.files.rank is None and d.name == "dfx_outputs":
+        return "r0" if single else d.parent.name
+    return cap.files.label
 
 
 def _label_calibrated(res: dt.DeviceCaptureResult) -> None:
