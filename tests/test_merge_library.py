@@ -152,7 +152,8 @@ def test_pipeline_profile_is_placed_and_labelled_estimated(tmp_path):
         "total_seconds": 3.0, "stages": [
             {"name": "parse", "seconds": 0.5, "children": []},
             {"name": "codegen", "seconds": 1.0, "children": [
-                {"name": "kernel_codegen:GEMM", "seconds": 0.4, "children": []}]},
+                {"name": "kernel_codegen:GEMM", "seconds": 0.4, "children": []},
+                {"name": "orchestration_codegen", "seconds": 0.6000001, "children": []}]},
             {"name": "device_execution", "seconds": 1.5, "children": []}]}))
     case = FIXTURES / "hbg_benchmark_bgemm_case0_l4_depgen"
     r = merge_traces([report, case])
@@ -162,6 +163,7 @@ def test_pipeline_profile_is_placed_and_labelled_estimated(tmp_path):
     stages = {s.name: s for s in tl.slices if s.track.process is rep}
     assert stages["codegen"].ts_ns == stages["parse"].ts_ns + 0.5e9
     assert stages["kernel_codegen:GEMM"].ts_ns == stages["codegen"].ts_ns
+    check_nesting(tl)  # the over-long last child is clipped to its parent
     first_dev = min(s.ts_ns for s in device_slices(tl))
     assert stages["device_execution"].ts_ns == pytest.approx(first_dev, abs=1)
     assert any("pipeline_profile.json" in w and "ESTIMATED" in w for w in r.warnings)

@@ -264,15 +264,18 @@ def _add_report(timeline: Timeline, rep: _Report, origin_ns: float, how: str) ->
     track = timeline.add_track(proc, "stages")
     slices: list[Slice] = []
 
-    def lay(stages, t: float, depth: int) -> None:
+    def lay(stages, t: float, limit: float | None) -> None:
         for st in stages:
             dur = st["seconds"] * 1e9
+            if limit is not None:  # rounded child durations may add up past the parent
+                t = min(t, limit)
+                dur = min(dur, limit - t)
             slices.append(timeline.add_slice(track, st["name"], t, dur, "compile",
                                              {"seconds": st["seconds"], "estimated": True}))
-            lay(st.get("children", []), t, depth + 1)
+            lay(st.get("children", []), t, t + dur)
             t += dur
 
-    lay(rep.doc["stages"], origin_ns, 0)
+    lay(rep.doc["stages"], origin_ns, None)
     return proc, slices
 
 
