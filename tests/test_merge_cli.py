@@ -271,3 +271,22 @@ def test_script_runs_from_a_copy_of_the_checkout_without_install(tmp_path):
                        text=True, cwd=REPO, env=dict(os.environ, PYTHONPATH=""), timeout=60)
     assert r.returncode == 0 and "--offset-us" in r.stdout
     assert shutil.which(sys.executable)
+
+
+def test_progress_is_shown_only_for_slow_steps(monkeypatch):
+    import io
+
+    from pypto.compile_profiling import merge_cli
+
+    monkeypatch.setattr(merge_cli, "PROGRESS_AFTER_S", 0.2)
+    out = io.StringIO()
+    progress = merge_cli._Progress(out)
+    progress("quick step")
+    time.sleep(0.05)
+    progress("slow step")
+    time.sleep(0.5)
+    progress.stop()
+    text = out.getvalue()
+    assert "slow step" in text and "quick step" not in text
+    time.sleep(0.3)
+    assert out.getvalue() == text  # stopped: nothing more
