@@ -81,7 +81,7 @@ def test_chrome_json_rounds_time_points_so_children_stay_inside(tmp_path):
     write_chrome_json(sample_timeline(), out)
     xs = {e["name"]: e for e in json.loads(out.read_text())["traceEvents"] if e["ph"] == "X"}
     parent, child = xs["compile"], xs["kernel_codegen:QK"]
-    ns = lambda us: round(us * 1000)  # noqa: E731
+    ns = lambda us: round(us * 1000)
     assert ns(child["ts"]) >= ns(parent["ts"])
     assert ns(child["ts"]) + ns(child["dur"]) <= ns(parent["ts"]) + ns(parent["dur"])
     # start 100.3 -> 100, end 1000.4 -> 1000: the child ends exactly with its parent
@@ -254,3 +254,19 @@ def test_both_formats_load_in_perfetto_with_same_slices_and_flows(perfetto_ui, t
     assert qk["ts"] == 1_000_002_000 and qk["dur"] == 501
     args = t.slice_args("QK(t1)")
     assert any(k.endswith("task_id") and v == 1 for k, v in args.items())
+
+
+def test_args_may_be_any_mapping(tmp_path):
+    """Sources may hand args as a read-only Mapping built on demand, not only a dict."""
+    from types import MappingProxyType
+
+    tl = Timeline()
+    tr = tl.add_track(tl.add_process("p"), "lane")
+    tl.add_slice(tr, "s", 1000.0, 10.0, "c", MappingProxyType({"task_id": 7, "core": "aic"}))
+    write_chrome_json(tl, tmp_path / "t.json")
+    (x,) = [e for e in json.loads((tmp_path / "t.json").read_text())["traceEvents"]
+            if e["ph"] == "X"]
+    assert x["args"] == {"task_id": 7, "core": "aic"}
+    write_perfetto_trace(tl, tmp_path / "t.pftrace")
+    _, (s,) = decode_slices(read_packets(tmp_path / "t.pftrace"))
+    assert s["args"] == {"task_id": 7, "core": "aic"}

@@ -77,10 +77,12 @@ def _make_args_text():
     """Return a function args-dict -> JSON text: the C encoder when available (1 us a dict)."""
     c_make = getattr(json.encoder, "c_make_encoder", None)
     if c_make is None:
-        return lambda args: _generic.encode(_json_safe(args))
+        return lambda args: _generic.encode(_json_safe(dict(args.items())))
     enc = c_make(None, str, _escape, None, ":", ",", False, False, False)
 
     def args_text(args: dict) -> str:
+        if type(args) is not dict:  # any Mapping (e.g. args built lazily) is accepted
+            args = dict(args.items())
         try:
             return "".join(enc(args, 0))
         except (ValueError, TypeError):  # NaN/inf, or keys JSON cannot hold
