@@ -128,26 +128,45 @@ def chrome_json_chunks(timeline: Timeline) -> Iterator[str]:
     first = not meta
 
     args_text = _make_args_text()
+    c_make = getattr(json.encoder, "c_make_encoder", None)
+    enc = c_make(None, str, _escape, None, ":", ",", False, False, False) if c_make else None
+    join = "".join
     buf: list[str] = []
-    track_prefix: dict[int, str] = {}  # id(track) -> '"pid":P,"tid":T,'
+    append = buf.append
+    prefixes: dict[tuple, str] = {}  # (track, cat) -> '{"ph":"X","pid":P,"tid":T,"cat":C,'
     big = 1 << 50  # beyond this, float division would lose the nanosecond digit
     for s in timeline.slices:
-        tr = s.track
-        pre = track_prefix.get(id(tr))
+        tr, cat = s.track, s.cat
+        pre = prefixes.get((tr, cat))
         if pre is None:
-            pre = track_prefix[id(tr)] = f'"pid":{tr.process.uid},"tid":{tr.uid},'
+            pre = prefixes[(tr, cat)] = (f'{{"ph":"X","pid":{tr.process.uid},"tid":{tr.uid},'
+                                         f'"cat":{esc(cat)},')
         ts = s.ts_ns
         start = round(ts)
         dur = round(ts + s.dur_ns) - start
         dur = max(dur, 0)
-        if -big < start < big and dur < big:
-            text = (f'{{"ph":"X",{pre}"ts":{start / 1000:.3f},"dur":{dur / 1000:.3f},'
-                    f'"name":{esc(s.name)},"cat":{esc(s.cat)}')
-        else:
-            text = (f'{{"ph":"X",{pre}"ts":{_us(start)},"dur":{_us(dur)},'
-                    f'"name":{esc(s.name)},"cat":{esc(s.cat)}')
+        name = s.name
+        en = esc_cache.get(name)
+        if en is None:
+            en = esc(name)
         args = s.args
-        buf.append(text + ',"args":' + args_text(args) + "}" if args else text + "}")
+        if args:
+            if enc is not None and type(args) is dict:
+                try:
+                    at = join(enc(args, 0))
+                except (ValueError, TypeError):  # NaN/inf, or keys JSON cannot hold
+                    at = args_text(args)
+            else:
+                at = args_text(args)
+            if -big < start < big and dur < big:
+                append(f'{pre}"ts":{start / 1000:.3f},"dur":{dur / 1000:.3f},"name":{en},'
+                       f'"args":{at}}}')
+            else:
+                append(f'{pre}"ts":{_us(start)},"dur":{_us(dur)},"name":{en},"args":{at}}}')
+        elif -big < start < big and dur < big:
+            append(f'{pre}"ts":{start / 1000:.3f},"dur":{dur / 1000:.3f},"name":{en}}}')
+        else:
+            append(f'{pre}"ts":{_us(start)},"dur":{_us(dur)},"name":{en}}}')
         if len(buf) >= CHUNK_EVENTS:
             yield ("\n" if first else ",\n") + ",\n".join(buf)
             first = False
