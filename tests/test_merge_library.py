@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
 import pytest
@@ -256,3 +257,22 @@ def test_profile_to_timeline_keeps_stages_on_real_threads():
     assert tl.processes[0].os_pid is not None
     assert all(t.os_tid is not None for t in tl.tracks)
     check_nesting(tl)
+
+
+def test_capture_from_another_host_is_moved_by_its_clock_anchor(tmp_path):
+    case = FIXTURES / "hbg_vector_example_l4_depgen"
+    compile_trace_around(case, tmp_path / "trace.json")
+    same = merge_traces([tmp_path / "trace.json", case]).timeline
+    other = tmp_path / "other_host"
+    shutil.copytree(case, other)
+    log = (other / "host_log.txt").read_text()
+    delta = 7_000_000_000_000  # this host's wall clock reads 7000 s later at the same monotonic
+    log = re.sub(r"(\[CLOCK_ANCHOR\] .*?wall_ns=)(\d+)",
+                 lambda m: m.group(1) + str(int(m.group(2)) + delta), log)
+    (other / "host_log.txt").write_text(log)
+    r = merge_traces([tmp_path / "trace.json", other])
+    moved = r.timeline
+    a = sorted(s.ts_ns for s in device_slices(same))
+    b = sorted(s.ts_ns for s in device_slices(moved))
+    assert len(a) == len(b) and all(y - x == pytest.approx(delta, abs=1) for x, y in zip(a, b))
+    assert any("cross-host" in line for line in r.summary_lines)

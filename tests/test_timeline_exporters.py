@@ -270,3 +270,70 @@ def test_args_may_be_any_mapping(tmp_path):
     write_perfetto_trace(tl, tmp_path / "t.pftrace")
     _, (s,) = decode_slices(read_packets(tmp_path / "t.pftrace"))
     assert s["args"] == {"task_id": 7, "core": "aic"}
+
+
+# ---------------------------------------------------------------- properties
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+names = st.text(min_size=1, max_size=12)
+arg_values = st.one_of(st.integers(-(1 << 63), (1 << 64) - 1), st.text(max_size=8),
+                       st.booleans(), st.floats(allow_nan=False, allow_infinity=False))
+
+
+@st.composite
+def nested_timelines(draw):
+    """Tracks of properly nested slices at fractional-ns times, plus flows between them."""
+    tl = Timeline()
+    proc = tl.add_process(draw(names))
+    for lane in range(draw(st.integers(1, 3))):
+        track = tl.add_track(proc, f"lane{lane}", os_tid=draw(st.sampled_from([None, 100 + lane])))
+        t = float(draw(st.integers(0, 10**12)))
+
+        def fill(start: float, end: float, depth: int) -> None:
+            cur = start
+            for _ in range(draw(st.integers(0, 3 if depth < 3 else 0))):
+                gap = draw(st.floats(0, 50))
+                length = draw(st.floats(0, 500))
+                s0, s1 = cur + gap, min(cur + gap + length, end)
+                if s0 > end:
+                    return
+                args = draw(st.none() | st.dictionaries(st.text(min_size=1, max_size=6),
+                                                        arg_values, max_size=3))
+                tl.add_slice(track, draw(names), s0, s1 - s0, draw(names), args)
+                fill(s0, s1, depth + 1)
+                cur = s1
+        fill(t, t + 5000.0, 0)
+    if len(tl.slices) >= 2:
+        for _ in range(draw(st.integers(0, 3))):
+            a, b = draw(st.permutations(tl.slices))[:2]
+            tl.add_flow(a, b, draw(names))
+    return tl
+
+
+def expected_slices(tl: Timeline) -> list[tuple]:
+    """(track uid, name, start ns, end ns) as both exporters must write them."""
+    return sorted((s.track.uid, s.name, round(s.ts_ns), max(round(s.ts_ns + s.dur_ns),
+                                                              round(s.ts_ns)))
+                  for s in tl.slices)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(tl=nested_timelines())
+def test_property_both_exporters_keep_every_slice_and_flow(tmp_path, tl):
+    js, pf = tmp_path / "p.json", tmp_path / "p.pftrace"
+    write_chrome_json(tl, js)
+    doc = json.loads(js.read_text(encoding="utf-8"))
+    got = sorted((e["tid"], e["name"], round(e["ts"] * 1000), round(e["ts"] * 1000)
+                  + round(e["dur"] * 1000)) for e in doc["traceEvents"] if e["ph"] == "X")
+    assert got == expected_slices(tl)
+    assert sum(e["ph"] == "s" for e in doc["traceEvents"]) == len(tl.flows)
+    write_perfetto_trace(tl, pf)
+    _, decoded = decode_slices(read_packets(pf))
+    assert sorted((s["track"], s["name"], s["ts"], s["end"]) for s in decoded) == \
+        expected_slices(tl)
+    out_ids = sorted(i for s in decoded for i in s["flow_ids"])
+    in_ids = sorted(i for s in decoded for i in s["terminating_flow_ids"])
+    assert out_ids == in_ids == sorted(f.id for f in tl.flows)
