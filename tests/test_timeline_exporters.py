@@ -291,7 +291,7 @@ def nested_timelines(draw):
         track = tl.add_track(proc, f"lane{lane}", os_tid=draw(st.sampled_from([None, 100 + lane])))
         t = float(draw(st.integers(0, 10**12)))
 
-        def fill(start: float, end: float, depth: int) -> None:
+        def fill(start: float, end: float, depth: int, track=track) -> None:
             cur = start
             for _ in range(draw(st.integers(0, 3 if depth < 3 else 0))):
                 gap = draw(st.floats(0, 50))
@@ -302,7 +302,7 @@ def nested_timelines(draw):
                 args = draw(st.none() | st.dictionaries(st.text(min_size=1, max_size=6),
                                                         arg_values, max_size=3))
                 tl.add_slice(track, draw(names), s0, s1 - s0, draw(names), args)
-                fill(s0, s1, depth + 1)
+                fill(s0, s1, depth + 1, track)
                 cur = s1
         fill(t, t + 5000.0, 0)
     if len(tl.slices) >= 2:
