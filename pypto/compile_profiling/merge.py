@@ -630,11 +630,15 @@ def _merge(inputs: list, offset_us: float | None, say: Callable[[str], None]) ->
         say(f"placing {cap.records.path} (estimated)")
         res = dt.add_device_capture(timeline, cap, rank_label=_label(cap, len(flat) == 1),
                                     placement=dt.Placement.estimated(origin, f"{reason}; {why_not}"))
+        off, how = offsets[id(cap)]
+        # device streams were put at `origin` (already our axis); host-clock streams of a
+        # capture from another host still need that host's offset
+        _shift_processes(timeline, [p for p in res.processes if not p.estimated], off)
         results.append(res)
         device_processes.extend(res.processes)
         warnings.extend(res.warnings)
-        summary.append(_capture_line(cap, res, ""))
-        sources_meta.append(_capture_meta(cap, res, 0))
+        summary.append(_capture_line(cap, res, how if off else ""))
+        sources_meta.append(_capture_meta(cap, res, off))
     for k, cap in enumerate(merged_only):
         origin, reason = origin_for(len(estimated_caps) + k)
         for mpath in cap.files.merged_swimlanes:
