@@ -47,8 +47,8 @@ def us(ns: int) -> str:
     return f"{ns // 1000}.{ns % 1000:03d}"
 
 
-def _iter_trace_chunks(prof: CompileProfiler, stages: list[StageRecord]):
-    """Yield the JSON text of the trace in pieces (streamed to disk by the writer)."""
+def _write_trace(prof: CompileProfiler, stages: list[StageRecord], write) -> None:
+    """Write the JSON text of the trace through `write(str)` in large pieces."""
     total = prof.total_seconds
     now_ns = time.perf_counter_ns()
     anchor = clock_anchor()
@@ -61,78 +61,92 @@ def _iter_trace_chunks(prof: CompileProfiler, stages: list[StageRecord]):
         "total_seconds": round(total, 6),
         "producer": "pypto.compile_profiling",
     }
-    yield '{"displayTimeUnit":"ms","otherData":' + _dumps(other) + ',"traceEvents":[\n'
-
-    threads: dict[tuple[int, int], tuple[str, int]] = {}  # (pid, tid) -> (name, first start)
-    events: list[str] = []
-    append = events.append
-    share_base = total * 1e9 / 100 if total > 0 else 0.0
-    encoded: dict[str, str] = {}  # names, categories and paths repeat: encode each once
-    # (record, path prefix, clamp window on the same thread or None)
-    todo: list[tuple[StageRecord, str, tuple[int, int, int, int] | None]] = [
-        (s, "", None) for s in reversed(stages)]
-    pop, push = todo.pop, todo.append
-    while todo:
-        rec, prefix, window = pop()
-        pid, tid = rec.pid, rec.tid
-        start = rec.start_ns
-        is_open = rec.end <= 0
-        end = now_ns if is_open else rec.end_ns
-        if end < start:
-            end = start
-        if window is not None and window[1] == tid and window[0] == pid:
-            if start < window[2]:
-                start = window[2]
-            if end > window[3]:
-                end = window[3]
-            if start > end:
-                start = end
-        key = (pid, tid)
-        known = threads.get(key)
-        if known is None or start < known[1]:
-            threads[key] = (rec.thread_name or (known[0] if known else ""), start)
-        name = rec.name
-        path = f"{prefix}/{name}" if prefix else name
-        name_json = encoded.get(name)
-        if name_json is None:
-            name_json = encoded[name] = _dumps(name)
-        path_json = encoded.get(path)
-        if path_json is None:
-            path_json = encoded[path] = _dumps(path)
-        cat = rec.cat or "user"
-        cat_json = encoded.get(cat)
-        if cat_json is None:
-            cat_json = encoded[cat] = _dumps(cat)
-        args = '{"path":' + path_json
-        if share_base:
-            args += ',"share_pct":%.3f' % ((end - start) / share_base)
-        if rec.args:
-            extra = _dumps(rec.args)
-            if len(extra) > 2:
-                args += "," + extra[1:-1]
-        if rec.error is not None:
-            args += ',"failed":true,"error":' + _dumps(rec.error)
-        if is_open:
-            args += ',"open":true'
-        dur = end - start
-        append('{"ph":"X","name":%s,"cat":%s,"ts":%d.%03d,"dur":%d.%03d,"pid":%d,"tid":%d,'
-               '"args":%s}}' % (name_json, cat_json, start // 1000, start % 1000,
-                                dur // 1000, dur % 1000, pid, tid, args))
-        if len(events) >= 8192:
-            yield ",\n".join(events) + ",\n"
-            events.clear()
-        if rec.children:
-            child_window = (pid, tid, start, end)
-            for child in reversed(rec.children):
-                push((child, path, child_window))
-
-    yield from _metadata_chunks(prof, threads, bool(events))
-    if events:
-        yield ",\n".join(events)
-    yield "\n]}\n"
+    write('{"displayTimeUnit":"ms","otherData":' + _dumps(other) + ',"traceEvents":[\n')
+    emitter = _EventEmitter(write, now_ns, total)
+    emitter.emit(stages, "", None, {})
+    emitter.flush()
+    write((",\n" if emitter.any_written else "") + _metadata_text(prof, emitter.threads))
+    write("\n]}\n")
 
 
-def _metadata_chunks(prof: CompileProfiler, threads: dict, more_follow: bool):
+class _EventEmitter:
+    """Turns the stage tree into `X` events; names, categories and paths repeat a lot, so each
+    is JSON-encoded once (paths per parent, so no path string is built per event)."""
+
+    def __init__(self, write, now_ns: int, total: float) -> None:
+        self.write = write
+        self.now_ns = now_ns
+        self.share_base = total * 1e9 / 100 if total > 0 else 0.0
+        self.events: list[str] = []
+        self.threads: dict[tuple[int, int], tuple[str, int]] = {}  # -> (name, first start)
+        self.cats: dict[str, str] = {}
+        self.any_written = False
+
+    def flush(self) -> None:
+        """Write the pending events, separated from whatever was written before."""
+        if self.events:
+            self.write((",\n" if self.any_written else "") + ",\n".join(self.events))
+            self.any_written = True
+            self.events.clear()
+
+    def emit(self, records: list[StageRecord], prefix: str,
+             window: tuple[int, int, int, int] | None, names: dict) -> None:
+        events, append, threads, cats = self.events, self.events.append, self.threads, self.cats
+        share_base, now_ns = self.share_base, self.now_ns
+        last_lane = None
+        for rec in records:
+            pid, tid = rec.pid, rec.tid
+            start = rec.start_ns
+            is_open = rec.end <= 0
+            end = now_ns if is_open else rec.end_ns
+            if end < start:
+                end = start
+            if window is not None and window[1] == tid and window[0] == pid:
+                if start < window[2]:
+                    start = window[2]
+                if end > window[3]:
+                    end = window[3]
+                if start > end:
+                    start = end
+            lane = (pid, tid)
+            if lane != last_lane:
+                known = threads.get(lane)
+                if known is None or start < known[1]:
+                    threads[lane] = (rec.thread_name or (known[0] if known else ""), start)
+                last_lane = lane
+            name = rec.name
+            entry = names.get(name)
+            if entry is None:
+                path = f"{prefix}/{name}" if prefix else name
+                entry = names[name] = (_dumps(name), path, '{"path":' + _dumps(path), {})
+            cat = rec.cat or "user"
+            cat_json = cats.get(cat)
+            if cat_json is None:
+                cat_json = cats[cat] = _dumps(cat)
+            args = entry[2]
+            if share_base:
+                args += ',"share_pct":%.3f' % ((end - start) / share_base)
+            if rec.args:
+                extra = _dumps(rec.args)
+                if len(extra) > 2:
+                    args += "," + extra[1:-1]
+            if rec.error is not None:
+                args += ',"failed":true,"error":' + _dumps(rec.error)
+            if is_open:
+                args += ',"open":true'
+            dur = end - start
+            append('{"ph":"X","name":%s,"cat":%s,"ts":%d.%03d,"dur":%d.%03d,"pid":%d,"tid":%d,'
+                   '"args":%s}}' % (entry[0], cat_json, start // 1000, start % 1000,
+                                    dur // 1000, dur % 1000, pid, tid, args))
+            if len(events) >= 8192:
+                self.flush()
+            if rec.children:
+                self.emit(rec.children, entry[1], (pid, tid, start, end), entry[3])
+                last_lane = None
+
+
+def _metadata_text(prof: CompileProfiler, threads: dict) -> str:
+    """`M` events naming the processes and threads; the main thread sorts first."""
     meta: list[dict] = []
     pids = sorted({pid for pid, _ in threads} | {prof.pid}, key=lambda p: (p != prof.pid, p))
     for index, pid in enumerate(pids):
@@ -149,13 +163,14 @@ def _metadata_chunks(prof: CompileProfiler, threads: dict, more_follow: bool):
                      "args": {"name": name or f"thread {tid}"}})
         meta.append({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid,
                      "args": {"sort_index": index}})
-    text = ",\n".join(_dumps(m) for m in meta)
-    yield text + (",\n" if more_follow else "")
+    return ",\n".join(_dumps(m) for m in meta)
 
 
 def trace_text(prof: CompileProfiler, stages: list[StageRecord] | None = None) -> str:
     """The whole trace as one JSON string."""
-    return "".join(_iter_trace_chunks(prof, prof.stages if stages is None else stages))
+    pieces: list[str] = []
+    _write_trace(prof, prof.stages if stages is None else stages, pieces.append)
+    return "".join(pieces)
 
 
 def profile_trace(prof: CompileProfiler) -> dict:
@@ -167,5 +182,4 @@ def write_chrome_trace(prof: CompileProfiler, path: str | os.PathLike,
                        stages: list[StageRecord] | None = None) -> None:
     """Stream the trace to `path` atomically (temp file beside it, then rename)."""
     with atomic_writer(path, "w") as f:
-        for chunk in _iter_trace_chunks(prof, prof.stages if stages is None else stages):
-            f.write(chunk)
+        _write_trace(prof, prof.stages if stages is None else stages, f.write)
