@@ -140,6 +140,7 @@ def _descriptors(timeline: Timeline, stream: _PacketStream) -> None:
             "uuid": p.uid,
             "process": {"pid": p.uid, "process_name": p.name},
             "child_ordering": _EXPLICIT,
+            "sibling_order_rank": int(p.sort_index),  # compile first, then devices
         })
         stream.added()
     for t in timeline.tracks:
