@@ -220,6 +220,16 @@ def test_two_ranks_never_share_pids_or_tids(tmp_path):
     assert any("r0d0" in n for n in names) and any("r1d0" in n for n in names)
 
 
+def test_diagnostics_that_are_not_timelines_are_listed(tmp_path):
+    leaf = tmp_path / "dfx_outputs"
+    shutil.copytree(FIXTURES / CALIBRATED[0], leaf)
+    (leaf / "pmu.csv").write_text("core,cycles\n0,1\n")
+    (leaf / "args_dump").mkdir()
+    r = merge_traces([tmp_path])
+    listed = [line for line in r.summary_lines if "listed only" in line]
+    assert len(listed) == 2 and any("pmu.csv" in line for line in listed)
+
+
 def test_bad_inputs_raise_trace_input_error_naming_the_file(tmp_path):
     bad = tmp_path / "trace.json"
     bad.write_text('{"traceEvents": [{"ph": "X", "ts": 1, "dur": -2, "pid": 1, "tid": 1, '

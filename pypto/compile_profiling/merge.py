@@ -545,6 +545,8 @@ def _merge(inputs: list, offset_us: float | None, say: Callable[[str], None]) ->
         off, how = offsets[id(cap)]
         label = _label(cap, single=len(flat) == 1)
         warnings.extend(cap.warnings)
+        for other in cap.files.listed_only:  # pmu.csv, args_dump/, scope_stats/
+            summary.append(f"{other}: not a timeline, listed only")
         if cap.host_log is not None:
             say(f"adding {cap.host_log.path}")
             before = set(map(id, timeline.processes))
