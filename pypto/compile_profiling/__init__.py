@@ -15,6 +15,22 @@ from pypto.compile_profiling.profiler import (
     refresh_from_environment,
 )
 
+# The merge library pulls in NumPy and the Simpler readers: load it on first use, so that
+# importing the profiler (done by every `@pl.program`) stays cheap.
+_MERGE_API = {
+    "MergeResult", "format_for_path", "merge_traces", "profile_to_timeline",
+    "write_profile_perfetto", "write_timeline",
+}
+
+
+def __getattr__(name: str):
+    if name in _MERGE_API:
+        from pypto.compile_profiling import merge
+
+        return getattr(merge, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "ENV_DIR_VAR",
     "ENV_VAR",
@@ -24,4 +40,5 @@ __all__ = [
     "default_profile_dir",
     "get_active_profiler",
     "refresh_from_environment",
+    *sorted(_MERGE_API),
 ]
