@@ -292,3 +292,16 @@ def test_json_report_is_valid_json_with_one_stage_per_line(tmp_path):
     assert data["stages"][0]["args"]["note"] == 'quote " and 名前'
     assert data["stages"][0]["children"][0]["name"] == "UnrollLoops"
     assert sum('"name": ' in line for line in text.splitlines()) == 3
+
+
+def test_merge_api_is_exported_without_loading_it_eagerly():
+    import subprocess
+    import sys
+
+    code = ("import sys, pypto.compile_profiling as cp\n"
+            "assert 'pypto.compile_profiling.merge' not in sys.modules\n"
+            "from pypto.compile_profiling import merge_traces, write_timeline\n"
+            "assert merge_traces.__module__ == 'pypto.compile_profiling.merge'\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    assert proc.returncode == 0, proc.stderr
