@@ -14,7 +14,9 @@ import pytest
 from pypto.runtime import RunConfig, run
 
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLES = sorted(p for p in (ROOT / "examples").glob("*.py") if not p.name.startswith("run_"))
+# Example programs; `run_*.py` and `profile_*.py` are scripts that drive them.
+EXAMPLES = sorted(p for p in (ROOT / "examples").glob("*.py")
+                  if not p.name.startswith(("run_", "profile_")))
 RUN_SCRIPTS = sorted((ROOT / "examples").glob("run_*.py"))
 
 
@@ -28,7 +30,7 @@ def _load_example(path: Path):
     programs = [v for v in vars(mod).values() if isinstance(v, Program)]
     if len(programs) != 1 or not callable(getattr(mod, "golden", None)) \
             or not callable(getattr(mod, "tensor_specs", None)):
-        pytest.skip(f"{path.name} does not expose one program, golden() and tensor_specs()")
+        pytest.fail(f"{path.name} does not expose one program, golden() and tensor_specs()")
     return programs[0], mod
 
 
