@@ -15,7 +15,7 @@ from pypto.codegen.common import core_type, param_specs, returned_param
 from pypto.codegen.kernel_cpp import cpp_kernel_source
 from pypto.codegen.kernel_numpy import numpy_kernel_source
 from pypto.codegen.orchestration import cpp_orchestration_source, python_orchestration_source
-from pypto.compile_profiling import CompileProfiler, bind_to_current, get_active_profiler
+from pypto.compile_profiling import CompileProfiler, get_active_profiler
 from pypto.compile_profiling.atomic_io import atomic_write_text
 from pypto.errors import CompileError
 from pypto.ir.nodes import Function, Program
@@ -75,9 +75,8 @@ def generate(program: Program, output_dir: str, profiler: CompileProfiler | None
         if workers == 1:
             entries = [one(i, f) for i, f in enumerate(kernels)]
         else:
-            task = one
-            if prof is not None:
-                task = bind_to_current(one) if CompileProfiler.current() is prof else prof.bind(one)
+            # bound: each worker's kernel_codegen stage nests under `codegen`, on its own lane
+            task = one if prof is None else prof.bind(one)
             with ThreadPoolExecutor(workers, thread_name_prefix="pypto-codegen") as pool:
                 entries = list(pool.map(task, range(len(kernels)), kernels))
         if prof is None:
