@@ -68,6 +68,7 @@ def test_unknown_value_warns_once_and_stays_off(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "INACTIVE"
     assert proc.stderr.count("'maybe'") == 1 and "stays off" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "prof").exists()
 
 

@@ -360,8 +360,10 @@ def _env_enabled() -> bool:
         return True
     if value not in _FALSE and raw not in _warned_values:
         _warned_values.add(raw)
-        warnings.warn(f"{ENV_VAR}={raw!r} is not one of 1/true/yes/on or 0/false/no/off; "
-                      "compile profiling stays off", RuntimeWarning, stacklevel=3)
+        # Attributed to the variable itself, not to a line of ours: one self-explaining line.
+        warnings.warn_explicit(
+            f"{ENV_VAR}={raw!r} is not one of 1/true/yes/on or 0/false/no/off; "
+            "compile profiling stays off", RuntimeWarning, filename=ENV_VAR, lineno=0)
     return False
 
 
