@@ -94,6 +94,189 @@ def parse_json_bytes(data: bytes, path: str | os.PathLike) -> object:
     raise TraceInputError(path, f"invalid JSON: {msg}") from None
 
 
+# --------------------------------------------------------------------------- chunked parsing
+#
+# Big record files (hundreds of MB) are parsed a few MB at a time: the top-level object is
+# walked member by member and each big array is cut into pieces at element boundaries, so the
+# Python objects of only one piece exist at once. Cut points are found by pattern (e.g.
+# `},{`), not by a full scan; that is safe because a piece is only accepted when orjson
+# parses `[` + piece + `]` completely: JSON lexing is deterministic, so a cut inside a
+# string or a nested value always makes that parse fail. Any surprise raises `_NotChunkable`
+# and the caller parses the whole file the plain way (which also words the error message).
+
+_CHUNK_BYTES = 4 << 20
+_WS = b" \t\r\n"
+_SMALL_WINDOW = 1 << 16
+
+
+class _NotChunkable(Exception):
+    """The chunked reader cannot handle this file; parse it whole instead."""
+
+
+def _skip_ws(buf: bytes, p: int) -> int:
+    n = len(buf)
+    while p < n and buf[p] in _WS:
+        p += 1
+    return p
+
+
+def _after_document(exc: Exception) -> bool:
+    return str(exc).startswith(("unexpected content after document", "trailing characters"))
+
+
+def _byte_pos(text, pos: int) -> int:
+    """orjson reports positions in characters; the walker needs bytes."""
+    text = bytes(text)
+    if text.isascii():
+        return pos
+    return len(text.decode("utf-8", "replace")[:pos].encode("utf-8"))
+
+
+def _small_value(buf: bytes, p: int) -> tuple[object, int]:
+    """Parse the (small) JSON value starting at `p` -> (value, index after it)."""
+    mv = memoryview(buf)
+    window = _SMALL_WINDOW
+    while True:
+        end = min(len(buf), p + window)
+        try:
+            value = _orjson.loads(mv[p:end])
+        except _orjson.JSONDecodeError as exc:
+            if not _after_document(exc):
+                if end == len(buf):
+                    raise _NotChunkable from None
+                window *= 8
+                continue
+            stop = p + _byte_pos(mv[p:end], exc.pos)
+            while stop > p and buf[stop - 1] in _WS:
+                stop -= 1
+            try:
+                return _orjson.loads(mv[p:stop]), stop
+            except _orjson.JSONDecodeError:
+                raise _NotChunkable from None
+        if end == len(buf):  # a complete document up to EOF: not inside an object
+            raise _NotChunkable
+        window *= 8          # a number may have been cut short: look further
+        del value
+
+
+def _array_pieces(buf: bytes, p: int, sep: re.Pattern, consume) -> int:
+    """Feed the elements of the array at `buf[p] == '['` to `consume(list)` piece by piece.
+
+    `sep` matches between two elements; its group 1 starts the next element. Returns the
+    index after the closing `]`.
+    """
+    if buf[p:p + 1] != b"[":
+        raise _NotChunkable
+    q = _skip_ws(buf, p + 1)
+    if buf[q:q + 1] == b"]":
+        return q + 1
+    mv = memoryview(buf)
+    while True:
+        m = sep.search(buf, q + _CHUNK_BYTES)
+        cut = m.start() + 1 if m else len(buf)
+        piece = b"[" + mv[q:cut] + b"]"
+        try:
+            items = _orjson.loads(piece)
+        except _orjson.JSONDecodeError as exc:
+            if not _after_document(exc):
+                raise _NotChunkable from None
+            k = q - 2 + _byte_pos(piece, exc.pos)   # last byte of the array (ws skipped)
+            while k > q and buf[k] in _WS:
+                k -= 1
+            if buf[k:k + 1] != b"]":
+                raise _NotChunkable from None
+            del piece
+            try:
+                items = _orjson.loads(b"[" + mv[q:k] + b"]")
+            except _orjson.JSONDecodeError:
+                raise _NotChunkable from None
+            consume(items)
+            return k + 1
+        del piece
+        consume(items)
+        del items
+        if m is None:
+            raise _NotChunkable
+        q = m.start(1)
+
+
+def _nested_array_pieces(buf: bytes, p: int, sep: re.Pattern, start_inner, consume) -> int:
+    """An array of arrays (one per thread): `start_inner(i)` then pieces of inner array i."""
+    if buf[p:p + 1] != b"[":
+        raise _NotChunkable
+    q = _skip_ws(buf, p + 1)
+    if buf[q:q + 1] == b"]":
+        return q + 1
+    i = 0
+    while True:
+        start_inner(i)
+        q = _skip_ws(buf, _array_pieces(buf, q, sep, consume))
+        c = buf[q:q + 1]
+        if c == b"]":
+            return q + 1
+        if c != b",":
+            raise _NotChunkable
+        q = _skip_ws(buf, q + 1)
+        i += 1
+
+
+def _walk_object(buf: bytes, handlers: dict) -> dict:
+    """Walk the top-level object; members named in `handlers` and holding an array go to
+    `handlers[key](buf, p) -> end`; the other (small) members are parsed and returned."""
+    small: dict = {}
+    seen: set[str] = set()
+    p = _skip_ws(buf, 0)
+    if buf[p:p + 1] != b"{":
+        raise _NotChunkable
+    p = _skip_ws(buf, p + 1)
+    if buf[p:p + 1] == b"}":
+        return small
+    while True:
+        if buf[p:p + 1] != b'"':
+            raise _NotChunkable
+        e = buf.find(b'"', p + 1)
+        if e < 0 or buf.find(b"\\", p + 1, e) >= 0:
+            raise _NotChunkable
+        try:
+            key = buf[p + 1:e].decode("utf-8")
+        except UnicodeDecodeError:
+            raise _NotChunkable from None
+        if key in seen:
+            raise _NotChunkable
+        seen.add(key)
+        p = _skip_ws(buf, e + 1)
+        if buf[p:p + 1] != b":":
+            raise _NotChunkable
+        p = _skip_ws(buf, p + 1)
+        if key in handlers and buf[p:p + 1] == b"[":
+            p = handlers[key](buf, p)
+        else:
+            small[key], p = _small_value(buf, p)
+        p = _skip_ws(buf, p)
+        c = buf[p:p + 1]
+        if c == b"}":
+            if _skip_ws(buf, p + 1) != len(buf):
+                raise _NotChunkable
+            return small
+        if c != b",":
+            raise _NotChunkable
+        p = _skip_ws(buf, p + 1)
+
+
+_SEP_OBJECTS = re.compile(rb"\}\s*,\s*(\{)")
+_SEP_ROWS = re.compile(rb"\]\s*,\s*(\[)")
+_SEP_TASKS = re.compile(rb'\}\s*,\s*(\{)\s*"task_id"')
+
+
+def _read_file_bytes(path) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except IsADirectoryError:
+        raise TraceInputError(path, "is a directory, expected a JSON file") from None
+    except OSError as exc:
+        raise TraceInputError(path, f"cannot read file: {exc.strerror or exc}") from None
+
+
 # --------------------------------------------------------------------------- helpers
 
 def _is_int(v: object) -> bool:
@@ -521,9 +704,94 @@ def _task_id(v: object, path, where: str) -> int:
     return t
 
 
+class _DepsBuilder:
+    """Collects what the merge uses from deps.json (ids, kernel ids, block_num, edges);
+    fed task and edge lists piece by piece, so per-task `args` never pile up."""
+
+    def __init__(self, path):
+        self.path = path
+        self.task_ids: list[int] = []
+        self.kernel_ids: dict[int, tuple[int, ...]] = {}
+        self.block_num: dict[int, int] = {}
+        self.edges: list[tuple[int, int]] = []
+        self._seen: set[tuple[int, int]] = set()
+        self._kid_tuples: dict[tuple, tuple] = {}   # few distinct kernel id triples: share them
+        self.n_tasks = self.n_edges = 0
+
+    def add_tasks(self, tasks: list) -> None:
+        path, base = self.path, self.n_tasks
+        task_ids, kernel_ids, block_num = self.task_ids, self.kernel_ids, self.block_num
+        kid_tuples = self._kid_tuples
+        for i, t in enumerate(tasks, base):
+            if type(t) is not dict:
+                raise TraceInputError(path, f"tasks[{i}]: expected an object, got {_kind(t)}")
+            v = t.get("task_id")
+            if type(v) is str and len(v) < 20 and v.isascii() and v.isdigit():
+                tid = int(v)
+            else:
+                where = f"tasks[{i}]"
+                tid = _task_id(_req(t, "task_id", path, where), path, f"{where}.task_id")
+            task_ids.append(tid)
+            kids = t.get("kernel_ids")
+            if kids is not None:
+                if type(kids) is not list or not all(type(k) is int for k in kids):
+                    raise TraceInputError(path, f"tasks[{i}].kernel_ids: expected a list of "
+                                                "integers")
+                kt = tuple(kids)
+                kernel_ids[tid] = kid_tuples.setdefault(kt, kt)
+            bn = t.get("block_num", 1)
+            if type(bn) is not int or bn < 0:
+                raise TraceInputError(path, f"tasks[{i}].block_num: expected a non-negative "
+                                            f"integer, got {bn!r}")
+            block_num[tid] = bn if bn > 1 else 1
+        self.n_tasks = base + len(tasks)
+
+    def add_edges(self, edges: list) -> None:
+        path, seen, out = self.path, self._seen, self.edges
+        for i, e in enumerate(edges, self.n_edges):
+            where = f"edges[{i}]"
+            if type(e) is not dict:
+                raise TraceInputError(path, f"{where}: expected an object, got {_kind(e)}")
+            key = (_task_id(_req(e, "pred", path, where), path, f"{where}.pred"),
+                   _task_id(_req(e, "succ", path, where), path, f"{where}.succ"))
+            if key not in seen:
+                seen.add(key)
+                out.append(key)
+        self.n_edges += len(edges)
+
+    def result(self) -> DepsGraph:
+        return DepsGraph(str(self.path), self.task_ids, self.kernel_ids, self.block_num,
+                         self.edges)
+
+
+def _read_deps_chunked(buf: bytes, path) -> DepsGraph:
+    b = _DepsBuilder(path)
+    done = []
+
+    def pieces(sep, consume):
+        def handle(buf, p):
+            done.append(consume)
+            return _array_pieces(buf, p, sep, consume)
+        return handle
+
+    _walk_object(buf, {"tasks": pieces(_SEP_TASKS, b.add_tasks),
+                       "edges": pieces(_SEP_OBJECTS, b.add_edges)})
+    if len(done) != 2:
+        raise _NotChunkable            # absent or not lists: the plain path words the error
+    return b.result()
+
+
 def read_deps(path: str | os.PathLike, data: object = None) -> DepsGraph:
+    """Read deps.json: task ids, kernel ids, block_num and edges (per-task args are dropped)."""
     if data is None:
-        data = load_json_file(path)
+        buf = _read_file_bytes(path)
+        if _orjson is not None and buf.strip():
+            try:
+                return _read_deps_chunked(buf, path)
+            except (_NotChunkable, TraceInputError):
+                pass   # parse it whole: same result, and the canonical error message
+        data = parse_json_bytes(buf, path)
+        del buf
     if not isinstance(data, dict):
         raise TraceInputError(path, f"expected a JSON object at the top level, got {_kind(data)}")
     tasks = _req(data, "tasks", path, "deps.json")
@@ -532,37 +800,10 @@ def read_deps(path: str | os.PathLike, data: object = None) -> DepsGraph:
         raise TraceInputError(path, f"tasks: expected a list, got {_kind(tasks)}")
     if not isinstance(edges, list):
         raise TraceInputError(path, f"edges: expected a list, got {_kind(edges)}")
-    task_ids: list[int] = []
-    kernel_ids: dict[int, tuple[int, ...]] = {}
-    block_num: dict[int, int] = {}
-    for i, t in enumerate(tasks):
-        where = f"tasks[{i}]"
-        if not isinstance(t, dict):
-            raise TraceInputError(path, f"{where}: expected an object, got {_kind(t)}")
-        tid = _task_id(_req(t, "task_id", path, where), path, f"{where}.task_id")
-        task_ids.append(tid)
-        kids = t.get("kernel_ids")
-        if kids is not None:
-            if not isinstance(kids, list) or not all(_is_int(k) for k in kids):
-                raise TraceInputError(path, f"{where}.kernel_ids: expected a list of integers")
-            kernel_ids[tid] = tuple(kids)
-        bn = t.get("block_num", 1)
-        if not _is_int(bn) or bn < 0:
-            raise TraceInputError(path, f"{where}.block_num: expected a non-negative integer, "
-                                        f"got {bn!r}")
-        block_num[tid] = max(bn, 1)
-    seen: set[tuple[int, int]] = set()
-    out_edges: list[tuple[int, int]] = []
-    for i, e in enumerate(edges):
-        where = f"edges[{i}]"
-        if not isinstance(e, dict):
-            raise TraceInputError(path, f"{where}: expected an object, got {_kind(e)}")
-        key = (_task_id(_req(e, "pred", path, where), path, f"{where}.pred"),
-               _task_id(_req(e, "succ", path, where), path, f"{where}.succ"))
-        if key not in seen:
-            seen.add(key)
-            out_edges.append(key)
-    return DepsGraph(str(path), task_ids, kernel_ids, block_num, out_edges)
+    b = _DepsBuilder(path)
+    b.add_tasks(tasks)
+    b.add_edges(edges)
+    return b.result()
 
 
 @dataclass(slots=True)
