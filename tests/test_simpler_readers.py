@@ -404,3 +404,72 @@ def test_random_log_lines_never_raise_anything_but_trace_input_error(tmp_path_fa
         sr.read_host_log(p)
     except TraceInputError:
         pass
+
+
+# ---------------------------------------------------------------- columns and chunked reading
+
+@pytest.mark.parametrize("case", CASES)
+def test_phase_records_read_back_with_the_same_keys_order_and_values(case):
+    raw = _raw(case)
+    rec = sr.read_swimlane_records(FIXTURES / case / "chip_swimlane_records.json")
+    for streams, name in ((rec.scheduler_phases, "aicpu_scheduler_phases"),
+                          (rec.orchestrator_phases, "aicpu_orchestrator_phases"),
+                          (rec.host_orchestrator_phases, "host_orchestrator_phases")):
+        for s, thread in zip(streams, raw.get(name, [])):
+            got = [list(r.items()) for r in s.records]
+            assert got == [list(r.items()) for r in thread]
+            assert all(type(v) is type(w) for r, t in zip(s.records, thread)
+                       for v, w in zip(r.values(), t.values()))
+
+
+def test_phase_columns_keep_mixed_and_unusual_values_exactly():
+    recs = [{"kind": "a", "start_cycles": 1, "end_cycles": 2, "x": [1, 2], "f": 1.5},
+            {"start_cycles": 3, "kind": "b", "end_cycles": 4, "x": [True, 0], "n": None},
+            {"kind": "a", "start_cycles": 5, "end_cycles": 6, "x": [1, 2, 3], "big": 2**70}]
+    s = sr._phase_stream(copy.deepcopy(recs), 0, "m.json", "w", start_key="start_cycles",
+                         end_key="end_cycles", name_key="kind", default_name="",
+                         clock="device_cycles")
+    assert [list(r.items()) for r in s.records] == [list(r.items()) for r in recs]
+    assert type(s.record(1)["x"][0]) is bool
+    assert "f" not in s.record(1) and s.record(0)["f"] == 1.5
+    with pytest.raises(KeyError):
+        s.record(1)["f"]
+    assert s.values("f") == [1.5, None, None]
+
+
+def _pretty(doc) -> str:
+    return json.dumps(doc, indent=2)
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if (FIXTURES / c / "deps.json").exists()])
+def test_deps_read_in_pieces_equals_deps_read_whole(case, monkeypatch, tmp_path):
+    path = FIXTURES / case / "deps.json"
+    whole = sr.read_deps(path, json.loads(path.read_text()))
+    monkeypatch.setattr(sr, "_CHUNK_BYTES", 64)           # force many pieces
+    for text in (path.read_text(), _pretty(json.loads(path.read_text())),
+                 json.dumps(json.loads(path.read_text()), separators=(",", ":"))):
+        p = tmp_path / "deps.json"
+        p.write_text(text)
+        got = sr._read_deps_chunked(p.read_bytes(), p)
+        assert (got.task_ids, got.kernel_ids, got.block_num, got.edges) == (
+            whole.task_ids, whole.kernel_ids, whole.block_num, whole.edges)
+
+
+def test_chunked_reader_falls_back_and_words_errors_like_the_plain_one(tmp_path, monkeypatch):
+    monkeypatch.setattr(sr, "_CHUNK_BYTES", 16)
+    p = tmp_path / "deps.json"
+    doc = {"tasks": [{"task_id": str(i), "args": [{"a": "},{\"task_id\""}]}
+                     for i in range(20)], "edges": [{"pred": "1", "succ": "2"}]}
+    p.write_text(json.dumps(doc))
+    assert sr.read_deps(p).task_ids == list(range(20))   # separators inside strings
+    doc["tasks"][7]["kernel_ids"] = ["x"]
+    p.write_text(json.dumps(doc))
+    with pytest.raises(TraceInputError, match=r"tasks\[7\]\.kernel_ids"):
+        sr.read_deps(p)
+    for cut in (-9, -40, 100):
+        p.write_text(json.dumps(doc)[:cut])
+        with pytest.raises(TraceInputError) as plain:
+            sr.parse_json_bytes(p.read_bytes(), p)
+        with pytest.raises(TraceInputError) as got:
+            sr.read_deps(p)
+        assert str(got.value) == str(plain.value)

@@ -37,7 +37,8 @@ Layout per device/rank (names as Simpler's own converter uses them):
   row from kernel start to end, labelled `QK(t3)` / `task(r1t7)` / `func_0_a(t0)`, with
   `_spmd` for SPMD tasks; args: task id, core, kernel id, cycles, AICPU dispatch/finish.
 - "Device r0 · AICPU scheduler": lane `Sched_<thread>` per scheduler thread, one slice per
-  phase, `kind(tasks_processed)`; args are the phase record itself.
+  phase, `kind(tasks_processed)`; args are the phase record itself (a `PhaseRecord`
+  mapping read from the stream's columns: same keys and values, no dict per slice).
 - "Device r0 · Orchestrator": `Orch_<thread>` (AICPU orchestrator, device cycles) or
   `Host_<thread>` + `H2D` (host orchestrator + host_device_uploads, host ns).
 - dependency flows from deps.json between the first slice of each task.
@@ -71,6 +72,7 @@ from pypto.compile_profiling.simpler_readers import (
     Capture,
     HostLog,
     MergedSwimlane,
+    PhaseRecord,
     PhaseStream,
 )
 from pypto.compile_profiling.timeline import Process, Slice, Timeline, Track
@@ -355,7 +357,7 @@ def add_device_capture(timeline: Timeline, capture: Capture, *, rank_label: str,
             if len(s):
                 n_sched += len(s)
                 moved += _add_phase_stream(timeline, proc, f"Sched_{s.thread}", s.thread, s,
-                                           to_ns, "scheduler", _scheduler_name, window)
+                                           to_ns, "scheduler", _scheduler_names, window)
     counts["scheduler_phases"] = n_sched
 
     # ---- orchestrator (device cycles and/or host ns)
@@ -376,13 +378,13 @@ def add_device_capture(timeline: Timeline, capture: Capture, *, rank_label: str,
             if len(s):
                 n_orch += len(s)
                 moved += _add_phase_stream(timeline, proc, f"Orch_{s.thread}", s.thread, s,
-                                           to_ns, "orchestrator", _submit_name, window)
+                                           to_ns, "orchestrator", _submit_names, window)
         host_ns = _host_ns
         for s in rec.host_orchestrator_phases:
             if len(s):
                 n_host += len(s)
                 moved += _add_phase_stream(timeline, proc, f"Host_{s.thread}", 50 + s.thread, s,
-                                           host_ns, "host_orchestrator", _submit_name, None)
+                                           host_ns, "host_orchestrator", _submit_names, None)
         up = rec.host_device_uploads
         if up is not None and len(up):
             n_up = len(up)
@@ -405,16 +407,24 @@ def _host_ns(values: np.ndarray) -> np.ndarray:
     return values.astype(np.float64)
 
 
-def _scheduler_name(name: str, record: dict) -> str:
-    tp = record.get("tasks_processed")
-    return f"{name}({tp})" if tp is not None else name
+def _scheduler_names(stream: PhaseStream) -> list[str]:
+    """`kind(tasks_processed)`, or the kind alone; one shared string per distinct label."""
+    cache: dict = {}
+    out = []
+    append = out.append
+    for name, tp in zip(stream.names, stream.values("tasks_processed")):
+        key = (name, tp)
+        lab = cache.get(key)
+        if lab is None:
+            lab = cache[key] = f"{name}({tp})" if tp is not None else name
+        append(lab)
+    return out
 
 
-def _submit_name(name: str, record: dict) -> str:
-    tid = record.get("task_id")
-    if type(tid) is int and tid >= 0:
-        return f"submit({task_display(tid)})"
-    return name
+def _submit_names(stream: PhaseStream) -> list[str]:
+    """`submit(t3)` for records with a task id, else the stream's name."""
+    return [f"submit({task_display(tid)})" if type(tid) is int and tid >= 0 else name
+            for name, tid in zip(stream.names, stream.values("task_id"))]
 
 
 def _add_phase_stream(timeline: Timeline, proc: Process, lane: str, sort_index: int,
@@ -426,14 +436,11 @@ def _add_phase_stream(timeline: Timeline, proc: Process, lane: str, sort_index: 
     # Phases may contain sub-phases (a scheduler `resolve` inside `complete`): nesting is
     # kept on one lane; only partial overlaps move to a sub-lane.
     lanes = _LaneSet(timeline, proc, lane, sort_index, allow_nesting=True)
-    recs, names = stream.records, stream.names
-    out = []
-    append = out.append
-    for i in order:
-        s, e = s_l[i], e_l[i]
-        r = recs[i]
-        append(Slice(lanes.track_for(s, e), namer(names[i], r) if namer else names[i], s, e - s,
-                     cat, r))
+    names = namer(stream) if namer else stream.names
+    cols = stream.columns
+    track_for = lanes.track_for
+    out = [Slice(track_for(s_l[i], e_l[i]), names[i], s_l[i], e_l[i] - s_l[i], cat,
+                 PhaseRecord(cols, i)) for i in order]
     timeline.slices.extend(out)
     if window is not None and len(starts):
         window.extend((float(starts.min()), float(ends.max())))

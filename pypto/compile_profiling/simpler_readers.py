@@ -22,10 +22,13 @@ Choices where the docs are silent:
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
+import operator
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -395,24 +398,181 @@ class SwimlaneMetadata:
     raw: dict = field(default_factory=dict)          # the metadata object as read
 
 
+class PhaseColumns:
+    """The fields of one phase stream as columns, so no dict per record stays alive.
+
+    Each row has a layout (its keys, in file order). Integer fields are int64 columns,
+    integer lists of one length are 2-D int64 columns, anything else a list of the values.
+    `positions[key]` maps row -> index in the key's column (-1: key absent), or is None
+    when every row has the key.
+    """
+
+    __slots__ = ("columns", "layout_ids", "layouts", "positions")
+
+    def __init__(self, layouts: list[tuple[str, ...]], layout_ids: np.ndarray,
+                 columns: dict[str, object], positions: dict[str, np.ndarray | None]):
+        self.layouts, self.layout_ids = layouts, layout_ids
+        self.columns, self.positions = columns, positions
+
+    def keys_of(self, row: int) -> tuple[str, ...]:
+        return self.layouts[self.layout_ids[row]]
+
+    def value(self, key: str, row: int):
+        """The value of `key` in record `row`, as JSON parsing gave it; KeyError if absent."""
+        col = self.columns[key]
+        pos = self.positions[key]
+        j = row if pos is None else int(pos[row])
+        if j < 0:
+            raise KeyError(key)
+        if type(col) is list:
+            return col[j]
+        return col[j].tolist()
+
+    def values(self, key: str) -> list:
+        """The values of `key` for every row (None where absent)."""
+        col = self.columns.get(key)
+        if col is None:
+            return [None] * len(self.layout_ids)
+        vals = col if type(col) is list else col.tolist()
+        pos = self.positions[key]
+        if pos is None:
+            return list(vals)
+        return [vals[j] if j >= 0 else None for j in pos.tolist()]
+
+
+class PhaseRecord(Mapping):
+    """One phase record read back from `PhaseColumns`: same keys, order and values as the file."""
+
+    __slots__ = ("_cols", "_row")
+
+    def __init__(self, cols: PhaseColumns, row: int):
+        self._cols, self._row = cols, row
+
+    def __getitem__(self, key: str):
+        return self._cols.value(key, self._row)
+
+    def __iter__(self):
+        return iter(self._cols.keys_of(self._row))
+
+    def __len__(self) -> int:
+        return len(self._cols.keys_of(self._row))
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._cols.keys_of(self._row)
+
+    def items(self):
+        cols, row = self._cols, self._row
+        return [(k, cols.value(k, row)) for k in cols.keys_of(row)]
+
+    def __repr__(self) -> str:
+        return f"PhaseRecord({dict(self.items())!r})"
+
+
+def _column_part(vals: list, strings: dict):
+    """One chunk's values of one key -> int64 array, 2-D int64 array, or list."""
+    types = set(map(type, vals))
+    if types == {int}:
+        try:
+            return np.array(vals, dtype=np.int64)
+        except OverflowError:
+            return vals
+    if types == {list}:
+        try:
+            arr = np.array(vals)
+        except (ValueError, OverflowError):
+            return vals
+        if (arr.ndim == 2 and arr.dtype.kind == "i" and arr.shape[1]
+                and set(map(type, itertools.chain.from_iterable(vals))) == {int}):
+            return arr.astype(np.int64, copy=False)
+        return vals
+    if types == {str}:
+        return [strings.setdefault(v, v) for v in vals]
+    return vals
+
+
+class _PhaseColumnsBuilder:
+    """Turns lists of phase dicts (one file piece at a time) into `PhaseColumns`."""
+
+    def __init__(self):
+        self.layout_index: dict[tuple[str, ...], int] = {}
+        self.ids: list[np.ndarray] = []
+        self.parts: list[dict[str, object]] = []
+        self.strings: dict[str, str] = {}
+
+    def add(self, records: list[dict]) -> None:
+        index = self.layout_index
+        ids = np.array([index.setdefault(k, len(index)) for k in map(tuple, records)],
+                       dtype=np.int32)
+        self.ids.append(ids)
+        layouts = list(index)
+        parts: dict[str, object] = {}
+        for key in dict.fromkeys(k for lay in layouts for k in lay):
+            has = np.array([key in lay for lay in layouts], dtype=bool)[ids]
+            get = operator.itemgetter(key)
+            if has.all():
+                vals = list(map(get, records))
+            elif has.any():
+                vals = list(map(get, itertools.compress(records, has.tolist())))
+            else:
+                continue
+            parts[key] = _column_part(vals, self.strings)
+        self.parts.append(parts)
+
+    def finish(self) -> PhaseColumns:
+        layouts = list(self.layout_index)
+        ids = np.concatenate(self.ids) if self.ids else np.zeros(0, dtype=np.int32)
+        columns: dict[str, object] = {}
+        positions: dict[str, np.ndarray | None] = {}
+        for key in dict.fromkeys(k for lay in layouts for k in lay):
+            parts = [p[key] for p in self.parts if key in p]
+            arrays = [p for p in parts if type(p) is not list]
+            if len(arrays) == len(parts) and len({(a.ndim, a.shape[1:]) for a in arrays}) == 1:
+                columns[key] = arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
+            else:
+                columns[key] = [v for p in parts
+                                for v in (p if type(p) is list else p.tolist())]
+            has = np.array([key in lay for lay in layouts], dtype=bool)[ids]
+            if has.all():
+                positions[key] = None
+            else:
+                pos = np.cumsum(has, dtype=np.int32 if len(has) < 2**31 else np.int64) - 1
+                pos[~has] = -1
+                positions[key] = pos
+        self.ids = self.parts = []
+        ids = ids.astype(np.int16) if len(layouts) < 32000 else ids
+        return PhaseColumns(layouts, ids, columns, positions)
+
+
 @dataclass(slots=True)
 class PhaseStream:
-    """One thread's phase records: the parsed dicts plus start/end columns.
+    """One thread's phase records: their fields as columns plus start/end columns.
 
     `names[i]` is the display name of record i (scheduler `kind`, "submit" for
     orchestrator phases, `phase` for uploads). `starts`/`ends` are cycles or host ns,
-    as `clock` says ("device_cycles" | "host_ns").
+    as `clock` says ("device_cycles" | "host_ns"). `record(i)` gives record i back as a
+    read-only mapping (the slice args); nothing keeps a dict per record.
     """
 
     thread: int
     clock: str
-    records: list[dict]
+    columns: PhaseColumns
     names: list[str]
     starts: np.ndarray
     ends: np.ndarray
 
     def __len__(self) -> int:
-        return len(self.records)
+        return len(self.starts)
+
+    def record(self, i: int) -> PhaseRecord:
+        return PhaseRecord(self.columns, i)
+
+    @property
+    def records(self) -> list[PhaseRecord]:
+        return [PhaseRecord(self.columns, i) for i in range(len(self.starts))]
+
+    def values(self, key: str) -> list:
+        """The field `key` of every record (None where a record lacks it)."""
+        return self.columns.values(key)
 
 
 # AICore row columns (after padding 5-column rows).
@@ -539,56 +699,98 @@ def _read_metadata(obj: object, path) -> SwimlaneMetadata:
         host_timestamp_quantization_ns=quant, host_capture=hc, raw=obj)
 
 
+class _PhaseStreamBuilder:
+    """Validates and converts one thread's phase records, fed a piece at a time."""
+
+    def __init__(self, thread: int, path, where: str, *, start_key: str, end_key: str,
+                 name_key: str | None, default_name: str, clock: str):
+        self.thread, self.path, self.where, self.clock = thread, path, where, clock
+        self.start_key, self.end_key = start_key, end_key
+        self.name_key, self.default_name = name_key, default_name
+        self.n = 0
+        self.starts: list[np.ndarray] = []
+        self.ends: list[np.ndarray] = []
+        self.names: list[str] = []
+        self.columns = _PhaseColumnsBuilder()
+
+    def add(self, records: list) -> None:
+        path, where, base = self.path, self.where, self.n
+        start_key, end_key, name_key = self.start_key, self.end_key, self.name_key
+        try:
+            starts = list(map(operator.itemgetter(start_key), records))
+            ends = list(map(operator.itemgetter(end_key), records))
+            if type(records[0] if records else {}) is not dict or not all(
+                    type(r) is dict for r in records):
+                raise TypeError
+        except (KeyError, TypeError, IndexError):
+            for i, r in enumerate(records, base):
+                if not isinstance(r, dict):
+                    raise TraceInputError(path, f"{where}[{i}]: expected an object, "
+                                                f"got {_kind(r)}") from None
+                for key in (start_key, end_key):
+                    if key not in r:
+                        raise TraceInputError(path, f"{where}[{i}]: missing {key!r}") from None
+            raise TraceInputError(path, f"{where}: malformed records") from None
+        if set(map(type, starts)) - {int} or set(map(type, ends)) - {int}:
+            for i, r in enumerate(records, base):
+                for key in (start_key, end_key):
+                    if type(r[key]) is not int:
+                        raise TraceInputError(path, f"{where}[{i}].{key}: expected an integer, "
+                                                    f"got {_kind(r[key])}")
+        if name_key is None:
+            self.names.extend([self.default_name] * len(records))
+        else:
+            try:
+                names = list(map(operator.itemgetter(name_key), records))
+            except KeyError:
+                i = next(i for i, r in enumerate(records) if name_key not in r)
+                raise TraceInputError(path, f"{where}[{base + i}]: missing {name_key!r}") \
+                    from None
+            if set(map(type, names)) - {str}:
+                i = next(i for i, n in enumerate(names) if type(n) is not str)
+                raise TraceInputError(path, f"{where}[{base + i}].{name_key}: expected a "
+                                            f"string, got {_kind(names[i])}")
+            strings = self.columns.strings
+            self.names.extend([strings.setdefault(n, n) for n in names])
+        try:
+            s = np.array(starts, dtype=np.int64)
+            e = np.array(ends, dtype=np.int64)
+        except OverflowError:
+            raise TraceInputError(path, f"{where}: timestamp out of the 64-bit signed range") \
+                from None
+        if len(s):
+            if int(s.min()) < 0:
+                i = int(np.argmax(s < 0))
+                raise TraceInputError(path, f"{where}[{base + i}].{start_key}: negative value "
+                                            f"{int(s[i])}")
+            bad = e < s
+            if bad.any():
+                i = int(np.argmax(bad))
+                raise TraceInputError(path, f"{where}[{base + i}]: {end_key} {int(e[i])} is "
+                                            f"before {start_key} {int(s[i])} (negative duration)")
+        self.starts.append(s)
+        self.ends.append(e)
+        self.columns.add(records)
+        self.n = base + len(records)
+
+    def finish(self) -> PhaseStream:
+        def cat(parts):
+            if not parts:
+                return np.zeros(0, dtype=np.int64)
+            return parts[0] if len(parts) == 1 else np.concatenate(parts)
+        return PhaseStream(self.thread, self.clock, self.columns.finish(), self.names,
+                           cat(self.starts), cat(self.ends))
+
+
 def _phase_stream(records: object, thread: int, path, where: str, *, start_key: str,
                   end_key: str, name_key: str | None, default_name: str,
                   clock: str) -> PhaseStream:
     if not isinstance(records, list):
         raise TraceInputError(path, f"{where}: expected a list of records, got {_kind(records)}")
-    try:
-        starts = [r[start_key] for r in records]
-        ends = [r[end_key] for r in records]
-    except (KeyError, TypeError, IndexError):
-        for i, r in enumerate(records):
-            if not isinstance(r, dict):
-                raise TraceInputError(path, f"{where}[{i}]: expected an object, "
-                                            f"got {_kind(r)}") from None
-            for key in (start_key, end_key):
-                if key not in r:
-                    raise TraceInputError(path, f"{where}[{i}]: missing {key!r}") from None
-        raise TraceInputError(path, f"{where}: malformed records") from None
-    if not all(type(v) is int for v in starts) or not all(type(v) is int for v in ends):
-        for i, r in enumerate(records):
-            for key in (start_key, end_key):
-                if type(r[key]) is not int:
-                    raise TraceInputError(path, f"{where}[{i}].{key}: expected an integer, "
-                                                f"got {_kind(r[key])}")
-    if name_key is None:
-        names = [default_name] * len(records)
-    else:
-        try:
-            names = [r[name_key] for r in records]
-        except KeyError:
-            i = next(i for i, r in enumerate(records) if name_key not in r)
-            raise TraceInputError(path, f"{where}[{i}]: missing {name_key!r}") from None
-        if not all(type(n) is str for n in names):
-            i = next(i for i, n in enumerate(names) if type(n) is not str)
-            raise TraceInputError(path, f"{where}[{i}].{name_key}: expected a string, "
-                                        f"got {_kind(names[i])}")
-    try:
-        s = np.array(starts, dtype=np.int64)
-        e = np.array(ends, dtype=np.int64)
-    except OverflowError:
-        raise TraceInputError(path, f"{where}: timestamp out of the 64-bit signed range") from None
-    if len(s):
-        if int(s.min()) < 0:
-            i = int(np.argmax(s < 0))
-            raise TraceInputError(path, f"{where}[{i}].{start_key}: negative value {int(s[i])}")
-        bad = e < s
-        if bad.any():
-            i = int(np.argmax(bad))
-            raise TraceInputError(path, f"{where}[{i}]: {end_key} {int(e[i])} is before "
-                                        f"{start_key} {int(s[i])} (negative duration)")
-    return PhaseStream(thread, clock, records, names, s, e)
+    b = _PhaseStreamBuilder(thread, path, where, start_key=start_key, end_key=end_key,
+                            name_key=name_key, default_name=default_name, clock=clock)
+    b.add(records)
+    return b.finish()
 
 
 def _per_thread(obj: object, path, where: str, **kw) -> list[PhaseStream]:
