@@ -337,3 +337,88 @@ def test_property_both_exporters_keep_every_slice_and_flow(tmp_path, tl):
     out_ids = sorted(i for s in decoded for i in s["flow_ids"])
     in_ids = sorted(i for s in decoded for i in s["terminating_flow_ids"])
     assert out_ids == in_ids == sorted(f.id for f in tl.flows)
+
+
+# ---------------------------------------------------------------- two-process writing
+
+_PARALLEL_SCRIPT = r"""
+import sys
+from pypto.compile_profiling import timeline_json as tj
+from pypto.compile_profiling.timeline import Timeline
+from pypto.compile_profiling.timeline_proto import write_perfetto_trace
+
+tl = Timeline()
+proc = tl.add_process("Device r0 · AICore")
+prev = None
+for lane in range(5):
+    track = tl.add_track(proc, f"AIC_{lane}")
+    for i in range(40 - 5 * lane):  # uneven tracks, so the split has work to balance
+        start = 1_000_000.0 + i * 1000.5 + lane
+        s = tl.add_slice(track, f"QK(t{lane}_{i})", start, 700.25, "aicore",
+                         {"task_id": i, "core": f"aic{lane}", "shared": [i, 0], "r": 0.5})
+        if i % 3 == 0:  # a child slice, so nesting crosses nothing between processes
+            tl.add_slice(track, "inner", start + 10, 100.0, "aicore")
+        if prev is not None and i % 7 == 0:
+            tl.add_flow(prev, s, "dependency")
+        prev = s
+if sys.argv[2] == "negative":  # on the second-biggest track: rendered by the child
+    next(s for s in tl.slices if s.track.name == "AIC_1").ts_ns = -5.0
+tj.PARALLEL_MIN_SLICES = 1
+assert tj.parallel_parts_possible(len(tl.slices))
+out = sys.argv[1]
+try:
+    tj.write_chrome_json(tl, out + ".json")
+    write_perfetto_trace(tl, out + ".pftrace")
+except Exception as e:
+    print(type(e).__name__, e)
+    sys.exit(3)
+tj.PARALLEL_MIN_SLICES = 1 << 60
+tj.write_chrome_json(tl, out + ".seq.json")
+write_perfetto_trace(tl, out + ".seq.pftrace")
+"""
+
+
+def _run_parallel_script(tmp_path, mode: str):
+    import subprocess
+    import sys
+
+    if not hasattr(os, "fork") or (os.cpu_count() or 1) < 2:
+        pytest.skip("two-process writing needs fork and a second core")
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return subprocess.run([sys.executable, "-c", _PARALLEL_SCRIPT, str(tmp_path / "t"), mode],
+                          capture_output=True, text=True, cwd=repo, check=False,
+                          env={**os.environ, "PYTHONPATH": repo})
+
+
+def test_two_process_writes_match_sequential_ones(tmp_path):
+    """Big timelines are written by two processes; the files must say the same thing."""
+    r = _run_parallel_script(tmp_path, "ok")
+    assert r.returncode == 0, r.stderr
+    par = json.loads((tmp_path / "t.json").read_text(encoding="utf-8"))
+    seq = json.loads((tmp_path / "t.seq.json").read_text(encoding="utf-8"))
+    key = lambda e: json.dumps(e, sort_keys=True)
+    assert len(par["traceEvents"]) == len(seq["traceEvents"]) > 240
+    assert sorted(map(key, par["traceEvents"])) == sorted(map(key, seq["traceEvents"]))
+    assert par["otherData"] == seq["otherData"]
+    # slices first, then the flows (which bind to slices already open at their timestamp)
+    phases = [e["ph"] for e in par["traceEvents"] if e["ph"] != "M"]
+    assert phases.index("s") > max(i for i, p in enumerate(phases) if p == "X")
+
+    def norm(path):
+        tracks, slices = decode_slices(read_packets(path))
+        rows = sorted((s["track"], s["ts"], s["end"], s["depth"], s["name"], tuple(s["cats"]),
+                       tuple(sorted(s["args"].items())), tuple(s["flow_ids"]),
+                       tuple(s["terminating_flow_ids"])) for s in slices)
+        return sorted(str(t) for t in tracks.values()), rows
+
+    assert norm(tmp_path / "t.pftrace") == norm(tmp_path / "t.seq.pftrace")
+    assert len(norm(tmp_path / "t.pftrace")[1]) > 150
+    size = (tmp_path / "t.pftrace").stat().st_size
+    assert size == (tmp_path / "t.seq.pftrace").stat().st_size
+
+
+def test_two_process_write_reports_the_childs_error_and_leaves_no_file(tmp_path):
+    r = _run_parallel_script(tmp_path, "negative")
+    assert r.returncode == 3, r.stderr
+    assert r.stdout.startswith("ProfileWriteError") and "before time 0" in r.stdout
+    assert sorted(os.listdir(tmp_path)) == ["t.json"]  # the JSON went fine; no .pftrace

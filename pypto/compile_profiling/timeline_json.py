@@ -19,16 +19,25 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import itertools
 import json
 import logging
 import math
 import os
-from collections.abc import Iterator
+import pickle
+import shutil
+import signal
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
+from typing import IO, BinaryIO, Self
 
 from pypto.compile_profiling.atomic_io import atomic_writer
-from pypto.compile_profiling.timeline import Timeline
+from pypto.compile_profiling.timeline import Slice, Timeline
+from pypto.errors import ProfileWriteError
 
-__all__ = ["CHUNK_EVENTS", "chrome_json_chunks", "gc_paused", "other_data", "write_chrome_json"]
+__all__ = ["CHUNK_EVENTS", "PARALLEL_MIN_SLICES", "ForkedPart", "chrome_json_chunks", "gc_paused",
+           "other_data", "parallel_parts_possible", "write_chrome_json"]
 
 log = logging.getLogger(__name__)
 
@@ -77,19 +86,26 @@ def _us(ns: int) -> str:
     return f"{sign}{ns // 1000}.{ns % 1000:03d}"
 
 
-def chrome_json_chunks(timeline: Timeline) -> Iterator[str]:
-    """Yield the Chrome JSON text of `timeline` in large pieces (concatenate them for the file)."""
-    yield '{"displayTimeUnit":"ms","traceEvents":[\n'
-    esc_cache: dict[str, str] = {}
+def _escaper() -> Callable[[str], str]:
+    """`encode_basestring` with a bounded cache (names repeat a lot; one-off labels don't)."""
+    cache: dict[str, str] = {}
 
     def esc(s: str) -> str:
-        e = esc_cache.get(s)
+        e = cache.get(s)
         if e is None:
             e = _escape(s)
-            if len(esc_cache) < 200_000:  # one-off task labels must not grow it forever
-                esc_cache[s] = e
+            if len(cache) < 200_000:  # one-off task labels must not grow it forever
+                cache[s] = e
         return e
 
+    return esc
+
+
+_OPENING = '{"displayTimeUnit":"ms","traceEvents":[\n'
+
+
+def _metadata_text(timeline: Timeline) -> str:
+    """The process/thread name and sort-index events, joined ("" when there are none)."""
     meta = []
     for p in timeline.processes:
         meta.append(f'{{"ph":"M","name":"process_name","pid":{p.uid},"tid":0,'
@@ -101,10 +117,11 @@ def chrome_json_chunks(timeline: Timeline) -> Iterator[str]:
                     f'"args":{{"name":{_escape(t.name)}}}}}')
         meta.append(f'{{"ph":"M","name":"thread_sort_index","pid":{t.process.uid},'
                     f'"tid":{t.uid},"args":{{"sort_index":{int(t.sort_index)}}}}}')
-    if meta:
-        yield ",\n".join(meta)
-    first = not meta
+    return ",\n".join(meta)
 
+
+def _slice_chunks(slices: list[Slice], esc: Callable[[str], str]) -> Iterator[str]:
+    """The `X` events of `slices`, each chunk starting with the ",\n" that separates it."""
     args_text = _make_args_text()
     c_make = getattr(json.encoder, "c_make_encoder", None)
     enc = c_make(None, str, _escape, None, ":", ",", False, False, False) if c_make else None
@@ -113,7 +130,7 @@ def chrome_json_chunks(timeline: Timeline) -> Iterator[str]:
     append = buf.append
     prefixes: dict[tuple, str] = {}  # (track, cat) -> '{"ph":"X","pid":P,"tid":T,"cat":C,'
     big = 1 << 50  # beyond this, float division would lose the nanosecond digit
-    for s in timeline.slices:
+    for s in slices:
         tr, cat = s.track, s.cat
         pre = prefixes.get((tr, cat))
         if pre is None:
@@ -123,10 +140,7 @@ def chrome_json_chunks(timeline: Timeline) -> Iterator[str]:
         start = round(ts)
         dur = round(ts + s.dur_ns) - start
         dur = max(dur, 0)
-        name = s.name
-        en = esc_cache.get(name)
-        if en is None:
-            en = esc(name)
+        en = esc(s.name)
         args = s.args
         if args:
             if enc is not None and type(args) is dict:
@@ -146,9 +160,15 @@ def chrome_json_chunks(timeline: Timeline) -> Iterator[str]:
         else:
             append(f'{pre}"ts":{_us(start)},"dur":{_us(dur)},"name":{en}}}')
         if len(buf) >= CHUNK_EVENTS:
-            yield ("\n" if first else ",\n") + ",\n".join(buf)
-            first = False
+            yield ",\n" + ",\n".join(buf)
             buf.clear()
+    if buf:
+        yield ",\n" + ",\n".join(buf)
+
+
+def _flow_chunks(timeline: Timeline, esc: Callable[[str], str]) -> Iterator[str]:
+    """The `s`/`f` pairs of every flow, each chunk starting with ",\n"."""
+    buf: list[str] = []
     for f in timeline.flows:
         src, dst = f.src, f.dst
         name = esc(f.name)
@@ -159,13 +179,30 @@ def chrome_json_chunks(timeline: Timeline) -> Iterator[str]:
                    f'"tid":{dst.track.uid},"ts":{_us(round(dst.ts_ns))},'
                    f'"name":{name},"cat":"flow"}}')
         if len(buf) >= CHUNK_EVENTS:
-            yield ("\n" if first else ",\n") + ",\n".join(buf)
-            first = False
+            yield ",\n" + ",\n".join(buf)
             buf.clear()
     if buf:
-        yield ("\n" if first else ",\n") + ",\n".join(buf)
+        yield ",\n" + ",\n".join(buf)
+
+
+def _tail_chunk(timeline: Timeline) -> str:
     other = _generic.encode(_json_safe(other_data(timeline)))
-    yield f'\n],\n"otherData":{other}}}\n'
+    return f'\n],\n"otherData":{other}}}\n'
+
+
+def chrome_json_chunks(timeline: Timeline) -> Iterator[str]:
+    """Yield the Chrome JSON text of `timeline` in large pieces (concatenate them for the file)."""
+    yield _OPENING
+    meta = _metadata_text(timeline)
+    if meta:
+        yield meta
+    first = not meta
+    esc = _escaper()
+    for chunk in itertools.chain(_slice_chunks(timeline.slices, esc),
+                                 _flow_chunks(timeline, esc)):
+        yield "\n" + chunk[2:] if first else chunk  # no separator before the first event
+        first = False
+    yield _tail_chunk(timeline)
 
 
 def other_data(timeline: Timeline) -> dict:
@@ -199,8 +236,131 @@ def gc_paused() -> Iterator[None]:
 
 
 def write_chrome_json(timeline: Timeline, path: str | os.PathLike) -> None:
-    """Write `timeline` to `path` as Chrome JSON, atomically (no partial file on failure)."""
+    """Write `timeline` to `path` as Chrome JSON, atomically (no partial file on failure).
+
+    A big timeline is rendered by two processes: a forked child writes the second half of
+    the slices while this process writes the first (see `ForkedPart`); the file is the same
+    as a sequential write except for that order of slices, which JSON readers ignore.
+    """
     with gc_paused(), atomic_writer(path, "w") as f:
-        for chunk in chrome_json_chunks(timeline):
-            f.write(chunk)
+        slices = timeline.slices
+        if not parallel_parts_possible(len(slices)):
+            for chunk in chrome_json_chunks(timeline):
+                f.write(chunk)
+        else:
+            mid = len(slices) // 2
+            directory = os.path.dirname(os.path.abspath(path))
+
+            def second_half(out: BinaryIO) -> None:
+                esc = _escaper()
+                for chunk in _slice_chunks(slices[mid:], esc):
+                    out.write(chunk.encode("utf-8"))
+
+            with ForkedPart(second_half, directory) as child:
+                esc = _escaper()
+                f.write(_OPENING)
+                meta = _metadata_text(timeline)
+                f.write(meta)
+                first = not meta
+                for chunk in _slice_chunks(slices[:mid], esc):  # mid > 0: a chunk comes
+                    f.write("\n" + chunk[2:] if first else chunk)
+                    first = False
+                child.copy_into(f)
+            for chunk in _flow_chunks(timeline, esc):
+                f.write(chunk)
+            f.write(_tail_chunk(timeline))
     log.debug("wrote %d slices, %d flows to %s", len(timeline.slices), len(timeline.flows), path)
+
+
+# ------------------------------------------------------------------ writing in two processes
+
+PARALLEL_MIN_SLICES = 200_000  # below this a second process costs more than it saves
+
+
+def parallel_parts_possible(n_slices: int) -> bool:
+    """Whether to write part of a big timeline in a forked child.
+
+    Only for big timelines, on a machine with a second core, with fork available, and in a
+    single-threaded process (forking a process with other threads may copy a held lock).
+    """
+    return (n_slices >= PARALLEL_MIN_SLICES and hasattr(os, "fork")
+            and (os.cpu_count() or 1) >= 2 and threading.active_count() == 1)
+
+
+class ForkedPart:
+    """Runs `work(binary_file)` in a forked child that writes to an anonymous temp file.
+
+    Why: both exporters spend their time in CPython building text or messages for millions of
+    independent slices; a fork shares the whole timeline copy-on-write at no cost, so a
+    second core can render half of it. The parent, after rendering its own half, calls
+    `copy_into(out)` to append the child's bytes and gets `work`'s (small, picklable) return
+    value; an exception in the child is re-raised in the parent. `close()` (also via `with`)
+    reaps a child that was not joined, e.g. when the parent failed first.
+    """
+
+    def __init__(self, work: Callable[[BinaryIO], object], directory: str | os.PathLike) -> None:
+        self._file = tempfile.TemporaryFile(dir=directory)  # noqa: SIM115 - closed by close()
+        read_fd, write_fd = os.pipe()
+        self._pid = os.fork()
+        if self._pid == 0:  # child: never returns into the caller's stack
+            code = 1
+            try:
+                os.close(read_fd)
+                try:
+                    result = ("ok", work(self._file))
+                    self._file.flush()
+                except BaseException as e:  # noqa: BLE001 - handed to the parent
+                    result = ("error", e)
+                try:
+                    payload = pickle.dumps(result)
+                except Exception:  # noqa: BLE001 - an unpicklable exception
+                    payload = pickle.dumps(("error", ProfileWriteError(repr(result[1]))))
+                with os.fdopen(write_fd, "wb") as w:
+                    w.write(payload)
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(write_fd)
+        self._read_fd = read_fd
+
+    def _join(self) -> object:
+        with os.fdopen(self._read_fd, "rb") as r:
+            payload = r.read()
+        self._read_fd = None
+        _, status = os.waitpid(self._pid, 0)
+        self._pid = None
+        if not payload or os.waitstatus_to_exitcode(status) != 0:
+            raise ProfileWriteError(f"the writer's child process failed (status {status})")
+        kind, value = pickle.loads(payload)
+        if kind == "error":
+            raise value
+        return value
+
+    def copy_into(self, out: IO) -> object:
+        """Wait for the child, append what it wrote to `out`, return `work`'s result."""
+        result = self._join()
+        if hasattr(out, "buffer"):  # a text file: append the child's UTF-8 bytes as they are
+            out.flush()
+            out = out.buffer
+        self._file.seek(0)
+        shutil.copyfileobj(self._file, out, 1 << 22)
+        return result
+
+    def close(self) -> None:
+        if self._pid is not None:  # the parent failed before joining: stop the child
+            with contextlib.suppress(OSError):
+                os.kill(self._pid, signal.SIGKILL)
+            with contextlib.suppress(OSError):
+                os.waitpid(self._pid, 0)
+            self._pid = None
+        if self._read_fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._read_fd)
+            self._read_fd = None
+        self._file.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

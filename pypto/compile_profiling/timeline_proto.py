@@ -47,7 +47,12 @@ from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 from pypto.compile_profiling.atomic_io import atomic_writer
 from pypto.compile_profiling.timeline import Slice, Timeline
-from pypto.compile_profiling.timeline_json import gc_paused, other_data
+from pypto.compile_profiling.timeline_json import (
+    ForkedPart,
+    gc_paused,
+    other_data,
+    parallel_parts_possible,
+)
 from pypto.errors import ProfileWriteError
 
 __all__ = ["PACKETS_PER_BATCH", "write_perfetto_trace"]
@@ -356,6 +361,18 @@ def write_perfetto_trace(timeline: Timeline, path: str | os.PathLike) -> int:
         return _write(timeline, path)
 
 
+def _split_in_two(jobs: list[tuple]) -> tuple[list[tuple], list[tuple]]:
+    """Two groups of (sequence, track, slices) jobs with about as many slices each."""
+    mine: list[tuple] = []
+    theirs: list[tuple] = []
+    load = [0, 0]
+    for job in sorted(jobs, key=lambda j: -len(j[2])):
+        side = 0 if load[0] <= load[1] else 1
+        (mine, theirs)[side].append(job)
+        load[side] += len(job[2])
+    return sorted(mine, key=lambda j: j[0]), sorted(theirs, key=lambda j: j[0])
+
+
 def _write(timeline: Timeline, path: str | os.PathLike) -> int:
     by_track: dict[int, list[Slice]] = defaultdict(list)
     for s in timeline.slices:
@@ -365,18 +382,40 @@ def _write(timeline: Timeline, path: str | os.PathLike) -> int:
     for f in timeline.flows:
         flows_out[id(f.src)].append(f.id)
         flows_in[id(f.dst)].append(f.id)
-    clipped = 0
+    jobs = []  # (sequence id, track uid, slices): one packet sequence per track
+    for n, track in enumerate(timeline.tracks):
+        slices = by_track.pop(id(track), None)
+        if slices:
+            jobs.append((n + 1, track.uid, slices))
+
+    def emit(group: list[tuple], stream: _PacketStream) -> int:
+        clipped = 0
+        for seq_id, track_uid, slices in group:
+            clipped += _track_events(_Sequence(seq_id), track_uid, slices, flows_out,
+                                     flows_in, stream)
+        stream.flush()
+        return clipped
+
     with atomic_writer(path, "wb") as out:
         stream = _PacketStream(out)
         _descriptors(timeline, stream)
         _metadata_packet(timeline, stream)
-        for n, track in enumerate(timeline.tracks):
-            slices = by_track.pop(id(track), None)
-            if slices:
-                clipped += _track_events(_Sequence(n + 1), track.uid, slices, flows_out,
-                                         flows_in, stream)
-        stream.flush()
-        size = stream.bytes_written
+        if len(jobs) > 1 and parallel_parts_possible(len(timeline.slices)):
+            # sequences are independent: a forked child renders about half of the tracks
+            mine, theirs = _split_in_two(jobs)
+
+            def child_work(child_out) -> tuple[int, int]:
+                child_stream = _PacketStream(child_out)
+                return emit(theirs, child_stream), child_stream.bytes_written
+
+            with ForkedPart(child_work, os.path.dirname(os.path.abspath(path))) as child:
+                clipped = emit(mine, stream)
+                child_clipped, child_bytes = child.copy_into(out)
+            clipped += child_clipped
+            size = stream.bytes_written + child_bytes
+        else:
+            clipped = emit(jobs, stream)
+            size = stream.bytes_written
     if by_track:
         log.warning("%d slices were on tracks not registered in the timeline and were skipped",
                     sum(len(v) for v in by_track.values()))
