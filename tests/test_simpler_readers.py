@@ -422,19 +422,29 @@ def test_phase_records_read_back_with_the_same_keys_order_and_values(case):
                        for v, w in zip(r.values(), t.values()))
 
 
-def test_phase_columns_keep_mixed_and_unusual_values_exactly():
+def test_compact_phase_records_keep_mixed_and_unusual_values_exactly():
     recs = [{"kind": "a", "start_cycles": 1, "end_cycles": 2, "x": [1, 2], "f": 1.5},
-            {"start_cycles": 3, "kind": "b", "end_cycles": 4, "x": [True, 0], "n": None},
-            {"kind": "a", "start_cycles": 5, "end_cycles": 6, "x": [1, 2, 3], "big": 2**70}]
-    s = sr._phase_stream(copy.deepcopy(recs), 0, "m.json", "w", start_key="start_cycles",
-                         end_key="end_cycles", name_key="kind", default_name="",
-                         clock="device_cycles")
+            {"start_cycles": 3, "kind": "b", "end_cycles": 4, "x": [True, 0], "n": None,
+             "tasks_processed": 3},
+            {"kind": "a", "start_cycles": 5, "end_cycles": 6, "x": [1, 2, 3], "big": 2**63,
+             "s": "\u00e9\"}"}]
+    b = sr._PhaseStreamBuilder(0, "m.json", "w", start_key="start_cycles",
+                               end_key="end_cycles", name_key="kind", default_name="",
+                               clock="device_cycles")
+    b.compact = True
+    b.add(copy.deepcopy(recs[:1]))
+    b.add(copy.deepcopy(recs[1:]))
+    s = b.finish()
+    assert all(isinstance(r, sr.PhaseRecord) for r in s.records)
     assert [list(r.items()) for r in s.records] == [list(r.items()) for r in recs]
-    assert type(s.record(1)["x"][0]) is bool
-    assert "f" not in s.record(1) and s.record(0)["f"] == 1.5
+    assert type(s.records[1]["x"][0]) is bool
+    assert "f" not in s.records[1] and s.records[0]["f"] == 1.5
     with pytest.raises(KeyError):
-        s.record(1)["f"]
+        s.records[1]["f"]
+    assert s.values("tasks_processed") == [None, 3, None]
+    assert s.values("task_id") == [None, None, None]
     assert s.values("f") == [1.5, None, None]
+    assert s.names == ["a", "b", "a"] and s.ends.tolist() == [2, 4, 6]
 
 
 def _pretty(doc) -> str:
@@ -473,3 +483,44 @@ def test_chunked_reader_falls_back_and_words_errors_like_the_plain_one(tmp_path,
         with pytest.raises(TraceInputError) as got:
             sr.read_deps(p)
         assert str(got.value) == str(plain.value)
+
+
+def _records_view(rec: sr.SwimlaneRecords) -> tuple:
+    def streams(group):
+        return [(s.thread, s.clock, s.names, s.starts.tolist(), s.ends.tolist(),
+                 [list(r.items()) for r in s.records]) for s in group]
+    up = rec.host_device_uploads
+    return (rec.level, rec.level_key, rec.metadata.raw, rec.aicore.tolist(), rec.aicore_columns,
+            rec.aicpu.tolist(), streams(rec.scheduler_phases), streams(rec.orchestrator_phases),
+            streams(rec.host_orchestrator_phases), streams([up]) if up else None,
+            rec.ignored_streams)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_records_read_in_pieces_equal_records_read_whole(case, monkeypatch, tmp_path):
+    path = FIXTURES / case / "chip_swimlane_records.json"
+    raw = json.loads(path.read_text())
+    whole = _records_view(sr.read_swimlane_records(path, copy.deepcopy(raw)))
+    monkeypatch.setattr(sr, "_CHUNK_BYTES", 200)          # force many pieces
+    for text in (path.read_text(), json.dumps(raw, separators=(",", ":"))):
+        p = tmp_path / "chip_swimlane_records.json"
+        p.write_text(text)
+        rec = sr._read_records_chunked(p.read_bytes(), p)
+        assert _records_view(rec) == whole
+        for s in rec.scheduler_phases:
+            assert all(isinstance(r, sr.PhaseRecord) for r in s.records)
+
+
+def test_records_read_in_pieces_fall_back_on_bad_rows_with_the_plain_message(tmp_path, monkeypatch):
+    monkeypatch.setattr(sr, "_CHUNK_BYTES", 64)
+    raw = _raw("tmr_bgemm_case0_l4_depgen")
+    raw["aicore_tasks"][500][3] = -5
+    p = tmp_path / "chip_swimlane_records.json"
+    p.write_text(json.dumps(raw))
+    with pytest.raises(TraceInputError, match=r"aicore_tasks\[500\]\[3\]: negative value -5"):
+        sr.read_swimlane_records(p)
+    raw = _raw("tmr_bgemm_case0_l4_depgen")
+    raw["aicpu_scheduler_phases"][1][300]["end_cycles"] = 0
+    p.write_text(json.dumps(raw))
+    with pytest.raises(TraceInputError, match=r"aicpu_scheduler_phases\[1\]\[300\]: end_cycles 0"):
+        sr.read_swimlane_records(p)

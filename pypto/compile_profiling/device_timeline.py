@@ -37,8 +37,8 @@ Layout per device/rank (names as Simpler's own converter uses them):
   row from kernel start to end, labelled `QK(t3)` / `task(r1t7)` / `func_0_a(t0)`, with
   `_spmd` for SPMD tasks; args: task id, core, kernel id, cycles, AICPU dispatch/finish.
 - "Device r0 · AICPU scheduler": lane `Sched_<thread>` per scheduler thread, one slice per
-  phase, `kind(tasks_processed)`; args are the phase record itself (a `PhaseRecord`
-  mapping read from the stream's columns: same keys and values, no dict per slice).
+  phase, `kind(tasks_processed)`; args are the phase record itself (a compact
+  `PhaseRecord` mapping for big files read in pieces: same keys and values).
 - "Device r0 · Orchestrator": `Orch_<thread>` (AICPU orchestrator, device cycles) or
   `Host_<thread>` + `H2D` (host orchestrator + host_device_uploads, host ns).
 - dependency flows from deps.json between the first slice of each task.
@@ -72,7 +72,6 @@ from pypto.compile_profiling.simpler_readers import (
     Capture,
     HostLog,
     MergedSwimlane,
-    PhaseRecord,
     PhaseStream,
 )
 from pypto.compile_profiling.timeline import Process, Slice, Timeline, Track
@@ -437,10 +436,10 @@ def _add_phase_stream(timeline: Timeline, proc: Process, lane: str, sort_index: 
     # kept on one lane; only partial overlaps move to a sub-lane.
     lanes = _LaneSet(timeline, proc, lane, sort_index, allow_nesting=True)
     names = namer(stream) if namer else stream.names
-    cols = stream.columns
+    recs = stream.records
     track_for = lanes.track_for
-    out = [Slice(track_for(s_l[i], e_l[i]), names[i], s_l[i], e_l[i] - s_l[i], cat,
-                 PhaseRecord(cols, i)) for i in order]
+    out = [Slice(track_for(s_l[i], e_l[i]), names[i], s_l[i], e_l[i] - s_l[i], cat, recs[i])
+           for i in order]
     timeline.slices.extend(out)
     if window is not None and len(starts):
         window.extend((float(starts.min()), float(ends.max())))

@@ -398,149 +398,67 @@ class SwimlaneMetadata:
     raw: dict = field(default_factory=dict)          # the metadata object as read
 
 
-class PhaseColumns:
-    """The fields of one phase stream as columns, so no dict per record stays alive.
+class _RecordBlock:
+    """Up to `_BLOCK_RECORDS` consecutive phase records as one orjson-encoded JSON array."""
 
-    Each row has a layout (its keys, in file order). Integer fields are int64 columns,
-    integer lists of one length are 2-D int64 columns, anything else a list of the values.
-    `positions[key]` maps row -> index in the key's column (-1: key absent), or is None
-    when every row has the key.
-    """
+    __slots__ = ("blob",)
 
-    __slots__ = ("columns", "layout_ids", "layouts", "positions")
+    def __init__(self, blob: bytes):
+        self.blob = blob
 
-    def __init__(self, layouts: list[tuple[str, ...]], layout_ids: np.ndarray,
-                 columns: dict[str, object], positions: dict[str, np.ndarray | None]):
-        self.layouts, self.layout_ids = layouts, layout_ids
-        self.columns, self.positions = columns, positions
 
-    def keys_of(self, row: int) -> tuple[str, ...]:
-        return self.layouts[self.layout_ids[row]]
-
-    def value(self, key: str, row: int):
-        """The value of `key` in record `row`, as JSON parsing gave it; KeyError if absent."""
-        col = self.columns[key]
-        pos = self.positions[key]
-        j = row if pos is None else int(pos[row])
-        if j < 0:
-            raise KeyError(key)
-        if type(col) is list:
-            return col[j]
-        return col[j].tolist()
-
-    def values(self, key: str) -> list:
-        """The values of `key` for every row (None where absent)."""
-        col = self.columns.get(key)
-        if col is None:
-            return [None] * len(self.layout_ids)
-        vals = col if type(col) is list else col.tolist()
-        pos = self.positions[key]
-        if pos is None:
-            return list(vals)
-        return [vals[j] if j >= 0 else None for j in pos.tolist()]
+_BLOCK_RECORDS = 256
+_decoded: list = [None, None]   # the one block decoded last, and its records
 
 
 class PhaseRecord(Mapping):
-    """One phase record read back from `PhaseColumns`: same keys, order and values as the file."""
+    """One phase record, kept encoded inside a `_RecordBlock` (read-only mapping).
 
-    __slots__ = ("_cols", "_row")
+    A dict per record is the biggest memory item of a large capture (a few hundred bytes
+    each, millions of them); the encoded block costs about a third of that. Records are
+    read back in file order when a trace is written, so decoding a block once (C-speed)
+    serves its next few hundred records. Same keys, order and values as the file.
+    """
 
-    def __init__(self, cols: PhaseColumns, row: int):
-        self._cols, self._row = cols, row
+    __slots__ = ("_block", "_i")
+
+    def __init__(self, block: _RecordBlock, i: int):
+        self._block, self._i = block, i
+
+    def _dict(self) -> dict:
+        block = self._block
+        if _decoded[0] is not block:
+            _decoded[1] = _orjson.loads(block.blob)
+            _decoded[0] = block
+        return _decoded[1][self._i]
 
     def __getitem__(self, key: str):
-        return self._cols.value(key, self._row)
+        return self._dict()[key]
 
     def __iter__(self):
-        return iter(self._cols.keys_of(self._row))
+        return iter(self._dict())
 
     def __len__(self) -> int:
-        return len(self._cols.keys_of(self._row))
+        return len(self._dict())
 
     def __contains__(self, key: object) -> bool:
-        return key in self._cols.keys_of(self._row)
+        return key in self._dict()
 
     def items(self):
-        cols, row = self._cols, self._row
-        return [(k, cols.value(k, row)) for k in cols.keys_of(row)]
+        return self._dict().items()
 
     def __repr__(self) -> str:
-        return f"PhaseRecord({dict(self.items())!r})"
+        return f"PhaseRecord({self._dict()!r})"
 
 
-def _column_part(vals: list, strings: dict):
-    """One chunk's values of one key -> int64 array, 2-D int64 array, or list."""
-    types = set(map(type, vals))
-    if types == {int}:
-        try:
-            return np.array(vals, dtype=np.int64)
-        except OverflowError:
-            return vals
-    if types == {list}:
-        try:
-            arr = np.array(vals)
-        except (ValueError, OverflowError):
-            return vals
-        if (arr.ndim == 2 and arr.dtype.kind == "i" and arr.shape[1]
-                and set(map(type, itertools.chain.from_iterable(vals))) == {int}):
-            return arr.astype(np.int64, copy=False)
-        return vals
-    if types == {str}:
-        return [strings.setdefault(v, v) for v in vals]
-    return vals
-
-
-class _PhaseColumnsBuilder:
-    """Turns lists of phase dicts (one file piece at a time) into `PhaseColumns`."""
-
-    def __init__(self):
-        self.layout_index: dict[tuple[str, ...], int] = {}
-        self.ids: list[np.ndarray] = []
-        self.parts: list[dict[str, object]] = []
-        self.strings: dict[str, str] = {}
-
-    def add(self, records: list[dict]) -> None:
-        index = self.layout_index
-        ids = np.array([index.setdefault(k, len(index)) for k in map(tuple, records)],
-                       dtype=np.int32)
-        self.ids.append(ids)
-        layouts = list(index)
-        parts: dict[str, object] = {}
-        for key in dict.fromkeys(k for lay in layouts for k in lay):
-            has = np.array([key in lay for lay in layouts], dtype=bool)[ids]
-            get = operator.itemgetter(key)
-            if has.all():
-                vals = list(map(get, records))
-            elif has.any():
-                vals = list(map(get, itertools.compress(records, has.tolist())))
-            else:
-                continue
-            parts[key] = _column_part(vals, self.strings)
-        self.parts.append(parts)
-
-    def finish(self) -> PhaseColumns:
-        layouts = list(self.layout_index)
-        ids = np.concatenate(self.ids) if self.ids else np.zeros(0, dtype=np.int32)
-        columns: dict[str, object] = {}
-        positions: dict[str, np.ndarray | None] = {}
-        for key in dict.fromkeys(k for lay in layouts for k in lay):
-            parts = [p[key] for p in self.parts if key in p]
-            arrays = [p for p in parts if type(p) is not list]
-            if len(arrays) == len(parts) and len({(a.ndim, a.shape[1:]) for a in arrays}) == 1:
-                columns[key] = arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
-            else:
-                columns[key] = [v for p in parts
-                                for v in (p if type(p) is list else p.tolist())]
-            has = np.array([key in lay for lay in layouts], dtype=bool)[ids]
-            if has.all():
-                positions[key] = None
-            else:
-                pos = np.cumsum(has, dtype=np.int32 if len(has) < 2**31 else np.int64) - 1
-                pos[~has] = -1
-                positions[key] = pos
-        self.ids = self.parts = []
-        ids = ids.astype(np.int16) if len(layouts) < 32000 else ids
-        return PhaseColumns(layouts, ids, columns, positions)
+def _compact_records(records: list) -> list[PhaseRecord]:
+    """Encode records in blocks and return one `PhaseRecord` per record."""
+    out: list[PhaseRecord] = []
+    for k in range(0, len(records), _BLOCK_RECORDS):
+        batch = records[k:k + _BLOCK_RECORDS]
+        block = _RecordBlock(_orjson.dumps(batch))
+        out.extend(map(PhaseRecord, itertools.repeat(block, len(batch)), range(len(batch))))
+    return out
 
 
 @dataclass(slots=True)
@@ -549,30 +467,29 @@ class PhaseStream:
 
     `names[i]` is the display name of record i (scheduler `kind`, "submit" for
     orchestrator phases, `phase` for uploads). `starts`/`ends` are cycles or host ns,
-    as `clock` says ("device_cycles" | "host_ns"). `record(i)` gives record i back as a
-    read-only mapping (the slice args); nothing keeps a dict per record.
+    as `clock` says ("device_cycles" | "host_ns"). `records[i]` is record i as a mapping
+    (the slice args): the parsed dict, or a compact `PhaseRecord` when the file was read
+    in pieces. `label_values` holds the few fields slice names need (`tasks_processed`,
+    `task_id`), so naming does not decode records.
     """
 
     thread: int
     clock: str
-    columns: PhaseColumns
+    records: list[Mapping]      # dicts as parsed, or `PhaseRecord`s (big files read in pieces)
     names: list[str]
     starts: np.ndarray
     ends: np.ndarray
+    label_values: dict[str, list | None] = field(default_factory=dict)  # None: all absent
 
     def __len__(self) -> int:
         return len(self.starts)
 
-    def record(self, i: int) -> PhaseRecord:
-        return PhaseRecord(self.columns, i)
-
-    @property
-    def records(self) -> list[PhaseRecord]:
-        return [PhaseRecord(self.columns, i) for i in range(len(self.starts))]
-
     def values(self, key: str) -> list:
         """The field `key` of every record (None where a record lacks it)."""
-        return self.columns.values(key)
+        if key in self.label_values:
+            got = self.label_values[key]
+            return [None] * len(self.starts) if got is None else got
+        return [r.get(key) for r in self.records]
 
 
 # AICore row columns (after padding 5-column rows).
@@ -699,6 +616,9 @@ def _read_metadata(obj: object, path) -> SwimlaneMetadata:
         host_timestamp_quantization_ns=quant, host_capture=hc, raw=obj)
 
 
+_LABEL_KEYS = ("tasks_processed", "task_id")
+
+
 class _PhaseStreamBuilder:
     """Validates and converts one thread's phase records, fed a piece at a time."""
 
@@ -711,7 +631,10 @@ class _PhaseStreamBuilder:
         self.starts: list[np.ndarray] = []
         self.ends: list[np.ndarray] = []
         self.names: list[str] = []
-        self.columns = _PhaseColumnsBuilder()
+        self.records: list = []
+        self.labels: dict[str, list] = {k: [] for k in _LABEL_KEYS}
+        self.strings: dict[str, str] = {}
+        self.compact = False          # keep records as PhaseRecord (orjson-parsed pieces)
 
     def add(self, records: list) -> None:
         path, where, base = self.path, self.where, self.n
@@ -750,7 +673,7 @@ class _PhaseStreamBuilder:
                 i = next(i for i, n in enumerate(names) if type(n) is not str)
                 raise TraceInputError(path, f"{where}[{base + i}].{name_key}: expected a "
                                             f"string, got {_kind(names[i])}")
-            strings = self.columns.strings
+            strings = self.strings
             self.names.extend([strings.setdefault(n, n) for n in names])
         try:
             s = np.array(starts, dtype=np.int64)
@@ -770,7 +693,12 @@ class _PhaseStreamBuilder:
                                             f"before {start_key} {int(s[i])} (negative duration)")
         self.starts.append(s)
         self.ends.append(e)
-        self.columns.add(records)
+        for key, out in self.labels.items():
+            out.extend(map(operator.methodcaller("get", key), records))
+        if self.compact:
+            self.records.extend(_compact_records(records))
+        else:
+            self.records.extend(records)
         self.n = base + len(records)
 
     def finish(self) -> PhaseStream:
@@ -778,8 +706,10 @@ class _PhaseStreamBuilder:
             if not parts:
                 return np.zeros(0, dtype=np.int64)
             return parts[0] if len(parts) == 1 else np.concatenate(parts)
-        return PhaseStream(self.thread, self.clock, self.columns.finish(), self.names,
-                           cat(self.starts), cat(self.ends))
+        labels = {k: v if any(x is not None for x in v) else None
+                  for k, v in self.labels.items()}
+        return PhaseStream(self.thread, self.clock, self.records, self.names,
+                           cat(self.starts), cat(self.ends), labels)
 
 
 def _phase_stream(records: object, thread: int, path, where: str, *, start_key: str,
@@ -800,13 +730,86 @@ def _per_thread(obj: object, path, where: str, **kw) -> list[PhaseStream]:
     return [_phase_stream(t, i, path, f"{where}[{i}]", **kw) for i, t in enumerate(obj)]
 
 
+_PHASE_STREAMS = {
+    "aicpu_scheduler_phases": {"start_key": "start_cycles", "end_key": "end_cycles",
+                               "name_key": "kind", "default_name": "",
+                               "clock": "device_cycles"},
+    "aicpu_orchestrator_phases": {"start_key": "start_cycles", "end_key": "end_cycles",
+                                  "name_key": None, "default_name": "submit",
+                                  "clock": "device_cycles"},
+    "host_orchestrator_phases": {"start_key": "start_host_ns", "end_key": "end_host_ns",
+                                 "name_key": None, "default_name": "submit",
+                                 "clock": "host_ns"},
+}
+_ROW_STREAMS = {"aicore_tasks": (5, 6), "aicpu_tasks": (4,)}
+
+
+def _read_records_chunked(buf: bytes, path) -> SwimlaneRecords:
+    """The big streams converted piece by piece as the file is walked (see `_walk_object`):
+    rows straight into int64 arrays, phase records into compact `PhaseRecord`s."""
+    converted: dict[str, tuple] = {}
+
+    def rows(name: str, ncols: tuple[int, ...]):
+        def handle(buf: bytes, p: int) -> int:
+            parts, widths = [], set()
+
+            def consume(chunk: list) -> None:
+                if chunk:
+                    widths.add(len(chunk[0]) if type(chunk[0]) is list else -1)
+                parts.append(_int_matrix(chunk, ncols, path, name))
+
+            end = _array_pieces(buf, p, _SEP_ROWS, consume)
+            if len(widths) > 1:
+                raise _NotChunkable      # mixed row widths: the plain path words it
+            arr = (np.concatenate(parts) if len(parts) > 1 else parts[0]) if parts else \
+                np.zeros((0, max(ncols)), dtype=np.int64)
+            converted[name] = ("rows", arr, widths.pop() if widths else max(ncols))
+            return end
+        return handle
+
+    def phases(name: str, kw: dict):
+        def handle(buf: bytes, p: int) -> int:
+            builders: list[_PhaseStreamBuilder] = []
+
+            def start(i: int) -> None:
+                b = _PhaseStreamBuilder(i, path, f"{name}[{i}]", **kw)
+                b.compact = True
+                builders.append(b)
+
+            end = _nested_array_pieces(buf, p, _SEP_OBJECTS, start,
+                                       lambda chunk: builders[-1].add(chunk))
+            converted[name] = ("phases", [b.finish() for b in builders])
+            return end
+        return handle
+
+    handlers = {name: rows(name, n) for name, n in _ROW_STREAMS.items()}
+    handlers.update({name: phases(name, kw) for name, kw in _PHASE_STREAMS.items()})
+    small = _walk_object(buf, handlers)
+    return _records_from_doc(small, path, converted)
+
+
 def read_swimlane_records(path: str | os.PathLike, data: object = None) -> SwimlaneRecords:
     """Read `chip_swimlane_records.json` or the older `l2_swimlane_records.json`.
 
     `data` may carry the already-parsed document (the file is then not read again).
+    Without it the file is read in pieces (`_read_records_chunked`) when it can be, so the
+    Python objects of the whole document never exist at once; on any doubt or error it is
+    parsed whole, which also gives the canonical error message.
     """
     if data is None:
-        data = load_json_file(path)
+        buf = _read_file_bytes(path)
+        if _orjson is not None and buf.strip():
+            try:
+                return _read_records_chunked(buf, path)
+            except (_NotChunkable, TraceInputError):
+                pass
+        data = parse_json_bytes(buf, path)
+        del buf
+    return _records_from_doc(data, path, {})
+
+
+def _records_from_doc(data: object, path, converted: dict) -> SwimlaneRecords:
+    """Validate and assemble; `converted` holds big streams already converted."""
     if not isinstance(data, dict):
         raise TraceInputError(path, f"expected a JSON object at the top level, got {_kind(data)}")
     level_key = next((k for k in LEVEL_KEYS if k in data), None)
@@ -823,6 +826,13 @@ def read_swimlane_records(path: str | os.PathLike, data: object = None) -> Swiml
     ignored = []
 
     def stream(name: str, default):
+        if name in converted:
+            value = converted[name]
+            if _STREAM_LEVEL[name] > level:
+                if len(value[1]):
+                    ignored.append(name)
+                return default
+            return value
         if name not in data or data[name] is None:
             return default
         if _STREAM_LEVEL[name] > level:
@@ -832,9 +842,14 @@ def read_swimlane_records(path: str | os.PathLike, data: object = None) -> Swiml
         return data[name]
 
     aicore_raw = stream("aicore_tasks", [])
-    aicore = _int_matrix(aicore_raw, (5, 6), path, "aicore_tasks")
-    aicore_columns = len(aicore_raw[0]) if aicore_raw else 6
-    aicpu = _int_matrix(stream("aicpu_tasks", []), (4,), path, "aicpu_tasks")
+    if type(aicore_raw) is tuple:
+        _, aicore, aicore_columns = aicore_raw
+    else:
+        aicore = _int_matrix(aicore_raw, (5, 6), path, "aicore_tasks")
+        aicore_columns = len(aicore_raw[0]) if aicore_raw else 6
+    aicpu_raw = stream("aicpu_tasks", [])
+    aicpu = aicpu_raw[1] if type(aicpu_raw) is tuple else _int_matrix(aicpu_raw, (4,), path,
+                                                                      "aicpu_tasks")
     if len(aicore):
         ncores = len(meta.core_types)
         bad = aicore[:, AIC_CORE] >= ncores
@@ -860,17 +875,15 @@ def read_swimlane_records(path: str | os.PathLike, data: object = None) -> Swiml
             raise TraceInputError(path, f"aicpu_tasks[{i}]: finish_cycles {int(aicpu[i, 3])} is "
                                         f"before dispatch_cycles {int(aicpu[i, 2])} "
                                         "(negative duration)")
-    sched = _per_thread(stream("aicpu_scheduler_phases", []), path, "aicpu_scheduler_phases",
-                        start_key="start_cycles", end_key="end_cycles", name_key="kind",
-                        default_name="", clock="device_cycles")
-    orch = _per_thread(stream("aicpu_orchestrator_phases", []), path,
-                       "aicpu_orchestrator_phases", start_key="start_cycles",
-                       end_key="end_cycles", name_key=None, default_name="submit",
-                       clock="device_cycles")
-    host_orch = _per_thread(stream("host_orchestrator_phases", []), path,
-                            "host_orchestrator_phases", start_key="start_host_ns",
-                            end_key="end_host_ns", name_key=None, default_name="submit",
-                            clock="host_ns")
+    def per_thread(name: str) -> list[PhaseStream]:
+        value = stream(name, [])
+        if type(value) is tuple:
+            return value[1]
+        return _per_thread(value, path, name, **_PHASE_STREAMS[name])
+
+    sched = per_thread("aicpu_scheduler_phases")
+    orch = per_thread("aicpu_orchestrator_phases")
+    host_orch = per_thread("host_orchestrator_phases")
     uploads_raw = stream("host_device_uploads", None)
     uploads = None
     if uploads_raw is not None:
@@ -945,7 +958,7 @@ class _DepsBuilder:
             if type(bn) is not int or bn < 0:
                 raise TraceInputError(path, f"tasks[{i}].block_num: expected a non-negative "
                                             f"integer, got {bn!r}")
-            block_num[tid] = bn if bn > 1 else 1
+            block_num[tid] = max(1, bn)
         self.n_tasks = base + len(tasks)
 
     def add_edges(self, edges: list) -> None:
