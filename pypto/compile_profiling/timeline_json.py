@@ -86,19 +86,23 @@ def _us(ns: int) -> str:
     return f"{sign}{ns // 1000}.{ns % 1000:03d}"
 
 
-def _escaper() -> Callable[[str], str]:
-    """`encode_basestring` with a bounded cache (names repeat a lot; one-off labels don't)."""
-    cache: dict[str, str] = {}
+class _Escaper:
+    """`encode_basestring` with a bounded cache (names repeat a lot; one-off labels don't).
 
-    def esc(s: str) -> str:
-        e = cache.get(s)
+    Hot loops read `cache` inline and call the object only on a miss."""
+
+    __slots__ = ("cache",)
+
+    def __init__(self) -> None:
+        self.cache: dict[str, str] = {}
+
+    def __call__(self, s: str) -> str:
+        e = self.cache.get(s)
         if e is None:
             e = _escape(s)
-            if len(cache) < 200_000:  # one-off task labels must not grow it forever
-                cache[s] = e
+            if len(self.cache) < 200_000:  # one-off task labels must not grow it forever
+                self.cache[s] = e
         return e
-
-    return esc
 
 
 _OPENING = '{"displayTimeUnit":"ms","traceEvents":[\n'
@@ -120,7 +124,7 @@ def _metadata_text(timeline: Timeline) -> str:
     return ",\n".join(meta)
 
 
-def _slice_chunks(slices: list[Slice], esc: Callable[[str], str]) -> Iterator[str]:
+def _slice_chunks(slices: list[Slice], esc: _Escaper) -> Iterator[str]:
     """The `X` events of `slices`, each chunk starting with the ",\n" that separates it."""
     args_text = _make_args_text()
     c_make = getattr(json.encoder, "c_make_encoder", None)
@@ -130,6 +134,7 @@ def _slice_chunks(slices: list[Slice], esc: Callable[[str], str]) -> Iterator[st
     append = buf.append
     prefixes: dict[tuple, str] = {}  # (track, cat) -> '{"ph":"X","pid":P,"tid":T,"cat":C,'
     big = 1 << 50  # beyond this, float division would lose the nanosecond digit
+    esc_cache = esc.cache
     for s in slices:
         tr, cat = s.track, s.cat
         pre = prefixes.get((tr, cat))
@@ -140,7 +145,10 @@ def _slice_chunks(slices: list[Slice], esc: Callable[[str], str]) -> Iterator[st
         start = round(ts)
         dur = round(ts + s.dur_ns) - start
         dur = max(dur, 0)
-        en = esc(s.name)
+        name = s.name
+        en = esc_cache.get(name)
+        if en is None:
+            en = esc(name)
         args = s.args
         if args:
             if enc is not None and type(args) is dict:
@@ -166,7 +174,7 @@ def _slice_chunks(slices: list[Slice], esc: Callable[[str], str]) -> Iterator[st
         yield ",\n" + ",\n".join(buf)
 
 
-def _flow_chunks(timeline: Timeline, esc: Callable[[str], str]) -> Iterator[str]:
+def _flow_chunks(timeline: Timeline, esc: _Escaper) -> Iterator[str]:
     """The `s`/`f` pairs of every flow, each chunk starting with ",\n"."""
     buf: list[str] = []
     for f in timeline.flows:
@@ -197,7 +205,7 @@ def chrome_json_chunks(timeline: Timeline) -> Iterator[str]:
     if meta:
         yield meta
     first = not meta
-    esc = _escaper()
+    esc = _Escaper()
     for chunk in itertools.chain(_slice_chunks(timeline.slices, esc),
                                  _flow_chunks(timeline, esc)):
         yield "\n" + chunk[2:] if first else chunk  # no separator before the first event
@@ -252,12 +260,12 @@ def write_chrome_json(timeline: Timeline, path: str | os.PathLike) -> None:
             directory = os.path.dirname(os.path.abspath(path))
 
             def second_half(out: BinaryIO) -> None:
-                esc = _escaper()
+                esc = _Escaper()
                 for chunk in _slice_chunks(slices[mid:], esc):
                     out.write(chunk.encode("utf-8"))
 
             with ForkedPart(second_half, directory) as child:
-                esc = _escaper()
+                esc = _Escaper()
                 f.write(_OPENING)
                 meta = _metadata_text(timeline)
                 f.write(meta)
