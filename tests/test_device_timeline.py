@@ -15,6 +15,7 @@ from pypto.compile_profiling.device_timeline import (
     add_host_log,
     add_merged_swimlane,
     func_letter_name,
+    resolve_func_id,
     task_display,
 )
 from pypto.compile_profiling.timeline import Timeline
@@ -245,3 +246,41 @@ def test_host_log_reuses_a_process_with_the_same_os_pid():
 def test_label_helpers_follow_simpler():
     assert task_display(3) == "t3" and task_display((1 << 32) | 7) == "r1t7"
     assert func_letter_name(0) == "func_0_a" and func_letter_name(26) == "func_26_aa"
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_slice_args_carry_exactly_the_capture_values(case):
+    """AICore args (read lazily from the arrays) and phase args (the records themselves)."""
+    cap = _capture(case)
+    raw = json.loads((FIXTURES / case / "chip_swimlane_records.json").read_text())
+    tl = Timeline()
+    add_device_capture(tl, cap, rank_label="r0", placement=Placement.estimated(ORIGIN, "t"))
+    cpu = {(r[0], r[1]): r for r in raw.get("aicpu_tasks", [])}
+    core_types = raw["metadata"]["core_types"]
+    rows = {(r[0], r[2]): r for r in raw["aicore_tasks"]}
+    kmap = cap.deps.kernel_ids if cap.deps else {}
+    aic = [s for s in tl.slices if s.cat == "aicore"]
+    assert len(aic) == len(rows)
+    for s in aic:
+        d = dict(s.args.items())
+        assert list(d) == list(s.args) and len(s.args) == len(d) and bool(s.args)
+        row = rows[(d["core_id"], d["reg_task_id"])]
+        r2s = row[5] if len(row) > 5 else 0
+        want = {"task_id": row[1], "task": task_display(row[1]), "core_id": row[0],
+                "core_type": core_types[row[0]],
+                "kernel_id": resolve_func_id(kmap.get(row[1]), core_types[row[0]]),
+                "reg_task_id": row[2], "start_cycles": row[3], "end_cycles": row[4],
+                "receive_to_start_cycles": r2s}
+        c = cpu.get((row[0], row[2]))
+        if c is not None:
+            want.update(dispatch_cycles=c[2], finish_cycles=c[3],
+                        dispatch_ts_ns=d["dispatch_ts_ns"], finish_ts_ns=d["finish_ts_ns"])
+            assert type(d["dispatch_ts_ns"]) is float and d["dispatch_ts_ns"] <= d["finish_ts_ns"]
+        assert list(d.items()) == list(want.items())
+        assert all(type(v) in (int, str, float) for v in d.values())
+        assert s.args["task_id"] == row[1] and "task" in s.args and "nope" not in s.args
+        assert s.name.endswith(f"({d['task']})")
+    phases = [dict(s.args.items()) for s in tl.slices if s.cat == "scheduler"]
+    want = [r for t in raw.get("aicpu_scheduler_phases", []) for r in t]
+    key = lambda r: (r["start_cycles"], r["end_cycles"], r["kind"])
+    assert sorted(phases, key=key) == sorted(want, key=key)

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import bisect
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -61,7 +62,6 @@ from pypto.compile_profiling.clock_alignment import (
 from pypto.compile_profiling.simpler_readers import (
     AIC_CORE,
     AIC_END,
-    AIC_R2S,
     AIC_REG,
     AIC_START,
     AIC_TOKEN,
@@ -461,6 +461,76 @@ def _spmd_tasks(capture: Capture, tokens: list[int], core_types: list[str]) -> s
     return spmd
 
 
+class _AicoreTable:
+    """What the args of a capture's AICore slices are read from (see `AicoreArgs`)."""
+
+    __slots__ = ("aicore", "core_types", "cpu", "cpu_ns", "cpu_rows", "kernel_ids")
+
+    def __init__(self, aicore: np.ndarray, core_types: list[str], cpu: np.ndarray,
+                 cpu_ns: np.ndarray):
+        self.aicore, self.core_types, self.cpu, self.cpu_ns = aicore, core_types, cpu, cpu_ns
+        self.kernel_ids = np.zeros(0, dtype=np.int64)   # per AICore row, set after layout
+        self.cpu_rows = np.zeros(0, dtype=np.int64)     # joined aicpu row, -1 if none
+
+
+_AICORE_KEYS = ("task_id", "task", "core_id", "core_type", "kernel_id", "reg_task_id",
+                "start_cycles", "end_cycles", "receive_to_start_cycles")
+_AICPU_KEYS = ("dispatch_cycles", "finish_cycles", "dispatch_ts_ns", "finish_ts_ns")
+
+
+class AicoreArgs(Mapping):
+    """The args of one AICore slice, read from the capture's arrays when a trace is written.
+
+    One dict per device task is the biggest memory item of a large merge; this holds two
+    references. Keys: task id, task label, core, core type, kernel id, reg_task_id, cycles,
+    and (when the AICPU row joined) dispatch/finish cycles and their host ns.
+    """
+
+    __slots__ = ("_i", "_t")
+
+    def __init__(self, table: _AicoreTable, i: int):
+        self._t, self._i = table, i
+
+    def _joined(self) -> int:
+        return int(self._t.cpu_rows[self._i])
+
+    def items(self):
+        t, i = self._t, self._i
+        core, tok, reg, sc, ec, r2s = t.aicore[i].tolist()
+        out = [("task_id", tok), ("task", task_display(tok)), ("core_id", core),
+               ("core_type", t.core_types[core]), ("kernel_id", int(t.kernel_ids[i])),
+               ("reg_task_id", reg), ("start_cycles", sc), ("end_cycles", ec),
+               ("receive_to_start_cycles", r2s)]
+        j = int(t.cpu_rows[i])
+        if j >= 0:
+            d, f = t.cpu[j, CPU_DISPATCH:CPU_FINISH + 1].tolist()
+            dn, fn = t.cpu_ns[j].tolist()
+            out += (("dispatch_cycles", d), ("finish_cycles", f), ("dispatch_ts_ns", dn),
+                    ("finish_ts_ns", fn))
+        return out
+
+    def __getitem__(self, key: str):
+        for k, v in self.items():
+            if k == key:
+                return v
+        raise KeyError(key)
+
+    def __iter__(self):
+        return iter(_AICORE_KEYS + _AICPU_KEYS if self._joined() >= 0 else _AICORE_KEYS)
+
+    def __len__(self) -> int:
+        return len(_AICORE_KEYS) + (len(_AICPU_KEYS) if self._joined() >= 0 else 0)
+
+    def __contains__(self, key: object) -> bool:
+        return key in _AICORE_KEYS or (key in _AICPU_KEYS and self._joined() >= 0)
+
+    def __bool__(self) -> bool:
+        return True
+
+    def __repr__(self) -> str:
+        return f"AicoreArgs({dict(self.items())!r})"
+
+
 def _add_aicore(timeline: Timeline, proc: Process, capture: Capture, to_ns, window):
     rec = capture.records
     a = rec.aicore
@@ -477,21 +547,23 @@ def _add_aicore(timeline: Timeline, proc: Process, capture: Capture, to_ns, wind
     cores = a[:, AIC_CORE].tolist()
     tokens = a[:, AIC_TOKEN].tolist()
     regs = a[:, AIC_REG].tolist()
-    sc = a[:, AIC_START].tolist()
-    ec = a[:, AIC_END].tolist()
-    r2s = a[:, AIC_R2S].tolist()
     s_l, e_l = starts.tolist(), ends.tolist()
     ctypes = [core_types_meta[c] for c in cores]
     spmd = _spmd_tasks(capture, tokens, ctypes)
 
     cpu = rec.aicpu
     cpu_index: dict[int, int] = {}
-    disp_c = fin_c = disp_ns = fin_ns = None
+    disp_ns: list[float] = []
+    fin_ns: list[float] = []
+    cpu_ns = np.zeros((0, 2), dtype=np.float64)
     if len(cpu):
         keys = ((cpu[:, CPU_CORE] << 32) | cpu[:, CPU_REG]).tolist()
         cpu_index = dict(zip(keys, range(len(keys))))
-        disp_c, fin_c = cpu[:, CPU_DISPATCH].tolist(), cpu[:, CPU_FINISH].tolist()
-        disp_ns, fin_ns = to_ns(cpu[:, CPU_DISPATCH]).tolist(), to_ns(cpu[:, CPU_FINISH]).tolist()
+        cpu_ns = np.column_stack((to_ns(cpu[:, CPU_DISPATCH]), to_ns(cpu[:, CPU_FINISH])))
+        disp_ns, fin_ns = cpu_ns[:, 0].tolist(), cpu_ns[:, 1].tolist()
+    kernel_of_row = [0] * n
+    cpu_of_row = [-1] * n
+    table = _AicoreTable(a, core_types_meta, cpu, cpu_ns)
 
     lane_sets: dict[int, _LaneSet] = {}
     label_cache: dict[tuple[int, str], tuple[str, int, str | None]] = {}
@@ -516,17 +588,12 @@ def _add_aicore(timeline: Timeline, proc: Process, capture: Capture, to_ns, wind
             lab = label_cache[key] = (task_label(tok, fid, names, tok in spmd), fid,
                                       kernel_base_name(fid, names))
         s, e = s_l[i], e_l[i]
-        args = {"task_id": tok, "task": lab[0][lab[0].rfind("(") + 1:-1], "core_id": core,
-                "core_type": ct, "kernel_id": lab[1], "reg_task_id": regs[i],
-                "start_cycles": sc[i], "end_cycles": ec[i], "receive_to_start_cycles": r2s[i]}
+        kernel_of_row[i] = lab[1]
         j = cpu_index.get((core << 32) | regs[i])
         if j is not None:
             matched += 1
-            args["dispatch_cycles"] = disp_c[j]
-            args["finish_cycles"] = fin_c[j]
-            args["dispatch_ts_ns"] = disp_ns[j]
-            args["finish_ts_ns"] = fin_ns[j]
-        sl = Slice(lanes.track_for(s, e), lab[0], s, e - s, "aicore", args)
+            cpu_of_row[i] = j
+        sl = Slice(lanes.track_for(s, e), lab[0], s, e - s, "aicore", AicoreArgs(table, i))
         append(sl)
         prev = first_by_task.get(tok)
         if prev is None or s < prev.ts_ns:
@@ -536,6 +603,8 @@ def _add_aicore(timeline: Timeline, proc: Process, capture: Capture, to_ns, wind
             prev = first_by_kernel.get(kname)
             if prev is None or s < prev.ts_ns:
                 first_by_kernel[kname] = sl
+    table.kernel_ids = np.array(kernel_of_row, dtype=np.int64)
+    table.cpu_rows = np.array(cpu_of_row, dtype=np.int64)
     timeline.slices.extend(out)
     window.extend((float(starts.min()), float(ends.max())))
     if disp_ns:

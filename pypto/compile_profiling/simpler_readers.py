@@ -447,6 +447,9 @@ class PhaseRecord(Mapping):
     def items(self):
         return self._dict().items()
 
+    def __bool__(self) -> bool:
+        return True          # a phase record always has its start and end keys
+
     def __repr__(self) -> str:
         return f"PhaseRecord({self._dict()!r})"
 
