@@ -151,10 +151,11 @@ class _ArgShape:
     one list comprehension of small dicts, converted to messages in C by `add(**fields)`.
     """
 
-    __slots__ = ("fields", "float_pos", "kids", "text_pos")
+    __slots__ = ("fields", "float_pos", "kids", "text_pos", "types")
 
     def __init__(self, kids: tuple, types: tuple) -> None:
         self.kids = kids
+        self.types = types
         self.fields = tuple(_FIELD_BY_TYPE.get(t, "string_value") for t in types)
         self.float_pos = tuple(i for i, t in enumerate(types) if t is float)
         self.text_pos = tuple(i for i, t in enumerate(types) if t not in _FIELD_BY_TYPE)
@@ -163,7 +164,7 @@ class _ArgShape:
 class _Sequence:
     """Interning state of one packet sequence (one track)."""
 
-    __slots__ = ("cats", "keys", "names", "seen_once", "seq_id", "shapes")
+    __slots__ = ("all_shapes", "cats", "keys", "names", "seen_once", "seq_id", "shapes")
 
     def __init__(self, seq_id: int) -> None:
         self.seq_id = seq_id
@@ -171,7 +172,8 @@ class _Sequence:
         self.seen_once: set[str] = set()
         self.cats: dict[str, int] = {}
         self.keys: dict = {}
-        self.shapes: dict[tuple, dict[tuple, _ArgShape]] = {}
+        self.shapes: dict[tuple, _ArgShape] = {}  # keys -> the shape seen last with them
+        self.all_shapes: dict[tuple, _ArgShape] = {}  # (keys, types) -> shape
 
 
 def _ns(v: float) -> int:
@@ -229,19 +231,18 @@ def _key_iids(seq: _Sequence, keys: tuple, interned: dict) -> tuple:
     return tuple(out)
 
 
-def _annotations(seq: _Sequence, args, interned: dict) -> list[dict]:
-    """Debug annotations of one slice's args (any Mapping, iterated once)."""
-    if type(args) is not dict:
-        args = dict(args.items())
+def _annotations(seq: _Sequence, args: dict, interned: dict) -> list[dict]:
+    """Debug annotations of one slice's args."""
     keys = tuple(args)
     vals = tuple(args.values())
     types = tuple(map(type, vals))
-    by_types = seq.shapes.get(keys)
-    shape = by_types.get(types) if by_types is not None else None
-    if shape is None:
-        kids = _key_iids(seq, keys, interned)
-        shape = _ArgShape(kids, types)
-        seq.shapes.setdefault(keys, {})[types] = shape
+    shape = seq.shapes.get(keys)
+    if shape is None or shape.types != types:
+        shape = seq.all_shapes.get((keys, types))
+        if shape is None:
+            shape = seq.all_shapes[(keys, types)] = _ArgShape(
+                _key_iids(seq, keys, interned), types)
+        seq.shapes[keys] = shape
     for i in shape.float_pos:
         if not math.isfinite(vals[i]):  # NaN/inf: written as text, like the JSON output
             return [_annotation(k, v) for k, v in zip(shape.kids, vals)]
@@ -254,7 +255,7 @@ def _annotations(seq: _Sequence, args, interned: dict) -> list[dict]:
 
 
 def _track_events(seq: _Sequence, track_uid: int, slices: list[Slice],
-                  flows_out: dict[int, list[int]], flows_in: dict[int, list[int]],
+                  flow_ends: dict[int, tuple[list[int], list[int]]],
                   stream: _PacketStream) -> int:
     """Emit the begin/end packets of one track's slices; return how many ends were clipped.
 
@@ -291,14 +292,14 @@ def _track_events(seq: _Sequence, track_uid: int, slices: list[Slice],
         if stack and en > stack[-1]:  # sticks out of its parent: clip rather than corrupt
             en = stack[-1]
             clipped += 1
-        interned: dict = {}
+        interned = None
         name = s.name
         iid = names.get(name)
         if iid is not None:
             te: dict = {"type": _BEGIN, "name_iid": iid}
         elif name in seen_once:
             iid = names[name] = len(names) + 1
-            interned["event_names"] = [{"iid": iid, "name": name}]
+            interned = {"event_names": [{"iid": iid, "name": name}]}
             te = {"type": _BEGIN, "name_iid": iid}
         else:
             seen_once.add(name)
@@ -308,21 +309,28 @@ def _track_events(seq: _Sequence, track_uid: int, slices: list[Slice],
             cid = cats.get(cat)
             if cid is None:
                 cid = cats[cat] = len(cats) + 1
+                if interned is None:
+                    interned = {}
                 interned["event_categories"] = [{"iid": cid, "name": cat}]
             te["category_iids"] = (cid,)
         args = s.args
         if args:
             if type(args) is not dict:  # any Mapping (e.g. built lazily): iterate it once
                 args = dict(args.items())
-            te["debug_annotations"] = _annotations(seq, args, interned)
-        if flows_out or flows_in:
-            sid = id(s)
-            out = flows_out.get(sid)
-            if out:
-                te["flow_ids"] = out
-            inn = flows_in.get(sid)
-            if inn:
-                te["terminating_flow_ids"] = inn
+            if interned is None:
+                new_keys: dict = {}
+                te["debug_annotations"] = _annotations(seq, args, new_keys)
+                if new_keys:
+                    interned = new_keys
+            else:
+                te["debug_annotations"] = _annotations(seq, args, interned)
+        if flow_ends:
+            ends = flow_ends.get(id(s))
+            if ends is not None:
+                if ends[0]:
+                    te["flow_ids"] = ends[0]
+                if ends[1]:
+                    te["terminating_flow_ids"] = ends[1]
         try:
             if interned:
                 add(timestamp=st, trusted_packet_sequence_id=seq_id, sequence_flags=_NEEDS,
@@ -377,11 +385,11 @@ def _write(timeline: Timeline, path: str | os.PathLike) -> int:
     by_track: dict[int, list[Slice]] = defaultdict(list)
     for s in timeline.slices:
         by_track[id(s.track)].append(s)
-    flows_out: dict[int, list[int]] = defaultdict(list)
-    flows_in: dict[int, list[int]] = defaultdict(list)
+    # id(slice) -> (flows starting there, flows ending there)
+    flow_ends: dict[int, tuple[list[int], list[int]]] = {}
     for f in timeline.flows:
-        flows_out[id(f.src)].append(f.id)
-        flows_in[id(f.dst)].append(f.id)
+        flow_ends.setdefault(id(f.src), ([], []))[0].append(f.id)
+        flow_ends.setdefault(id(f.dst), ([], []))[1].append(f.id)
     jobs = []  # (sequence id, track uid, slices): one packet sequence per track
     for n, track in enumerate(timeline.tracks):
         slices = by_track.pop(id(track), None)
@@ -391,8 +399,7 @@ def _write(timeline: Timeline, path: str | os.PathLike) -> int:
     def emit(group: list[tuple], stream: _PacketStream) -> int:
         clipped = 0
         for seq_id, track_uid, slices in group:
-            clipped += _track_events(_Sequence(seq_id), track_uid, slices, flows_out,
-                                     flows_in, stream)
+            clipped += _track_events(_Sequence(seq_id), track_uid, slices, flow_ends, stream)
         stream.flush()
         return clipped
 
