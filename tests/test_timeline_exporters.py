@@ -343,6 +343,7 @@ def test_property_both_exporters_keep_every_slice_and_flow(tmp_path, tl):
 
 _PARALLEL_SCRIPT = r"""
 import sys
+import threading
 from pypto.compile_profiling import timeline_json as tj
 from pypto.compile_profiling.timeline import Timeline
 from pypto.compile_profiling.timeline_proto import write_perfetto_trace
@@ -364,14 +365,21 @@ for lane in range(5):
 if sys.argv[2] == "negative":  # on the second-biggest track: rendered by the child
     next(s for s in tl.slices if s.track.name == "AIC_1").ts_ns = -5.0
 tj.PARALLEL_MIN_SLICES = 1
-assert tj.parallel_parts_possible(len(tl.slices))
+n = len(tl.slices)
+assert tj.parallel_parts_possible(n) and not tj.parallel_parts_possible(n, False)
+# like the CLI's progress timer: another thread makes "automatic" decline, "True" goes ahead
+timer = threading.Timer(600, lambda: None)
+timer.daemon = True
+timer.start()
+assert not tj.parallel_parts_possible(n) and tj.parallel_parts_possible(n, True)
 out = sys.argv[1]
 try:
-    tj.write_chrome_json(tl, out + ".json")
-    write_perfetto_trace(tl, out + ".pftrace")
+    tj.write_chrome_json(tl, out + ".json", parallel=True)
+    write_perfetto_trace(tl, out + ".pftrace", parallel=True)
 except Exception as e:
     print(type(e).__name__, e)
     sys.exit(3)
+timer.cancel()
 tj.PARALLEL_MIN_SLICES = 1 << 60
 tj.write_chrome_json(tl, out + ".seq.json")
 write_perfetto_trace(tl, out + ".seq.pftrace")

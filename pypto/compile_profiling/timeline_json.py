@@ -243,16 +243,18 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def write_chrome_json(timeline: Timeline, path: str | os.PathLike) -> None:
+def write_chrome_json(timeline: Timeline, path: str | os.PathLike, *,
+                      parallel: bool | None = None) -> None:
     """Write `timeline` to `path` as Chrome JSON, atomically (no partial file on failure).
 
     A big timeline is rendered by two processes: a forked child writes the second half of
     the slices while this process writes the first (see `ForkedPart`); the file is the same
     as a sequential write except for that order of slices, which JSON readers ignore.
+    `parallel`: see `parallel_parts_possible` (None: automatic, when single-threaded).
     """
     with gc_paused(), atomic_writer(path, "w") as f:
         slices = timeline.slices
-        if not parallel_parts_possible(len(slices)):
+        if not parallel_parts_possible(len(slices), parallel):
             for chunk in chrome_json_chunks(timeline):
                 f.write(chunk)
         else:
@@ -285,14 +287,20 @@ def write_chrome_json(timeline: Timeline, path: str | os.PathLike) -> None:
 PARALLEL_MIN_SLICES = 200_000  # below this a second process costs more than it saves
 
 
-def parallel_parts_possible(n_slices: int) -> bool:
-    """Whether to write part of a big timeline in a forked child.
+def parallel_parts_possible(n_slices: int, parallel: bool | None = None) -> bool:
+    """Whether to write part of a timeline of `n_slices` slices in a forked child.
 
-    Only for big timelines, on a machine with a second core, with fork available, and in a
-    single-threaded process (forking a process with other threads may copy a held lock).
+    `parallel=False`: never. Otherwise only for big timelines (`PARALLEL_MIN_SLICES`), with
+    fork available and a second core. `None` (automatic) also requires a single-threaded
+    process, since a forked child could find a lock held by a thread that does not exist
+    there; `True` is the caller vouching that its other threads (e.g. a progress timer)
+    hold nothing the child needs (the child only renders and writes its own temp file).
     """
-    return (n_slices >= PARALLEL_MIN_SLICES and hasattr(os, "fork")
-            and (os.cpu_count() or 1) >= 2 and threading.active_count() == 1)
+    if parallel is False or n_slices < PARALLEL_MIN_SLICES or not hasattr(os, "fork"):
+        return False
+    if (os.cpu_count() or 1) < 2:
+        return False
+    return parallel is True or threading.active_count() == 1
 
 
 class ForkedPart:

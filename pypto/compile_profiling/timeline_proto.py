@@ -363,10 +363,15 @@ def _track_events(seq: _Sequence, track_uid: int, slices: list[Slice],
     return clipped
 
 
-def write_perfetto_trace(timeline: Timeline, path: str | os.PathLike) -> int:
-    """Write `timeline` to `path` as a Perfetto protobuf trace, atomically; return its size."""
+def write_perfetto_trace(timeline: Timeline, path: str | os.PathLike, *,
+                         parallel: bool | None = None) -> int:
+    """Write `timeline` to `path` as a Perfetto protobuf trace, atomically; return its size.
+
+    A big timeline is rendered by two processes, about half of the tracks each (their packet
+    sequences are independent); `parallel`: see `timeline_json.parallel_parts_possible`.
+    """
     with gc_paused():
-        return _write(timeline, path)
+        return _write(timeline, path, parallel)
 
 
 def _split_in_two(jobs: list[tuple]) -> tuple[list[tuple], list[tuple]]:
@@ -381,7 +386,7 @@ def _split_in_two(jobs: list[tuple]) -> tuple[list[tuple], list[tuple]]:
     return sorted(mine, key=lambda j: j[0]), sorted(theirs, key=lambda j: j[0])
 
 
-def _write(timeline: Timeline, path: str | os.PathLike) -> int:
+def _write(timeline: Timeline, path: str | os.PathLike, parallel: bool | None) -> int:
     by_track: dict[int, list[Slice]] = defaultdict(list)
     for s in timeline.slices:
         by_track[id(s.track)].append(s)
@@ -407,7 +412,7 @@ def _write(timeline: Timeline, path: str | os.PathLike) -> int:
         stream = _PacketStream(out)
         _descriptors(timeline, stream)
         _metadata_packet(timeline, stream)
-        if len(jobs) > 1 and parallel_parts_possible(len(timeline.slices)):
+        if len(jobs) > 1 and parallel_parts_possible(len(timeline.slices), parallel):
             # sequences are independent: a forked child renders about half of the tracks
             mine, theirs = _split_in_two(jobs)
 
