@@ -524,3 +524,28 @@ def test_records_read_in_pieces_fall_back_on_bad_rows_with_the_plain_message(tmp
     p.write_text(json.dumps(raw))
     with pytest.raises(TraceInputError, match=r"aicpu_scheduler_phases\[1\]\[300\]: end_cycles 0"):
         sr.read_swimlane_records(p)
+
+
+def test_deps_read_in_a_child_equals_deps_read_here(tmp_path, monkeypatch):
+    case = FIXTURES / "tmr_bgemm_case0_l4_depgen"
+    for f in ("chip_swimlane_records.json", "deps.json"):
+        shutil.copy(case / f, tmp_path / f)
+    monkeypatch.setattr(sr, "_PARALLEL_DEPS_BYTES", 0)
+    files = sr.discover_captures(tmp_path)[0]
+    pending = sr._deps_in_child(files)
+    assert pending is not None
+    got = pending.result()
+    want = sr.read_deps(case / "deps.json")
+    assert (got.task_ids, got.kernel_ids, got.block_num, got.edges) == (
+        want.task_ids, want.kernel_ids, want.block_num, want.edges)
+    assert sr.load_capture(files).deps.edges == want.edges
+    # an error found by the child is raised here, naming the file
+    doc = json.loads((case / "deps.json").read_text())
+    doc["tasks"][3]["block_num"] = -1
+    (tmp_path / "deps.json").write_text(json.dumps(doc))
+    with pytest.raises(TraceInputError, match=r"deps\.json: tasks\[3\]\.block_num"):
+        sr.load_capture(files)
+    # a bad records file wins, and the child is reaped
+    (tmp_path / "chip_swimlane_records.json").write_text("{")
+    with pytest.raises(TraceInputError, match="chip_swimlane_records.json"):
+        sr.load_capture(files)

@@ -27,7 +27,9 @@ import json
 import logging
 import operator
 import os
+import pickle
 import re
+import signal
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -162,11 +164,13 @@ def _small_value(buf: bytes, p: int) -> tuple[object, int]:
         del value
 
 
-def _array_pieces(buf: bytes, p: int, sep: re.Pattern, consume) -> int:
+def _array_pieces(buf: bytes, p: int, sep: re.Pattern, consume,
+                  strip: re.Pattern | None = None) -> int:
     """Feed the elements of the array at `buf[p] == '['` to `consume(list)` piece by piece.
 
-    `sep` matches between two elements; its group 1 starts the next element. Returns the
-    index after the closing `]`.
+    `sep` matches between two elements; its group 1 starts the next element. `strip`
+    removes unneeded members from a piece before it is parsed (the piece that holds the
+    array's end is parsed as is). Returns the index after the closing `]`.
     """
     if buf[p:p + 1] != b"[":
         raise _NotChunkable
@@ -179,7 +183,13 @@ def _array_pieces(buf: bytes, p: int, sep: re.Pattern, consume) -> int:
         cut = m.start() + 1 if m else len(buf)
         piece = b"[" + mv[q:cut] + b"]"
         try:
-            items = _orjson.loads(piece)
+            if strip is not None and m is not None:
+                try:
+                    items = _orjson.loads(strip.sub(b"", piece))
+                except _orjson.JSONDecodeError:
+                    items = _orjson.loads(piece)     # positions below refer to `piece`
+            else:
+                items = _orjson.loads(piece)
         except _orjson.JSONDecodeError as exc:
             if not _after_document(exc):
                 raise _NotChunkable from None
@@ -269,6 +279,19 @@ def _walk_object(buf: bytes, handlers: dict) -> dict:
 _SEP_OBJECTS = re.compile(rb"\}\s*,\s*(\{)")
 _SEP_ROWS = re.compile(rb"\]\s*,\s*(\[)")
 _SEP_TASKS = re.compile(rb'\}\s*,\s*(\{)\s*"task_id"')
+
+# deps.json: a task's `args` (its tensor arguments; most of the file) is not used. This
+# matches `,"args":[...]` when the list holds only flat objects (string keys, scalar or flat
+# list values, strings without escapes), lexing strings as JSON does; so a match always is
+# a whole `args` member, and removing it leaves the other members as they were.
+_J_STR = rb'"[^"\\]*"'
+_J_SCALAR = rb'(?:' + _J_STR + rb'|[^"\[\]{},\s]+)'
+_J_FLAT = rb'\[\s*(?:' + _J_SCALAR + rb'\s*(?:,\s*' + _J_SCALAR + rb'\s*)*)?\]'
+_J_VALUE = rb'(?:' + _J_SCALAR + rb'|' + _J_FLAT + rb')'
+_J_OBJ = (rb'\{\s*(?:' + _J_STR + rb'\s*:\s*' + _J_VALUE + rb'\s*(?:,\s*' + _J_STR
+          + rb'\s*:\s*' + _J_VALUE + rb'\s*)*)?\}')
+_STRIP_TASK_ARGS = re.compile(rb',\s*"args"\s*:\s*\[\s*(?:' + _J_OBJ + rb'\s*(?:,\s*' + _J_OBJ
+                              + rb'\s*)*)?\]')
 
 
 def _read_file_bytes(path) -> bytes:
@@ -986,13 +1009,13 @@ def _read_deps_chunked(buf: bytes, path) -> DepsGraph:
     b = _DepsBuilder(path)
     done = []
 
-    def pieces(sep, consume):
+    def pieces(sep, consume, strip=None):
         def handle(buf, p):
             done.append(consume)
-            return _array_pieces(buf, p, sep, consume)
+            return _array_pieces(buf, p, sep, consume, strip)
         return handle
 
-    _walk_object(buf, {"tasks": pieces(_SEP_TASKS, b.add_tasks),
+    _walk_object(buf, {"tasks": pieces(_SEP_TASKS, b.add_tasks, _STRIP_TASK_ARGS),
                        "edges": pieces(_SEP_OBJECTS, b.add_edges)})
     if len(done) != 2:
         raise _NotChunkable            # absent or not lists: the plain path words the error
@@ -1398,12 +1421,105 @@ class Capture:
     warnings: list[str] = field(default_factory=list)
 
 
+_PARALLEL_DEPS_BYTES = 4 << 20   # a deps.json this big is read in a child, beside the records
+
+
+class _DepsInChild:
+    """Reads deps.json in a forked child while the parent reads the records file (2 cores:
+    the two big parses overlap). The graph comes back packed in NumPy arrays."""
+
+    def __init__(self, path: str):
+        self.path = path
+        r, w = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:                       # child: read, send, exit without cleanup
+            try:
+                os.close(r)
+                try:
+                    payload = ("ok", _pack_deps(read_deps(path)))
+                except TraceInputError as exc:
+                    payload = ("error", exc.path, exc.problem)
+                except BaseException as exc:    # noqa: BLE001 - reported by the parent
+                    payload = ("crash", f"{type(exc).__name__}: {exc}")
+                with os.fdopen(w, "wb") as f:
+                    pickle.dump(payload, f, protocol=pickle.HIGHEST_PROTOCOL)
+            finally:
+                os._exit(0)
+        os.close(w)
+        self.fd = r
+
+    def result(self) -> DepsGraph:
+        try:
+            with os.fdopen(self.fd, "rb") as f:
+                data = f.read()
+        finally:
+            os.waitpid(self.pid, 0)
+        try:
+            payload = pickle.loads(data)
+        except Exception:                       # noqa: BLE001 - child died mid-way
+            payload = ("crash", "no result")
+        if payload[0] == "error":
+            raise TraceInputError(payload[1], payload[2])
+        if payload[0] != "ok":
+            log.warning("reading %s in a child failed (%s); reading it here", self.path,
+                        payload[1])
+            return read_deps(self.path)
+        return _unpack_deps(self.path, payload[1])
+
+    def cancel(self) -> None:
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        os.waitpid(self.pid, 0)
+        os.close(self.fd)
+
+
+def _pack_deps(g: DepsGraph) -> tuple:
+    kid_index: dict[tuple, int] = {}
+    kids = [-1] * len(g.task_ids)
+    for i, t in enumerate(g.task_ids):
+        k = g.kernel_ids.get(t)
+        if k is not None:
+            kids[i] = kid_index.setdefault(k, len(kid_index))
+    return (np.array(g.task_ids, dtype=np.uint64), list(kid_index), np.array(kids, np.int64),
+            np.array([g.block_num[t] for t in g.task_ids], dtype=np.int64),
+            np.array(g.edges, dtype=np.uint64).reshape(-1, 2))
+
+
+def _unpack_deps(path, packed: tuple) -> DepsGraph:
+    tids_a, kid_tuples, kids, bns, edges = packed
+    tids = tids_a.tolist()
+    kernel_ids = {t: kid_tuples[k] for t, k in zip(tids, kids.tolist()) if k >= 0}
+    return DepsGraph(str(path), tids, kernel_ids, dict(zip(tids, bns.tolist())),
+                     list(map(tuple, edges.tolist())))
+
+
+def _deps_in_child(files: CaptureFiles) -> _DepsInChild | None:
+    if not (files.deps and files.records and _orjson is not None and hasattr(os, "fork")):
+        return None
+    try:
+        if os.path.getsize(files.deps) < _PARALLEL_DEPS_BYTES:
+            return None
+        return _DepsInChild(files.deps)
+    except OSError:
+        return None
+
+
 def load_capture(files: CaptureFiles, *, read_host_log_file: bool = True) -> Capture:
     """Read the parseable files of one leaf (merged_swimlane*.json is left to its reader)."""
     cap = Capture(files)
-    if files.records:
-        cap.records = read_swimlane_records(files.records)
-    if files.deps:
+    pending = _deps_in_child(files)
+    try:
+        if files.records:
+            cap.records = read_swimlane_records(files.records)
+    except BaseException:
+        if pending is not None:
+            pending.cancel()
+        raise
+    if pending is not None:
+        cap.deps = pending.result()
+    elif files.deps:
         cap.deps = read_deps(files.deps)
     if files.name_maps:
         cap.name_map = read_name_map(files.name_maps[0])
