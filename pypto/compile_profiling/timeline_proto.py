@@ -33,6 +33,16 @@ same host-time values, and computing them once in `clock_alignment` keeps both o
 identical and testable. So every timestamp here is already host CLOCK_MONOTONIC ns (the
 trace's default clock), and how each device view was aligned is stated in its process name
 and the metadata.
+
+Speed (measured with upb, the active backend): `add(**fields)` costs about 1 us a packet
+plus 0.3 us a debug annotation in C, whatever the Python side does; a slice is two packets
+plus one annotation per argument, so this exporter cannot be as fast per slice as the JSON
+one (one f-string, args through the C JSON encoder). The Python side is kept thin: one
+`add` call per packet with plain dicts (fields set in C), per-shape argument plans
+(`_ArgShape`), nested values as JSON text via the C encoder, and big timelines split across
+two processes by track (`ForkedPart`). Not done, measured as not paying: incremental
+timestamps (about 4 bytes of ~64 a packet), one `legacy_json_value` annotation for all args
+(faster, but twice the bytes and the keys nested one level deeper in Perfetto).
 """
 
 from __future__ import annotations
