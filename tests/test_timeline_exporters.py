@@ -430,3 +430,18 @@ def test_two_process_write_reports_the_childs_error_and_leaves_no_file(tmp_path)
     assert r.returncode == 3, r.stderr
     assert r.stdout.startswith("ProfileWriteError") and "before time 0" in r.stdout
     assert sorted(os.listdir(tmp_path)) == ["t.json"]  # the JSON went fine; no .pftrace
+
+
+def test_json_split_point_balances_args_not_counts():
+    """Slices with many args cost more: the two processes get about equal work, not count."""
+    from pypto.compile_profiling.timeline_json import _balanced_split
+
+    tl = Timeline()
+    tr = tl.add_track(tl.add_process("p"), "t")
+    for i in range(4000):  # the first quarter has 10 args (weight 12), the rest none (2)
+        tl.add_slice(tr, "s", i, 1, "c", dict.fromkeys("abcdefghij", i) if i < 1000 else None)
+    mid = _balanced_split(tl.slices)
+    total = 1000 * 12 + 3000 * 2
+    first = 12 * min(mid, 1000) + 2 * max(mid - 1000, 0)
+    assert abs(first - total / 2) <= 0.02 * total and 0 < mid < 1000
+    assert _balanced_split(tl.slices[:2]) == 1
