@@ -431,9 +431,9 @@ def test_compact_phase_records_keep_mixed_and_unusual_values_exactly():
     b = sr._PhaseStreamBuilder(0, "m.json", "w", start_key="start_cycles",
                                end_key="end_cycles", name_key="kind", default_name="",
                                clock="device_cycles")
-    b.compact = True
-    b.add(copy.deepcopy(recs[:1]))
-    b.add(copy.deepcopy(recs[1:]))
+    for part in (recs[:1], recs[1:]):
+        text = json.dumps(part, indent=1).encode()
+        b.add(json.loads(text), text)
     s = b.finish()
     assert all(isinstance(r, sr.PhaseRecord) for r in s.records)
     assert [list(r.items()) for r in s.records] == [list(r.items()) for r in recs]
@@ -502,6 +502,8 @@ def test_records_read_in_pieces_equal_records_read_whole(case, monkeypatch, tmp_
     raw = json.loads(path.read_text())
     whole = _records_view(sr.read_swimlane_records(path, copy.deepcopy(raw)))
     monkeypatch.setattr(sr, "_CHUNK_BYTES", 200)          # force many pieces
+    monkeypatch.setattr(sr, "_PHASE_PIECE_BYTES", 300)
+    monkeypatch.setattr(sr, "_DECODED_BLOCKS", 2)
     for text in (path.read_text(), json.dumps(raw, separators=(",", ":"))):
         p = tmp_path / "chip_swimlane_records.json"
         p.write_text(text)

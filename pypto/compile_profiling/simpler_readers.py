@@ -110,6 +110,7 @@ def parse_json_bytes(data: bytes, path: str | os.PathLike) -> object:
 # and the caller parses the whole file the plain way (which also words the error message).
 
 _CHUNK_BYTES = 4 << 20
+_PHASE_PIECE_BYTES = 48 << 10   # phase pieces are kept as the text of their records
 _WS = b" \t\r\n"
 _SMALL_WINDOW = 1 << 16
 
@@ -165,13 +166,15 @@ def _small_value(buf: bytes, p: int) -> tuple[object, int]:
 
 
 def _array_pieces(buf: bytes, p: int, sep: re.Pattern, consume,
-                  strip: re.Pattern | None = None) -> int:
-    """Feed the elements of the array at `buf[p] == '['` to `consume(list)` piece by piece.
+                  strip: re.Pattern | None = None, piece_bytes: int | None = None) -> int:
+    """Feed the elements of the array at `buf[p] == '['` to `consume(list, text)` piece by
+    piece; `text` is the JSON array text the list was parsed from.
 
     `sep` matches between two elements; its group 1 starts the next element. `strip`
     removes unneeded members from a piece before it is parsed (the piece that holds the
     array's end is parsed as is). Returns the index after the closing `]`.
     """
+    step = _CHUNK_BYTES if piece_bytes is None else piece_bytes
     if buf[p:p + 1] != b"[":
         raise _NotChunkable
     q = _skip_ws(buf, p + 1)
@@ -179,7 +182,7 @@ def _array_pieces(buf: bytes, p: int, sep: re.Pattern, consume,
         return q + 1
     mv = memoryview(buf)
     while True:
-        m = sep.search(buf, q + _CHUNK_BYTES)
+        m = sep.search(buf, q + step)
         cut = m.start() + 1 if m else len(buf)
         piece = b"[" + mv[q:cut] + b"]"
         try:
@@ -198,22 +201,22 @@ def _array_pieces(buf: bytes, p: int, sep: re.Pattern, consume,
                 k -= 1
             if buf[k:k + 1] != b"]":
                 raise _NotChunkable from None
-            del piece
+            piece = b"[" + mv[q:k] + b"]"
             try:
-                items = _orjson.loads(b"[" + mv[q:k] + b"]")
+                items = _orjson.loads(piece)
             except _orjson.JSONDecodeError:
                 raise _NotChunkable from None
-            consume(items)
+            consume(items, piece)
             return k + 1
-        del piece
-        consume(items)
-        del items
+        consume(items, piece)
+        del items, piece
         if m is None:
             raise _NotChunkable
         q = m.start(1)
 
 
-def _nested_array_pieces(buf: bytes, p: int, sep: re.Pattern, start_inner, consume) -> int:
+def _nested_array_pieces(buf: bytes, p: int, sep: re.Pattern, start_inner, consume,
+                         piece_bytes: int | None = None) -> int:
     """An array of arrays (one per thread): `start_inner(i)` then pieces of inner array i."""
     if buf[p:p + 1] != b"[":
         raise _NotChunkable
@@ -223,7 +226,7 @@ def _nested_array_pieces(buf: bytes, p: int, sep: re.Pattern, start_inner, consu
     i = 0
     while True:
         start_inner(i)
-        q = _skip_ws(buf, _array_pieces(buf, q, sep, consume))
+        q = _skip_ws(buf, _array_pieces(buf, q, sep, consume, piece_bytes=piece_bytes))
         c = buf[q:q + 1]
         if c == b"]":
             return q + 1
@@ -422,7 +425,7 @@ class SwimlaneMetadata:
 
 
 class _RecordBlock:
-    """Up to `_BLOCK_RECORDS` consecutive phase records as one orjson-encoded JSON array."""
+    """Consecutive phase records as the JSON array text they were parsed from."""
 
     __slots__ = ("blob",)
 
@@ -430,17 +433,17 @@ class _RecordBlock:
         self.blob = blob
 
 
-_BLOCK_RECORDS = 256
-_decoded: list = [None, None]   # the one block decoded last, and its records
+_decoded: dict = {}     # the few blocks decoded last -> their records
+_DECODED_BLOCKS = 8
 
 
 class PhaseRecord(Mapping):
-    """One phase record, kept encoded inside a `_RecordBlock` (read-only mapping).
+    """One phase record, kept as text inside a `_RecordBlock` (a read-only mapping).
 
     A dict per record is the biggest memory item of a large capture (a few hundred bytes
-    each, millions of them); the encoded block costs about a third of that. Records are
-    read back in file order when a trace is written, so decoding a block once (C-speed)
-    serves its next few hundred records. Same keys, order and values as the file.
+    each, millions of them); the record's text costs about a third of that. Records are
+    read back in about file order when a trace is written, so decoding a block once
+    (C-speed) serves its next few hundred records. Same keys, order and values as the file.
     """
 
     __slots__ = ("_block", "_i")
@@ -450,10 +453,12 @@ class PhaseRecord(Mapping):
 
     def _dict(self) -> dict:
         block = self._block
-        if _decoded[0] is not block:
-            _decoded[1] = _orjson.loads(block.blob)
-            _decoded[0] = block
-        return _decoded[1][self._i]
+        recs = _decoded.get(block)
+        if recs is None:
+            if len(_decoded) >= _DECODED_BLOCKS:
+                del _decoded[next(iter(_decoded))]
+            recs = _decoded[block] = _orjson.loads(block.blob)
+        return recs[self._i]
 
     def __getitem__(self, key: str):
         return self._dict()[key]
@@ -475,16 +480,6 @@ class PhaseRecord(Mapping):
 
     def __repr__(self) -> str:
         return f"PhaseRecord({self._dict()!r})"
-
-
-def _compact_records(records: list) -> list[PhaseRecord]:
-    """Encode records in blocks and return one `PhaseRecord` per record."""
-    out: list[PhaseRecord] = []
-    for k in range(0, len(records), _BLOCK_RECORDS):
-        batch = records[k:k + _BLOCK_RECORDS]
-        block = _RecordBlock(_orjson.dumps(batch))
-        out.extend(map(PhaseRecord, itertools.repeat(block, len(batch)), range(len(batch))))
-    return out
 
 
 @dataclass(slots=True)
@@ -658,11 +653,13 @@ class _PhaseStreamBuilder:
         self.ends: list[np.ndarray] = []
         self.names: list[str] = []
         self.records: list = []
+        self.blocks: list[tuple[_RecordBlock, int]] = []
         self.labels: dict[str, list] = {k: [] for k in _LABEL_KEYS}
         self.strings: dict[str, str] = {}
-        self.compact = False          # keep records as PhaseRecord (orjson-parsed pieces)
 
-    def add(self, records: list) -> None:
+    def add(self, records: list, text: bytes | None = None) -> None:
+        """Validate and take `records`; with `text` (the JSON array they were parsed
+        from) they are kept as that text, not as dicts."""
         path, where, base = self.path, self.where, self.n
         start_key, end_key, name_key = self.start_key, self.end_key, self.name_key
         try:
@@ -720,9 +717,15 @@ class _PhaseStreamBuilder:
         self.starts.append(s)
         self.ends.append(e)
         for key, out in self.labels.items():
-            out.extend(map(operator.methodcaller("get", key), records))
-        if self.compact:
-            self.records.extend(_compact_records(records))
+            vals = list(map(operator.methodcaller("get", key), records))
+            if set(map(type, vals)) == {int}:
+                try:             # an array: the ints must not outlive their dicts one by one
+                    vals = np.array(vals, dtype=np.int64)
+                except OverflowError:
+                    pass
+            out.append(vals)
+        if text is not None:
+            self.blocks.append((_RecordBlock(text), len(records)))
         else:
             self.records.extend(records)
         self.n = base + len(records)
@@ -732,9 +735,16 @@ class _PhaseStreamBuilder:
             if not parts:
                 return np.zeros(0, dtype=np.int64)
             return parts[0] if len(parts) == 1 else np.concatenate(parts)
-        labels = {k: v if any(x is not None for x in v) else None
-                  for k, v in self.labels.items()}
-        return PhaseStream(self.thread, self.clock, self.records, self.names,
+        labels: dict[str, list | None] = {}
+        for key, parts in self.labels.items():
+            vals = [v for p in parts for v in (p.tolist() if type(p) is not list else p)] \
+                if len(parts) != 1 or type(parts[0]) is not list else parts[0]
+            labels[key] = vals if any(v is not None for v in vals) else None
+        records = self.records
+        for block, n in self.blocks:    # made last: they pack into memory the pieces freed
+            records.extend(map(PhaseRecord, itertools.repeat(block, n), range(n)))
+        self.blocks = []
+        return PhaseStream(self.thread, self.clock, records, self.names,
                            cat(self.starts), cat(self.ends), labels)
 
 
@@ -779,7 +789,7 @@ def _read_records_chunked(buf: bytes, path) -> SwimlaneRecords:
         def handle(buf: bytes, p: int) -> int:
             parts, widths = [], set()
 
-            def consume(chunk: list) -> None:
+            def consume(chunk: list, _text: bytes) -> None:
                 if chunk:
                     widths.add(len(chunk[0]) if type(chunk[0]) is list else -1)
                 parts.append(_int_matrix(chunk, ncols, path, name))
@@ -798,12 +808,11 @@ def _read_records_chunked(buf: bytes, path) -> SwimlaneRecords:
             builders: list[_PhaseStreamBuilder] = []
 
             def start(i: int) -> None:
-                b = _PhaseStreamBuilder(i, path, f"{name}[{i}]", **kw)
-                b.compact = True
-                builders.append(b)
+                builders.append(_PhaseStreamBuilder(i, path, f"{name}[{i}]", **kw))
 
             end = _nested_array_pieces(buf, p, _SEP_OBJECTS, start,
-                                       lambda chunk: builders[-1].add(chunk))
+                                       lambda chunk, text: builders[-1].add(chunk, text),
+                                       piece_bytes=_PHASE_PIECE_BYTES)
             converted[name] = ("phases", [b.finish() for b in builders])
             return end
         return handle
@@ -1012,7 +1021,7 @@ def _read_deps_chunked(buf: bytes, path) -> DepsGraph:
     def pieces(sep, consume, strip=None):
         def handle(buf, p):
             done.append(consume)
-            return _array_pieces(buf, p, sep, consume, strip)
+            return _array_pieces(buf, p, sep, lambda items, _text: consume(items), strip)
         return handle
 
     _walk_object(buf, {"tasks": pieces(_SEP_TASKS, b.add_tasks, _STRIP_TASK_ARGS),
