@@ -49,6 +49,7 @@ sub-lane named `<lane> (overlap <k>)`, and a warning says how many.
 from __future__ import annotations
 
 import bisect
+import itertools
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -438,8 +439,20 @@ def _add_phase_stream(timeline: Timeline, proc: Process, lane: str, sort_index: 
     names = namer(stream) if namer else stream.names
     recs = stream.records
     track_for = lanes.track_for
-    out = [Slice(track_for(s_l[i], e_l[i]), names[i], s_l[i], e_l[i] - s_l[i], cat, recs[i])
-           for i in order]
+    out = []
+    append = out.append
+    lane0 = lanes.lanes.stacks[0]
+    track0 = None
+    for i in order:
+        s, e = s_l[i], e_l[i]
+        if track0 is not None and (not lane0 or lane0[0] <= s):
+            lane0.clear()           # `_LaneSet.track_for`'s fast path, inlined
+            lane0.append(e)
+            track = track0
+        else:
+            track = track_for(s, e)
+            track0 = lanes.tracks[0]
+        append(Slice(track, names[i], s, e - s, cat, recs[i]))
     timeline.slices.extend(out)
     if window is not None and len(starts):
         window.extend((float(starts.min()), float(ends.max())))
@@ -546,40 +559,41 @@ def _add_aicore(timeline: Timeline, proc: Process, capture: Capture, to_ns, wind
     order = np.lexsort((-ends, starts, a[:, AIC_CORE])).tolist()
     cores = a[:, AIC_CORE].tolist()
     tokens = a[:, AIC_TOKEN].tolist()
-    regs = a[:, AIC_REG].tolist()
     s_l, e_l = starts.tolist(), ends.tolist()
     ctypes = [core_types_meta[c] for c in cores]
     spmd = _spmd_tasks(capture, tokens, ctypes)
 
+    # AICPU rows join AICore rows on (core_id, reg_task_id); the last duplicate wins.
     cpu = rec.aicpu
-    cpu_index: dict[int, int] = {}
-    disp_ns: list[float] = []
-    fin_ns: list[float] = []
     cpu_ns = np.zeros((0, 2), dtype=np.float64)
+    cpu_of_row = [-1] * n
     if len(cpu):
         keys = ((cpu[:, CPU_CORE] << 32) | cpu[:, CPU_REG]).tolist()
         cpu_index = dict(zip(keys, range(len(keys))))
         cpu_ns = np.column_stack((to_ns(cpu[:, CPU_DISPATCH]), to_ns(cpu[:, CPU_FINISH])))
-        disp_ns, fin_ns = cpu_ns[:, 0].tolist(), cpu_ns[:, 1].tolist()
+        row_keys = ((a[:, AIC_CORE] << 32) | a[:, AIC_REG]).tolist()
+        cpu_of_row = list(map(cpu_index.get, row_keys, itertools.repeat(-1)))
+    matched = n - cpu_of_row.count(-1)
     kernel_of_row = [0] * n
-    cpu_of_row = [-1] * n
     table = _AicoreTable(a, core_types_meta, cpu, cpu_ns)
 
     lane_sets: dict[int, _LaneSet] = {}
     label_cache: dict[tuple[int, str], tuple[str, int, str | None]] = {}
     first_by_task: dict[int, Slice] = {}
     first_by_kernel: dict[str, Slice] = {}
-    matched = 0
     out = []
     append = out.append
+    last_core = lanes = lane0 = track0 = None
     for i in order:
         core = cores[i]
         ct = ctypes[i]
-        lanes = lane_sets.get(core)
-        if lanes is None:
-            lane_name = f"{ct.upper()}_{core}"
-            lanes = lane_sets[core] = _LaneSet(timeline, proc, lane_name, core,
-                                               allow_nesting=False)
+        if core != last_core:       # rows come sorted by core: one lane set at a time
+            lanes = lane_sets.get(core)
+            if lanes is None:
+                lane_name = f"{ct.upper()}_{core}"
+                lanes = lane_sets[core] = _LaneSet(timeline, proc, lane_name, core,
+                                                   allow_nesting=False)
+            last_core, lane0, track0 = core, lanes.lanes.stacks[0], None
         tok = tokens[i]
         key = (tok, ct)
         lab = label_cache.get(key)
@@ -589,11 +603,15 @@ def _add_aicore(timeline: Timeline, proc: Process, capture: Capture, to_ns, wind
                                       kernel_base_name(fid, names))
         s, e = s_l[i], e_l[i]
         kernel_of_row[i] = lab[1]
-        j = cpu_index.get((core << 32) | regs[i])
-        if j is not None:
-            matched += 1
-            cpu_of_row[i] = j
-        sl = Slice(lanes.track_for(s, e), lab[0], s, e - s, "aicore", AicoreArgs(table, i))
+        if track0 is not None and (not lane0 or lane0[0] <= s):
+            lane0.clear()           # `_LaneSet.track_for`'s fast path, inlined
+            lane0.append(e)
+            track = track0
+        else:
+            track = lanes.track_for(s, e)
+            if lanes.tracks:
+                track0 = lanes.tracks[0]
+        sl = Slice(track, lab[0], s, e - s, "aicore", AicoreArgs(table, i))
         append(sl)
         prev = first_by_task.get(tok)
         if prev is None or s < prev.ts_ns:
@@ -607,8 +625,8 @@ def _add_aicore(timeline: Timeline, proc: Process, capture: Capture, to_ns, wind
     table.cpu_rows = np.array(cpu_of_row, dtype=np.int64)
     timeline.slices.extend(out)
     window.extend((float(starts.min()), float(ends.max())))
-    if disp_ns:
-        window.extend((min(disp_ns), max(fin_ns)))
+    if len(cpu_ns):
+        window.extend((float(cpu_ns[:, 0].min()), float(cpu_ns[:, 1].max())))
     moved = sum(ls.moved for ls in lane_sets.values())
     return first_by_task, first_by_kernel, n, matched, len(cpu) - matched, moved
 

@@ -665,8 +665,7 @@ class _PhaseStreamBuilder:
         try:
             starts = list(map(operator.itemgetter(start_key), records))
             ends = list(map(operator.itemgetter(end_key), records))
-            if type(records[0] if records else {}) is not dict or not all(
-                    type(r) is dict for r in records):
+            if records and set(map(type, records)) != {dict}:
                 raise TypeError
         except (KeyError, TypeError, IndexError):
             for i, r in enumerate(records, base):
@@ -739,7 +738,7 @@ class _PhaseStreamBuilder:
         for key, parts in self.labels.items():
             vals = [v for p in parts for v in (p.tolist() if type(p) is not list else p)] \
                 if len(parts) != 1 or type(parts[0]) is not list else parts[0]
-            labels[key] = vals if any(v is not None for v in vals) else None
+            labels[key] = vals if vals.count(None) != len(vals) else None
         records = self.records
         for block, n in self.blocks:    # made last: they pack into memory the pieces freed
             records.extend(map(PhaseRecord, itertools.repeat(block, n), range(n)))
