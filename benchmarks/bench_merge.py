@@ -4,6 +4,7 @@
     python3 benchmarks/bench_merge.py                  # 100,000 AICore tasks (~545,000 records)
     python3 benchmarks/bench_merge.py --tasks 1000000  # the 1M case
     python3 benchmarks/bench_merge.py --keep DIR       # keep the generated capture and outputs
+    python3 benchmarks/bench_merge.py --capture DIR/dfx_outputs   # merge a kept capture again
 
 The source is a real Simpler capture (`tmr_bgemm_case0_l4_depgen`: 1,000 tasks, level 4, with
 deps.json and a name map). Copy k gets fresh task ids (local id + k * stride, ring kept), fresh
@@ -13,7 +14,10 @@ way (tasks and edges, tensor list once).
 
 Each merge runs `tools/merge_traces.py` in a child process (the real CLI, JSON then protobuf)
 under a small wrapper that reports `resource.getrusage(RUSAGE_CHILDREN).ru_maxrss`, so every
-figure is the peak RSS of that one merge. Printed: wall time, CPU time (user+sys: what the
+figure is the peak RSS of that one merge. Note: the merge forks helpers (deps.json is read
+in a child beside the records; big exports write half the events in a child); `ru_maxrss`
+of children is the peak of the largest single process, not the sum, and the CPU time
+includes the helpers. Printed: wall time, CPU time (user+sys: what the
 wall time would be on an idle machine, single-threaded), peak RSS, output size, and the
 targets (100k: JSON < 4 s and < 600 MB; 1M: < 40 s and < 3 GB).
 """
@@ -149,20 +153,28 @@ def main() -> int:
     ap.add_argument("--source", type=Path, default=SOURCE, help="real capture to repeat")
     ap.add_argument("--keep", type=Path, help="directory to keep the capture and outputs in")
     ap.add_argument("--formats", default="json,perfetto", help="json,perfetto (default both)")
+    ap.add_argument("--capture", type=Path,
+                    help="merge this already built capture dir (e.g. a --keep DIR/dfx_outputs)")
     ap.add_argument("--no-deps", action="store_true",
                     help="leave deps.json out (swimlane records and name map only)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench_merge_") as tmp:
         base = args.keep or Path(tmp)
         cap = base / "dfx_outputs"
-        t = time.perf_counter()
-        info = build_capture(args.source, cap, args.tasks, with_deps=not args.no_deps)
-        size = sum(p.stat().st_size for p in cap.iterdir()) / 1e6
-        print(f"capture: {info['aicore_tasks']:,} AICore tasks, {info['records']:,} records, "
-              + (f"deps {info['deps_tasks']:,} tasks / {info['deps_edges']:,} edges, "
-                 if not args.no_deps else "no deps.json, ")
-              + f"{size:.0f} MB "
-              f"on disk (built in {time.perf_counter() - t:.1f} s)")
+        if args.capture:
+            cap = args.capture
+            size = sum(p.stat().st_size for p in cap.iterdir()) / 1e6
+            print(f"capture: {cap} as built before ({size:.0f} MB on disk; --tasks "
+                  f"{args.tasks:,} assumed for the target)")
+        else:
+            t = time.perf_counter()
+            info = build_capture(args.source, cap, args.tasks, with_deps=not args.no_deps)
+            size = sum(p.stat().st_size for p in cap.iterdir()) / 1e6
+            print(f"capture: {info['aicore_tasks']:,} AICore tasks, {info['records']:,} records, "
+                  + (f"deps {info['deps_tasks']:,} tasks / {info['deps_edges']:,} edges, "
+                     if not args.no_deps else "no deps.json, ")
+                  + f"{size:.0f} MB "
+                  f"on disk (built in {time.perf_counter() - t:.1f} s)")
         target = TARGETS.get(args.tasks)
         results = {}
         for fmt in args.formats.split(","):

@@ -475,15 +475,32 @@ def _spmd_tasks(capture: Capture, tokens: list[int], core_types: list[str]) -> s
 
 
 class _AicoreTable:
-    """What the args of a capture's AICore slices are read from (see `AicoreArgs`)."""
+    """What the args of a capture's AICore slices are read from (see `AicoreArgs`).
 
-    __slots__ = ("aicore", "core_types", "cpu", "cpu_ns", "cpu_rows", "kernel_ids")
+    `rows[i]`: core, task id, reg_task_id, start, end, receive_to_start cycles, kernel id,
+    joined AICPU row (-1: none), its dispatch and finish cycles; `ns[i]`: those two in
+    host ns. One `tolist()` per slice reads them all.
+    """
 
-    def __init__(self, aicore: np.ndarray, core_types: list[str], cpu: np.ndarray,
-                 cpu_ns: np.ndarray):
-        self.aicore, self.core_types, self.cpu, self.cpu_ns = aicore, core_types, cpu, cpu_ns
-        self.kernel_ids = np.zeros(0, dtype=np.int64)   # per AICore row, set after layout
-        self.cpu_rows = np.zeros(0, dtype=np.int64)     # joined aicpu row, -1 if none
+    __slots__ = ("core_types", "ns", "rows")
+
+    def __init__(self, core_types: list[str]):
+        self.core_types = core_types
+        self.rows = np.zeros((0, 10), dtype=np.int64)
+        self.ns = np.zeros((0, 2), dtype=np.float64)
+
+    def fill(self, aicore: np.ndarray, kernel_ids: list[int], cpu_rows: list[int],
+             cpu: np.ndarray, cpu_ns: np.ndarray) -> None:
+        n = len(aicore)
+        j = np.array(cpu_rows, dtype=np.int64)
+        joined = j >= 0
+        cyc = np.zeros((n, 2), dtype=np.int64)
+        self.ns = np.zeros((n, 2), dtype=np.float64)
+        if joined.any():
+            cyc[joined] = cpu[j[joined]][:, CPU_DISPATCH:CPU_FINISH + 1]
+            self.ns[joined] = cpu_ns[j[joined]]
+        self.rows = np.column_stack((aicore[:, :6], np.array(kernel_ids, dtype=np.int64), j,
+                                     cyc))
 
 
 _AICORE_KEYS = ("task_id", "task", "core_id", "core_type", "kernel_id", "reg_task_id",
@@ -505,19 +522,17 @@ class AicoreArgs(Mapping):
         self._t, self._i = table, i
 
     def _joined(self) -> int:
-        return int(self._t.cpu_rows[self._i])
+        return int(self._t.rows[self._i, 7])
 
     def items(self):
         t, i = self._t, self._i
-        core, tok, reg, sc, ec, r2s = t.aicore[i].tolist()
+        core, tok, reg, sc, ec, r2s, kid, j, d, f = t.rows[i].tolist()
         out = [("task_id", tok), ("task", task_display(tok)), ("core_id", core),
-               ("core_type", t.core_types[core]), ("kernel_id", int(t.kernel_ids[i])),
+               ("core_type", t.core_types[core]), ("kernel_id", kid),
                ("reg_task_id", reg), ("start_cycles", sc), ("end_cycles", ec),
                ("receive_to_start_cycles", r2s)]
-        j = int(t.cpu_rows[i])
         if j >= 0:
-            d, f = t.cpu[j, CPU_DISPATCH:CPU_FINISH + 1].tolist()
-            dn, fn = t.cpu_ns[j].tolist()
+            dn, fn = t.ns[i].tolist()
             out += (("dispatch_cycles", d), ("finish_cycles", f), ("dispatch_ts_ns", dn),
                     ("finish_ts_ns", fn))
         return out
@@ -575,7 +590,7 @@ def _add_aicore(timeline: Timeline, proc: Process, capture: Capture, to_ns, wind
         cpu_of_row = list(map(cpu_index.get, row_keys, itertools.repeat(-1)))
     matched = n - cpu_of_row.count(-1)
     kernel_of_row = [0] * n
-    table = _AicoreTable(a, core_types_meta, cpu, cpu_ns)
+    table = _AicoreTable(core_types_meta)
 
     lane_sets: dict[int, _LaneSet] = {}
     label_cache: dict[tuple[int, str], tuple[str, int, str | None]] = {}
@@ -621,8 +636,7 @@ def _add_aicore(timeline: Timeline, proc: Process, capture: Capture, to_ns, wind
             prev = first_by_kernel.get(kname)
             if prev is None or s < prev.ts_ns:
                 first_by_kernel[kname] = sl
-    table.kernel_ids = np.array(kernel_of_row, dtype=np.int64)
-    table.cpu_rows = np.array(cpu_of_row, dtype=np.int64)
+    table.fill(a, kernel_of_row, cpu_of_row, cpu, cpu_ns)
     timeline.slices.extend(out)
     window.extend((float(starts.min()), float(ends.max())))
     if len(cpu_ns):
