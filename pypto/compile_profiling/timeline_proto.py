@@ -241,10 +241,8 @@ def _key_iids(seq: _Sequence, keys: tuple, interned: dict) -> tuple:
     return tuple(out)
 
 
-def _annotations(seq: _Sequence, args: dict, interned: dict) -> list[dict]:
-    """Debug annotations of one slice's args."""
-    keys = tuple(args)
-    vals = tuple(args.values())
+def _annotations(seq: _Sequence, keys: tuple, vals: tuple, interned: dict) -> list[dict]:
+    """Debug annotations of one slice's args, given as parallel key and value tuples."""
     types = tuple(map(type, vals))
     shape = seq.shapes.get(keys)
     if shape is None or shape.types != types:
@@ -325,15 +323,17 @@ def _track_events(seq: _Sequence, track_uid: int, slices: list[Slice],
             te["category_iids"] = (cid,)
         args = s.args
         if args:
-            if type(args) is not dict:  # any Mapping (e.g. built lazily): iterate it once
-                args = dict(args.items())
+            if type(args) is dict:
+                keys, vals = tuple(args), tuple(args.values())
+            else:  # any Mapping (e.g. built lazily): iterated once
+                keys, vals = zip(*args.items())
             if interned is None:
                 new_keys: dict = {}
-                te["debug_annotations"] = _annotations(seq, args, new_keys)
+                te["debug_annotations"] = _annotations(seq, keys, vals, new_keys)
                 if new_keys:
                     interned = new_keys
             else:
-                te["debug_annotations"] = _annotations(seq, args, interned)
+                te["debug_annotations"] = _annotations(seq, keys, vals, interned)
         if flow_ends:
             ends = flow_ends.get(id(s))
             if ends is not None:
@@ -352,7 +352,7 @@ def _track_events(seq: _Sequence, track_uid: int, slices: list[Slice],
             if not args:
                 raise
             # an int beyond int64 (upb then adds nothing): choose each value's field one by one
-            te["debug_annotations"] = [_annotation(seq.keys[k], v) for k, v in args.items()]
+            te["debug_annotations"] = [_annotation(seq.keys[k], v) for k, v in zip(keys, vals)]
             if interned:
                 add(timestamp=st, trusted_packet_sequence_id=seq_id, sequence_flags=_NEEDS,
                     interned_data=interned, track_event=te)
