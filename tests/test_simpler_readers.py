@@ -551,3 +551,24 @@ def test_deps_read_in_a_child_equals_deps_read_here(tmp_path, monkeypatch):
     (tmp_path / "chip_swimlane_records.json").write_text("{")
     with pytest.raises(TraceInputError, match="chip_swimlane_records.json"):
         sr.load_capture(files)
+
+
+def test_args_stripping_follows_json_grammar_and_keeps_invalid_args_an_error(tmp_path, monkeypatch):
+    strip = sr._STRIP_TASK_ARGS
+    for text in (b',"args":[]', b', "args" : [ {"a": 1, "b": [1, -2.5e3, "x"], "c": null} , {} ]',
+                 b',"args":[{"t":"FLOAT32","n":0,"s":[65536],"o":"0"}]'):
+        assert strip.fullmatch(text), text
+    for text in (b',"args":[{"t":FLOAT32}]', b',"args":[{"t":01}]', b',"args":[{"t":"a\\"b"}]',
+                 b',"args":[{"t":[{"x":1}]}]', b',"args":[{"t":tru}]', b',"args":[{"t":1.}]',
+                 b',"args":[{"t":"\xc3\xa9"}]', b',"args":[{"t":"a\x01"}]'):
+        assert not strip.fullmatch(text), text
+    monkeypatch.setattr(sr, "_CHUNK_BYTES", 64)
+    good = json.dumps({"tasks": [{"task_id": str(i), "kernel_ids": [i, -1, -1],
+                                  "args": [{"dtype": "FLOAT32", "shape": [4]}]}
+                                 for i in range(30)], "edges": []})
+    p = tmp_path / "deps.json"
+    p.write_text(good)
+    assert sr.read_deps(p).kernel_ids[29] == (29, -1, -1)
+    p.write_text(good.replace('"FLOAT32"', "FLOAT32", 1))   # invalid JSON inside an args list
+    with pytest.raises(TraceInputError, match="invalid JSON"):
+        sr.read_deps(p)

@@ -284,17 +284,20 @@ _SEP_ROWS = re.compile(rb"\]\s*,\s*(\[)")
 _SEP_TASKS = re.compile(rb'\}\s*,\s*(\{)\s*"task_id"')
 
 # deps.json: a task's `args` (its tensor arguments; most of the file) is not used. This
-# matches `,"args":[...]` when the list holds only flat objects (string keys, scalar or flat
-# list values, strings without escapes), lexing strings as JSON does; so a match always is
-# a whole `args` member, and removing it leaves the other members as they were.
-_J_STR = rb'"[^"\\]*"'
-_J_SCALAR = rb'(?:' + _J_STR + rb'|[^"\[\]{},\s]+)'
-_J_FLAT = rb'\[\s*(?:' + _J_SCALAR + rb'\s*(?:,\s*' + _J_SCALAR + rb'\s*)*)?\]'
+# matches `,"args":[...]` when the list holds only flat objects (string keys; string, number,
+# true/false/null or flat-list values; printable-ASCII strings without escapes), following
+# JSON's grammar exactly: a match always is a whole, valid `args` member, and removing it
+# leaves the other members as they were. Anything else is left in place and parsed.
+_J_STR = rb'"[\x20\x21\x23-\x5b\x5d-\x7e]*+"'
+_J_SCALAR = (rb'(?:' + _J_STR + rb'|-?+(?:0|[1-9][0-9]*+)(?:\.[0-9]++)?+(?:[eE][+-]?+[0-9]++)?+'
+             rb'|true|false|null)')
+_J_FLAT = rb'\[\s*+(?:' + _J_SCALAR + rb'\s*+(?:,\s*+' + _J_SCALAR + rb'\s*+)*+)?+\]'
 _J_VALUE = rb'(?:' + _J_SCALAR + rb'|' + _J_FLAT + rb')'
-_J_OBJ = (rb'\{\s*(?:' + _J_STR + rb'\s*:\s*' + _J_VALUE + rb'\s*(?:,\s*' + _J_STR
-          + rb'\s*:\s*' + _J_VALUE + rb'\s*)*)?\}')
-_STRIP_TASK_ARGS = re.compile(rb',\s*"args"\s*:\s*\[\s*(?:' + _J_OBJ + rb'\s*(?:,\s*' + _J_OBJ
-                              + rb'\s*)*)?\]')
+_J_OBJ = (rb'\{\s*+(?:' + _J_STR + rb'\s*+:\s*+' + _J_VALUE + rb'\s*+(?:,\s*+' + _J_STR
+          + rb'\s*+:\s*+' + _J_VALUE + rb'\s*+)*+)?+\}')
+# Possessive quantifiers (*+, ++, ?+): no backtracking; every token here ends at a delimiter.
+_STRIP_TASK_ARGS = re.compile(rb',\s*+"args"\s*+:\s*+\[\s*+(?:' + _J_OBJ + rb'\s*+(?:,\s*+'
+                              + _J_OBJ + rb'\s*+)*+)?+\]')
 
 
 def _read_file_bytes(path) -> bytes:
