@@ -402,6 +402,8 @@ def test_two_process_writes_match_sequential_ones(tmp_path):
     """Big timelines are written by two processes; the files must say the same thing."""
     r = _run_parallel_script(tmp_path, "ok")
     assert r.returncode == 0, r.stderr
+    # the child's slices are appended where they belong: the very same bytes
+    assert (tmp_path / "t.json").read_bytes() == (tmp_path / "t.seq.json").read_bytes()
     par = json.loads((tmp_path / "t.json").read_text(encoding="utf-8"))
     seq = json.loads((tmp_path / "t.seq.json").read_text(encoding="utf-8"))
     key = lambda e: json.dumps(e, sort_keys=True)

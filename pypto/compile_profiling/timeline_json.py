@@ -17,7 +17,8 @@ all slices so that, at equal timestamps, the slice is already open when the flow
 Measured floor: the C encoder is as fast as CPython gets for args (per-shape `%` templates
 with cached key fragments measured no faster: int-to-text is the cost), so a big timeline
 is rendered by two processes instead (`ForkedPart`, also used by the protobuf exporter):
-a forked child renders the second half of the slices into a temp file that is appended.
+a forked child renders the slices after a cost-balanced split point into a temp file that
+is appended in place, so the output is byte for byte the sequential one.
 """
 
 from __future__ import annotations
@@ -252,9 +253,9 @@ def write_chrome_json(timeline: Timeline, path: str | os.PathLike, *,
                       parallel: bool | None = None) -> None:
     """Write `timeline` to `path` as Chrome JSON, atomically (no partial file on failure).
 
-    A big timeline is rendered by two processes: a forked child writes the second half of
-    the slices while this process writes the first (see `ForkedPart`); the file is the same
-    as a sequential write except for that order of slices, which JSON readers ignore.
+    A big timeline is rendered by two processes: a forked child renders the slices after a
+    split point while this process renders those before it (see `ForkedPart`); the child's
+    text is appended in place, so the file is byte for byte the sequential one.
     `parallel`: see `parallel_parts_possible` (None: automatic, when single-threaded).
     """
     with gc_paused(), atomic_writer(path, "w") as f:
