@@ -572,3 +572,24 @@ def test_args_stripping_follows_json_grammar_and_keeps_invalid_args_an_error(tmp
     p.write_text(good.replace('"FLOAT32"', "FLOAT32", 1))   # invalid JSON inside an args list
     with pytest.raises(TraceInputError, match="invalid JSON"):
         sr.read_deps(p)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.fixed_dictionaries(
+    {"task_id": st.integers(0, 40).map(str)},
+    optional={"kernel_ids": st.lists(st.integers(-1, 3), max_size=3),
+              "block_num": st.integers(0, 4), "args": st.just([{"idx": 0}])}), max_size=30),
+       st.lists(st.tuples(st.integers(0, 40).map(str), st.integers(0, 40).map(str)), max_size=30))
+def test_column_wise_deps_reading_equals_the_per_item_loop(tasks, edges):
+    edges = [{"pred": p, "succ": q} for p, q in edges]
+    fast = sr._DepsBuilder("d.json")
+    fast.add_tasks(tasks[:10])
+    fast.add_tasks(tasks[10:])
+    fast.add_edges(edges)
+    slow = sr._DepsBuilder("d.json")
+    slow._add_tasks_checked(tasks)
+    slow._add_edges_checked(edges)
+    a, b = fast.result(), slow.result()
+    assert (a.task_ids, a.kernel_ids, a.block_num, a.edges) == (
+        b.task_ids, b.kernel_ids, b.block_num, b.edges)
+    assert list(a.kernel_ids) == list(b.kernel_ids) and list(a.block_num) == list(b.block_num)

@@ -945,7 +945,7 @@ class DepsGraph:
 
 
 def _task_id(v: object, path, where: str) -> int:
-    if type(v) is str and v.isdigit():
+    if type(v) is str and v.isascii() and v.isdigit():
         t = int(v)
     elif _is_int(v) and v >= 0:
         t = v
@@ -956,33 +956,73 @@ def _task_id(v: object, path, where: str) -> int:
     return t
 
 
+def _decimal_ids(values: list) -> list[int] | None:
+    """All values decimal strings of 1-19 digits (< 2**64) -> ints; else None (slow path)."""
+    if not values or set(map(type, values)) != {str}:
+        return None
+    joined = "".join(values)
+    if not (joined.isascii() and joined.isdigit()) or min(map(len, values)) < 1 \
+            or max(map(len, values)) > 19:
+        return None
+    return list(map(int, values))
+
+
 class _DepsBuilder:
     """Collects what the merge uses from deps.json (ids, kernel ids, block_num, edges);
-    fed task and edge lists piece by piece, so per-task `args` never pile up."""
+    fed task and edge lists piece by piece, so per-task `args` never pile up.
+
+    Each piece is checked column-wise first (C-level maps); a piece with anything unusual
+    goes through the per-item loop, which words the error exactly."""
 
     def __init__(self, path):
         self.path = path
         self.task_ids: list[int] = []
         self.kernel_ids: dict[int, tuple[int, ...]] = {}
         self.block_num: dict[int, int] = {}
-        self.edges: list[tuple[int, int]] = []
-        self._seen: set[tuple[int, int]] = set()
+        self._edges: dict[tuple[int, int], None] = {}   # insertion-ordered, duplicates dropped
         self._kid_tuples: dict[tuple, tuple] = {}   # few distinct kernel id triples: share them
         self.n_tasks = self.n_edges = 0
 
     def add_tasks(self, tasks: list) -> None:
+        if not self._add_tasks_fast(tasks):
+            self._add_tasks_checked(tasks)
+        self.n_tasks += len(tasks)
+
+    def _add_tasks_fast(self, tasks: list) -> bool:
+        if not tasks or set(map(type, tasks)) != {dict}:
+            return not tasks
+        tids = _decimal_ids(list(map(operator.methodcaller("get", "task_id"), tasks)))
+        if tids is None:
+            return False
+        kids = list(map(operator.methodcaller("get", "kernel_ids"), tasks))
+        kid_types = set(map(type, kids))
+        if not kid_types <= {list, type(None)}:
+            return False
+        present = [k for k in kids if k is not None] if type(None) in kid_types else kids
+        if present and set(map(type, itertools.chain.from_iterable(present))) - {int}:
+            return False
+        bns = list(map(operator.methodcaller("get", "block_num", 1), tasks))
+        if set(map(type, bns)) != {int} or min(bns) < 0:
+            return False
+        self.task_ids.extend(tids)
+        intern = self._kid_tuples.setdefault
+        if present is kids:
+            self.kernel_ids.update(zip(tids, [intern(t, t) for t in map(tuple, kids)]))
+        else:
+            self.kernel_ids.update((t, intern(tuple(k), tuple(k)))
+                                   for t, k in zip(tids, kids) if k is not None)
+        self.block_num.update(zip(tids, map(max, bns, itertools.repeat(1))))
+        return True
+
+    def _add_tasks_checked(self, tasks: list) -> None:
         path, base = self.path, self.n_tasks
         task_ids, kernel_ids, block_num = self.task_ids, self.kernel_ids, self.block_num
         kid_tuples = self._kid_tuples
         for i, t in enumerate(tasks, base):
             if type(t) is not dict:
                 raise TraceInputError(path, f"tasks[{i}]: expected an object, got {_kind(t)}")
-            v = t.get("task_id")
-            if type(v) is str and len(v) < 20 and v.isascii() and v.isdigit():
-                tid = int(v)
-            else:
-                where = f"tasks[{i}]"
-                tid = _task_id(_req(t, "task_id", path, where), path, f"{where}.task_id")
+            where = f"tasks[{i}]"
+            tid = _task_id(_req(t, "task_id", path, where), path, f"{where}.task_id")
             task_ids.append(tid)
             kids = t.get("kernel_ids")
             if kids is not None:
@@ -996,24 +1036,31 @@ class _DepsBuilder:
                 raise TraceInputError(path, f"tasks[{i}].block_num: expected a non-negative "
                                             f"integer, got {bn!r}")
             block_num[tid] = max(1, bn)
-        self.n_tasks = base + len(tasks)
 
     def add_edges(self, edges: list) -> None:
-        path, seen, out = self.path, self._seen, self.edges
+        fast = bool(edges) and set(map(type, edges)) == {dict}
+        if fast:
+            preds = _decimal_ids(list(map(operator.methodcaller("get", "pred"), edges)))
+            succs = _decimal_ids(list(map(operator.methodcaller("get", "succ"), edges)))
+            fast = preds is not None and succs is not None
+        if fast:
+            self._edges.update(dict.fromkeys(zip(preds, succs)))
+        else:
+            self._add_edges_checked(edges)
+        self.n_edges += len(edges)
+
+    def _add_edges_checked(self, edges: list) -> None:
+        path, out = self.path, self._edges
         for i, e in enumerate(edges, self.n_edges):
             where = f"edges[{i}]"
             if type(e) is not dict:
                 raise TraceInputError(path, f"{where}: expected an object, got {_kind(e)}")
-            key = (_task_id(_req(e, "pred", path, where), path, f"{where}.pred"),
-                   _task_id(_req(e, "succ", path, where), path, f"{where}.succ"))
-            if key not in seen:
-                seen.add(key)
-                out.append(key)
-        self.n_edges += len(edges)
+            out[(_task_id(_req(e, "pred", path, where), path, f"{where}.pred"),
+                 _task_id(_req(e, "succ", path, where), path, f"{where}.succ"))] = None
 
     def result(self) -> DepsGraph:
         return DepsGraph(str(self.path), self.task_ids, self.kernel_ids, self.block_num,
-                         self.edges)
+                         list(self._edges))
 
 
 def _read_deps_chunked(buf: bytes, path) -> DepsGraph:
