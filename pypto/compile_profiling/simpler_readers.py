@@ -6,8 +6,12 @@ problem text, never another exception. Readers do no alignment and no layout; th
 turn files into records (see `clock_alignment` and `device_timeline` for the next steps).
 
 Big streams stay compact: AICore/AICPU rows are NumPy int64 arrays (one row per record),
-phase streams keep the parsed JSON dicts plus NumPy start/end columns, so 100,000 tasks
-(about 545,000 records) load without building an object per row.
+phase streams keep NumPy start/end columns plus their records. Big files are read piece by
+piece (`_walk_object`): the Python objects of only a few MB exist at once, phase records are
+kept as their own JSON text (`PhaseRecord`, a mapping decoded on use), deps.json's unused
+per-task `args` are stripped before parsing, and a big deps.json is read in a forked child
+while the records file is read (`load_capture`). Anything the piecewise reader does not
+expect makes it fall back to parsing the file whole, which also words the error.
 
 Formats: shared/docs/formats.md §2 and the real captures in shared/fixtures/simpler/.
 Choices where the docs are silent:
