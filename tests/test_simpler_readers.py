@@ -541,12 +541,17 @@ def test_deps_read_in_a_child_equals_deps_read_here(tmp_path, monkeypatch):
     assert (got.task_ids, got.kernel_ids, got.block_num, got.edges) == (
         want.task_ids, want.kernel_ids, want.block_num, want.edges)
     assert sr.load_capture(files).deps.edges == want.edges
-    # an error found by the child is raised here, naming the file
+    # an error found by the child is raised when the graph is first used, naming the file
     doc = json.loads((case / "deps.json").read_text())
     doc["tasks"][3]["block_num"] = -1
     (tmp_path / "deps.json").write_text(json.dumps(doc))
+    cap = sr.load_capture(files)
+    assert cap.deps_pending is not None and cap.records is not None
     with pytest.raises(TraceInputError, match=r"deps\.json: tasks\[3\]\.block_num"):
-        sr.load_capture(files)
+        cap.deps  # noqa: B018
+    cap = sr.load_capture(files)
+    cap.deps = None                      # replacing it stops the child
+    assert cap.deps is None and cap.deps_pending is None
     # a bad records file wins, and the child is reaped
     (tmp_path / "chip_swimlane_records.json").write_text("{")
     with pytest.raises(TraceInputError, match="chip_swimlane_records.json"):

@@ -322,29 +322,12 @@ def add_device_capture(timeline: Timeline, capture: Capture, *, rank_label: str,
 
     window: list[float] = []
 
-    # ---- AICore
+    # ---- AICore process first (process order), its slices after the phase streams: those
+    # do not need deps.json, which may still be being read by a child (`load_capture`).
     aic_proc = timeline.add_process(f"Device {rank_label}{SEP}AICore{dev_suffix}",
                                     sort_index=base, args=dict(device_args), estimated=estimated)
     processes.append(aic_proc)
-    first_by_task, first_by_kernel, n_aic, joined, unmatched, moved = _add_aicore(
-        timeline, aic_proc, capture, to_ns, window)
-    counts.update(aicore_tasks=n_aic, aicpu_joined=joined, aicpu_unmatched=unmatched)
-    if unmatched:
-        warnings.append(f"{rec.path}: {unmatched} aicpu_tasks rows have no AICore row "
-                        "(joined on core_id, reg_task_id)")
-
-    # ---- dependency flows
-    n_flows = missing = 0
-    if capture.deps is not None:
-        for pred, succ in capture.deps.edges:
-            a, b = first_by_task.get(pred), first_by_task.get(succ)
-            if a is None or b is None:
-                missing += 1
-                continue
-            timeline.add_flow(a, b, "dependency")
-            n_flows += 1
-    counts["dependency_flows"] = n_flows
-    counts["dependency_edges_without_slices"] = missing
+    moved = 0
 
     # ---- AICPU scheduler
     n_sched = 0
@@ -390,6 +373,28 @@ def add_device_capture(timeline: Timeline, capture: Capture, *, rank_label: str,
             n_up = len(up)
             moved += _add_phase_stream(timeline, proc, "H2D", 99, up, host_ns, "host_h2d",
                                        None, None)
+    # ---- AICore slices
+    first_by_task, first_by_kernel, n_aic, joined, unmatched, aic_moved = _add_aicore(
+        timeline, aic_proc, capture, to_ns, window)
+    moved += aic_moved
+    counts.update(aicore_tasks=n_aic, aicpu_joined=joined, aicpu_unmatched=unmatched)
+    if unmatched:
+        warnings.append(f"{rec.path}: {unmatched} aicpu_tasks rows have no AICore row "
+                        "(joined on core_id, reg_task_id)")
+
+    # ---- dependency flows
+    n_flows = missing = 0
+    if capture.deps is not None:
+        for pred, succ in capture.deps.edges:
+            a, b = first_by_task.get(pred), first_by_task.get(succ)
+            if a is None or b is None:
+                missing += 1
+                continue
+            timeline.add_flow(a, b, "dependency")
+            n_flows += 1
+    counts["dependency_flows"] = n_flows
+    counts["dependency_edges_without_slices"] = missing
+
     counts.update(orchestrator_phases=n_orch, host_orchestrator_phases=n_host,
                   host_device_uploads=n_up, overlaps_moved=moved)
     if moved:

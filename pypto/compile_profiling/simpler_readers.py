@@ -1476,11 +1476,28 @@ class Capture:
 
     files: CaptureFiles
     records: SwimlaneRecords | None = None
-    deps: DepsGraph | None = None
+    deps_graph: DepsGraph | None = None
     name_map: NameMap | None = None
     dispatch_program: DispatchProgram | None = None
     host_log: HostLog | None = None
     warnings: list[str] = field(default_factory=list)
+    deps_pending: _DepsInChild | None = None   # deps.json still being read by a child
+
+    @property
+    def deps(self) -> DepsGraph | None:
+        """deps.json's graph; waits for the child reading it if there is one (errors in the
+        file are raised here)."""
+        if self.deps_pending is not None:
+            pending, self.deps_pending = self.deps_pending, None
+            self.deps_graph = pending.result()
+        return self.deps_graph
+
+    @deps.setter
+    def deps(self, value: DepsGraph | None) -> None:
+        if self.deps_pending is not None:
+            self.deps_pending.cancel()
+            self.deps_pending = None
+        self.deps_graph = value
 
 
 _PARALLEL_DEPS_BYTES = 4 << 20   # a deps.json this big is read in a child, beside the records
@@ -1575,14 +1592,20 @@ def load_capture(files: CaptureFiles, *, read_host_log_file: bool = True) -> Cap
     try:
         if files.records:
             cap.records = read_swimlane_records(files.records)
+        if pending is None and files.deps:
+            cap.deps = read_deps(files.deps)
+        _load_small_files(cap, files, read_host_log_file)
     except BaseException:
         if pending is not None:
             pending.cancel()
         raise
-    if pending is not None:
-        cap.deps = pending.result()
-    elif files.deps:
-        cap.deps = read_deps(files.deps)
+    # The child's result is collected on first use of `cap.deps` (device_timeline lays out
+    # the phase streams first, so reading deps.json overlaps that too).
+    cap.deps_pending = pending
+    return cap
+
+
+def _load_small_files(cap: Capture, files: CaptureFiles, read_host_log_file: bool) -> None:
     if files.name_maps:
         cap.name_map = read_name_map(files.name_maps[0])
         if len(files.name_maps) > 1:
@@ -1594,4 +1617,3 @@ def load_capture(files: CaptureFiles, *, read_host_log_file: bool = True) -> Cap
         cap.host_log = read_host_log(files.host_logs[0])
     for p in files.listed_only:
         log.info("not a timeline, listed only: %s", p)
-    return cap
