@@ -248,10 +248,14 @@ def test_label_helpers_follow_simpler():
     assert func_letter_name(0) == "func_0_a" and func_letter_name(26) == "func_26_aa"
 
 
+@pytest.mark.parametrize("compact", [True, False])
 @pytest.mark.parametrize("case", CASES)
-def test_slice_args_carry_exactly_the_capture_values(case):
-    """AICore args (read lazily from the arrays) and phase args (the records themselves)."""
+def test_slice_args_carry_exactly_the_capture_values(case, compact, monkeypatch):
+    """AICore args (dicts, or read lazily from the arrays for big captures) and phase args
+    (the records themselves, or compact PhaseRecords)."""
+    monkeypatch.setattr(sr, "_COMPACT_FILE_BYTES", 0 if compact else 1 << 40)
     cap = _capture(case)
+    assert cap.records.compact == compact
     raw = json.loads((FIXTURES / case / "chip_swimlane_records.json").read_text())
     tl = Timeline()
     add_device_capture(tl, cap, rank_label="r0", placement=Placement.estimated(ORIGIN, "t"))
@@ -277,6 +281,7 @@ def test_slice_args_carry_exactly_the_capture_values(case):
                         dispatch_ts_ns=d["dispatch_ts_ns"], finish_ts_ns=d["finish_ts_ns"])
             assert type(d["dispatch_ts_ns"]) is float and d["dispatch_ts_ns"] <= d["finish_ts_ns"]
         assert list(d.items()) == list(want.items())
+        assert (type(s.args) is dict) != compact
         assert all(type(v) in (int, str, float) for v in d.values())
         assert s.args["task_id"] == row[1] and "task" in s.args and "nope" not in s.args
         assert s.name.endswith(f"({d['task']})")

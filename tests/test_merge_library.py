@@ -286,3 +286,20 @@ def test_capture_from_another_host_is_moved_by_its_clock_anchor(tmp_path):
     b = sorted(s.ts_ns for s in device_slices(moved))
     assert len(a) == len(b) and all(y - x == pytest.approx(delta, abs=1) for x, y in zip(a, b))
     assert any("cross-host" in line for line in r.summary_lines)
+
+
+@pytest.mark.parametrize("case", ["tmr_bgemm_case0_l4_depgen", "hbg_bgemm_l4_depgen"])
+def test_compact_reading_writes_the_same_trace(tmp_path, monkeypatch, case):
+    """Big captures are held compactly (lazy args, records as text): same output files."""
+    if case not in CASES:
+        pytest.skip("fixture missing")
+    outs = {}
+    for compact in (False, True):
+        monkeypatch.setattr(sr, "_COMPACT_FILE_BYTES", 0 if compact else 1 << 40)
+        res = merge_traces([FIXTURES / case])
+        for ext in ("json", "pftrace"):
+            out = tmp_path / f"{compact}.{ext}"
+            write_timeline(res.timeline, out)
+            outs[compact, ext] = out.read_bytes()
+    assert outs[True, "json"] == outs[False, "json"]
+    assert outs[True, "pftrace"] == outs[False, "pftrace"]

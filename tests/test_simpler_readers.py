@@ -496,21 +496,24 @@ def _records_view(rec: sr.SwimlaneRecords) -> tuple:
             rec.ignored_streams)
 
 
+@pytest.mark.parametrize("compact", [True, False])
 @pytest.mark.parametrize("case", CASES)
-def test_records_read_in_pieces_equal_records_read_whole(case, monkeypatch, tmp_path):
+def test_records_read_in_pieces_equal_records_read_whole(case, compact, monkeypatch, tmp_path):
     path = FIXTURES / case / "chip_swimlane_records.json"
     raw = json.loads(path.read_text())
     whole = _records_view(sr.read_swimlane_records(path, copy.deepcopy(raw)))
     monkeypatch.setattr(sr, "_CHUNK_BYTES", 200)          # force many pieces
     monkeypatch.setattr(sr, "_PHASE_PIECE_BYTES", 300)
     monkeypatch.setattr(sr, "_DECODED_BLOCKS", 2)
+    monkeypatch.setattr(sr, "_COMPACT_FILE_BYTES", 0 if compact else 1 << 40)
     for text in (path.read_text(), json.dumps(raw, separators=(",", ":"))):
         p = tmp_path / "chip_swimlane_records.json"
         p.write_text(text)
         rec = sr._read_records_chunked(p.read_bytes(), p)
         assert _records_view(rec) == whole
+        assert rec.compact == compact
         for s in rec.scheduler_phases:
-            assert all(isinstance(r, sr.PhaseRecord) for r in s.records)
+            assert all(isinstance(r, sr.PhaseRecord if compact else dict) for r in s.records)
 
 
 def test_records_read_in_pieces_fall_back_on_bad_rows_with_the_plain_message(tmp_path, monkeypatch):

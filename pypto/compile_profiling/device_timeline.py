@@ -63,6 +63,7 @@ from pypto.compile_profiling.clock_alignment import (
 from pypto.compile_profiling.simpler_readers import (
     AIC_CORE,
     AIC_END,
+    AIC_R2S,
     AIC_REG,
     AIC_START,
     AIC_TOKEN,
@@ -596,6 +597,14 @@ def _add_aicore(timeline: Timeline, proc: Process, capture: Capture, to_ns, wind
     matched = n - cpu_of_row.count(-1)
     kernel_of_row = [0] * n
     table = _AicoreTable(core_types_meta)
+    # Big captures (read compactly) get lazy args; others plain dicts: faster to write.
+    lazy = rec.compact
+    if not lazy:
+        regs = a[:, AIC_REG].tolist()
+        sc, ec, r2s = a[:, AIC_START].tolist(), a[:, AIC_END].tolist(), a[:, AIC_R2S].tolist()
+        disp_c = cpu[:, CPU_DISPATCH].tolist() if len(cpu) else []
+        fin_c = cpu[:, CPU_FINISH].tolist() if len(cpu) else []
+        disp_ns, fin_ns = cpu_ns[:, 0].tolist(), cpu_ns[:, 1].tolist()
 
     lane_sets: dict[int, _LaneSet] = {}
     label_cache: dict[tuple[int, str], tuple[str, int, str | None]] = {}
@@ -631,7 +640,20 @@ def _add_aicore(timeline: Timeline, proc: Process, capture: Capture, to_ns, wind
             track = lanes.track_for(s, e)
             if lanes.tracks:
                 track0 = lanes.tracks[0]
-        sl = Slice(track, lab[0], s, e - s, "aicore", AicoreArgs(table, i))
+        if lazy:
+            args = AicoreArgs(table, i)
+        else:
+            args = {"task_id": tok, "task": lab[0][lab[0].rfind("(") + 1:-1], "core_id": core,
+                    "core_type": ct, "kernel_id": lab[1], "reg_task_id": regs[i],
+                    "start_cycles": sc[i], "end_cycles": ec[i],
+                    "receive_to_start_cycles": r2s[i]}
+            j = cpu_of_row[i]
+            if j >= 0:
+                args["dispatch_cycles"] = disp_c[j]
+                args["finish_cycles"] = fin_c[j]
+                args["dispatch_ts_ns"] = disp_ns[j]
+                args["finish_ts_ns"] = fin_ns[j]
+        sl = Slice(track, lab[0], s, e - s, "aicore", args)
         append(sl)
         prev = first_by_task.get(tok)
         if prev is None or s < prev.ts_ns:
@@ -641,7 +663,8 @@ def _add_aicore(timeline: Timeline, proc: Process, capture: Capture, to_ns, wind
             prev = first_by_kernel.get(kname)
             if prev is None or s < prev.ts_ns:
                 first_by_kernel[kname] = sl
-    table.fill(a, kernel_of_row, cpu_of_row, cpu, cpu_ns)
+    if lazy:
+        table.fill(a, kernel_of_row, cpu_of_row, cpu, cpu_ns)
     timeline.slices.extend(out)
     window.extend((float(starts.min()), float(ends.max())))
     if len(cpu_ns):

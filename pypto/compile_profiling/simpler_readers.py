@@ -115,6 +115,9 @@ def parse_json_bytes(data: bytes, path: str | os.PathLike) -> object:
 
 _CHUNK_BYTES = 4 << 20
 _PHASE_PIECE_BYTES = 48 << 10   # phase pieces are kept as the text of their records
+# From this size on, a records file is held compactly (phase records as text, lazy AICore
+# args: ~3x less memory); smaller ones keep plain dicts, which are faster to write out.
+_COMPACT_FILE_BYTES = 128 << 20
 _WS = b" \t\r\n"
 _SMALL_WINDOW = 1 << 16
 
@@ -542,6 +545,7 @@ class SwimlaneRecords:
     host_orchestrator_phases: list[PhaseStream]  # host orchestrator (host ns)
     host_device_uploads: PhaseStream | None      # host ns
     ignored_streams: list[str] = field(default_factory=list)
+    compact: bool = False    # big file: phase records kept as text, AICore args made lazily
 
     @property
     def record_count(self) -> int:
@@ -790,6 +794,7 @@ def _read_records_chunked(buf: bytes, path) -> SwimlaneRecords:
     """The big streams converted piece by piece as the file is walked (see `_walk_object`):
     rows straight into int64 arrays, phase records into compact `PhaseRecord`s."""
     converted: dict[str, tuple] = {}
+    compact = len(buf) >= _COMPACT_FILE_BYTES
 
     def rows(name: str, ncols: tuple[int, ...]):
         def handle(buf: bytes, p: int) -> int:
@@ -816,9 +821,10 @@ def _read_records_chunked(buf: bytes, path) -> SwimlaneRecords:
             def start(i: int) -> None:
                 builders.append(_PhaseStreamBuilder(i, path, f"{name}[{i}]", **kw))
 
-            end = _nested_array_pieces(buf, p, _SEP_OBJECTS, start,
-                                       lambda chunk, text: builders[-1].add(chunk, text),
-                                       piece_bytes=_PHASE_PIECE_BYTES)
+            end = _nested_array_pieces(
+                buf, p, _SEP_OBJECTS, start,
+                lambda chunk, text: builders[-1].add(chunk, text if compact else None),
+                piece_bytes=_PHASE_PIECE_BYTES)
             converted[name] = ("phases", [b.finish() for b in builders])
             return end
         return handle
@@ -826,7 +832,9 @@ def _read_records_chunked(buf: bytes, path) -> SwimlaneRecords:
     handlers = {name: rows(name, n) for name, n in _ROW_STREAMS.items()}
     handlers.update({name: phases(name, kw) for name, kw in _PHASE_STREAMS.items()})
     small = _walk_object(buf, handlers)
-    return _records_from_doc(small, path, converted)
+    rec = _records_from_doc(small, path, converted)
+    rec.compact = compact
+    return rec
 
 
 def read_swimlane_records(path: str | os.PathLike, data: object = None) -> SwimlaneRecords:
