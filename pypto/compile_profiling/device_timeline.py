@@ -607,7 +607,11 @@ def _add_aicore(timeline: Timeline, proc: Process, capture: Capture, to_ns, wind
         disp_ns, fin_ns = cpu_ns[:, 0].tolist(), cpu_ns[:, 1].tolist()
 
     lane_sets: dict[int, _LaneSet] = {}
-    label_cache: dict[tuple[int, str], tuple[str, int, str | None]] = {}
+    # (task, core type) -> label, kernel id, kernel name; keyed by one int (no tuple per
+    # task: a million tasks make a million keys).
+    label_cache: dict[int, tuple[str, int, str | None]] = {}
+    ct_code = {ct: k for k, ct in enumerate(dict.fromkeys(core_types_meta))}
+    n_ct = max(len(ct_code), 1)
     first_by_task: dict[int, Slice] = {}
     first_by_kernel: dict[str, Slice] = {}
     out = []
@@ -624,7 +628,7 @@ def _add_aicore(timeline: Timeline, proc: Process, capture: Capture, to_ns, wind
                                                    allow_nesting=False)
             last_core, lane0, track0 = core, lanes.lanes.stacks[0], None
         tok = tokens[i]
-        key = (tok, ct)
+        key = tok * n_ct + ct_code[ct]
         lab = label_cache.get(key)
         if lab is None:
             fid = resolve_func_id(kmap.get(tok), ct)
