@@ -105,17 +105,20 @@ def format_for_path(path: str | os.PathLike, format: str | None = None) -> str:
 
 
 def write_timeline(timeline: Timeline, path: str | os.PathLike,
-                   format: str | None = None) -> int:
-    """Write `timeline` as Chrome JSON or Perfetto protobuf (atomically); return bytes written."""
+                   format: str | None = None, *, parallel: bool | None = None) -> int:
+    """Write `timeline` as Chrome JSON or Perfetto protobuf (atomically); return bytes written.
+
+    `parallel`: whether a big timeline may be rendered by a second, forked process (None:
+    only from a single-threaded process; see the exporters)."""
     fmt = format_for_path(path, format)
     if fmt == "json":
         from pypto.compile_profiling.timeline_json import write_chrome_json
 
-        write_chrome_json(timeline, path)
+        write_chrome_json(timeline, path, parallel=parallel)
     else:
         from pypto.compile_profiling.timeline_proto import write_perfetto_trace
 
-        write_perfetto_trace(timeline, path)
+        write_perfetto_trace(timeline, path, parallel=parallel)
     return os.path.getsize(path)
 
 

@@ -56,12 +56,22 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+# Guards progress state and printing. The exporters may fork a helper process while the
+# progress timer thread runs; holding this lock across every fork guarantees the child never
+# inherits a stream or lock that the timer thread held mid-print.
+_PROGRESS_LOCK = threading.Lock()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_PROGRESS_LOCK.acquire,
+                        after_in_parent=_PROGRESS_LOCK.release,
+                        after_in_child=_PROGRESS_LOCK.release)
+
+
 class _Progress:
     """Says on stderr what a step is doing, only once it has taken `PROGRESS_AFTER_S`."""
 
     def __init__(self, out=sys.stderr) -> None:
         self._out = out
-        self._lock = threading.Lock()
+        self._lock = _PROGRESS_LOCK
         self._timer: threading.Timer | None = None
         self._step = ""
         self._t0 = time.monotonic()
@@ -197,7 +207,9 @@ def main(argv: list[str] | None = None) -> int:
         result = merge_traces(args.inputs, offset_us=args.offset_us, progress=progress)
         tl = result.timeline
         progress(f"writing {args.output}")
-        size = write_timeline(tl, args.output, fmt)
+        # a second process renders part of a big timeline (safe with the progress thread:
+        # see _PROGRESS_LOCK)
+        size = write_timeline(tl, args.output, fmt, parallel=True)
     except TraceInputError as e:
         progress.stop()
         print(str(e), file=err)
