@@ -33,7 +33,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-SOURCE = Path("/work/shared/fixtures/simpler/tmr_bgemm_case0_l4_depgen")
+# the real capture lies in shared/ beside the checkout
+SOURCE = REPO.parent / "shared" / "fixtures" / "simpler" / "tmr_bgemm_case0_l4_depgen"
 GAP_NS = 1_000_000
 TARGETS = {100_000: (4.0, 600), 1_000_000: (40.0, 3000)}
 

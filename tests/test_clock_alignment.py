@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
+from simpler_fixtures import FIXTURES
 
 from pypto.compile_profiling import clock_alignment as ca
 from pypto.compile_profiling import simpler_readers as sr
 
-FIXTURES = Path("/work/shared/fixtures/simpler")
 HBG = ["hbg_vector_example_l4_depgen", "hbg_bgemm_l4_depgen", "hbg_benchmark_bgemm_case0_l4_depgen"]
 pytestmark = pytest.mark.skipif(not FIXTURES.is_dir(), reason="Simpler fixtures not present")
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import collections
 import json
-from pathlib import Path
 
 import pytest
+from simpler_fixtures import CASES, FIXTURES
 
 from pypto.compile_profiling import simpler_readers as sr
 from pypto.compile_profiling.device_timeline import (
@@ -21,8 +21,6 @@ from pypto.compile_profiling.device_timeline import (
 from pypto.compile_profiling.timeline import Timeline
 from pypto.errors import TraceInputError
 
-FIXTURES = Path("/work/shared/fixtures/simpler")
-CASES = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir()) if FIXTURES.is_dir() else []
 pytestmark = pytest.mark.skipif(not CASES, reason="Simpler fixtures not present")
 ORIGIN = 5e11
 

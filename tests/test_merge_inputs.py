@@ -12,8 +12,8 @@ import json
 import re
 from pathlib import Path
 
-FIXTURES = Path("/work/shared/fixtures/simpler")
-CASES = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir()) if FIXTURES.is_dir() else []
+from simpler_fixtures import CASES, FIXTURES
+
 CALIBRATED = [c for c in CASES if c.startswith("hbg_")]
 ESTIMATED = [c for c in CASES if c.startswith("tmr_")]
 

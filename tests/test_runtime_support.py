@@ -16,11 +16,6 @@ import numpy as np
 
 from pypto.codegen import CompiledKernel, CompiledProgram, ParamSpec, TaskCall
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "simpler"
-if not FIXTURES.is_dir():
-    FIXTURES = Path("/work/shared/fixtures/simpler")
-
-
 # -- kernels -----------------------------------------------------------------------------------
 
 def k_add(a, b, out):

@@ -5,19 +5,15 @@ from __future__ import annotations
 import copy
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from simpler_fixtures import CASES, FIXTURES
 
 from pypto.compile_profiling import simpler_readers as sr
 from pypto.errors import TraceInputError
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "simpler"
-if not FIXTURES.is_dir():
-    FIXTURES = Path("/work/shared/fixtures/simpler")
-CASES = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir()) if FIXTURES.is_dir() else []
 pytestmark = pytest.mark.skipif(not CASES, reason="Simpler fixtures not present")
 
 
