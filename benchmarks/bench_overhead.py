@@ -26,8 +26,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.pop("PYPTO_COMPILE_PROFILING", None)
 
-from pypto.compile_profiling import CompileProfiler, get_active_profiler  # noqa: E402
-from pypto.compile_profiling.profiler import refresh_from_environment  # noqa: E402
+from pypto.compile_profiling import CompileProfiler, get_active_profiler
+from pypto.compile_profiling.profiler import refresh_from_environment
 
 
 def best_ns_per_op(fn, loops: int, rounds: int) -> float:
@@ -95,11 +95,10 @@ def loop_get_active(n):
 
 
 def bench_export(stage_count: int) -> tuple[float, float]:
-    with CompileProfiler() as prof:
-        with prof.stage("passes"):
-            for i in range(stage_count - 1):
-                with prof.stage(f"pass_{i % 50}", {"i": i} if i % 10 == 0 else None):
-                    pass
+    with CompileProfiler() as prof, prof.stage("passes"):
+        for i in range(stage_count - 1):
+            with prof.stage(f"pass_{i % 50}", {"i": i} if i % 10 == 0 else None):
+                pass
     with tempfile.TemporaryDirectory() as d:
         t0 = time.perf_counter()
         prof.to_chrome_trace(Path(d) / "trace.json")

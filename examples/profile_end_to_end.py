@@ -20,9 +20,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
-from pypto.compile_profiling.merge import merge_traces, write_timeline  # noqa: E402
-from pypto.errors import PyptoError  # noqa: E402
-from pypto.runtime import RunConfig, run  # noqa: E402
+from pypto.compile_profiling.merge import merge_traces, write_timeline
+from pypto.errors import PyptoError
+from pypto.runtime import RunConfig, run
 
 EXAMPLES = {
     "vector_dag": ("vector_dag", "VectorDAG"),

@@ -110,10 +110,9 @@ def test_slices_nest_properly_on_every_thread():
 def test_child_recorded_outside_its_parent_is_clamped_into_it():
     from pypto.compile_profiling import StageRecord
 
-    with CompileProfiler() as prof:
-        with prof.stage("outer"):
-            now = time.perf_counter()
-            prof.add_stage_record(StageRecord("sticks_out", now - 10, now + 10))
+    with CompileProfiler() as prof, prof.stage("outer"):
+        now = time.perf_counter()
+        prof.add_stage_record(StageRecord("sticks_out", now - 10, now + 10))
     events = {e["name"]: e for e in complete_events(prof.to_chrome_trace())}
     outer, inner = events["outer"], events["sticks_out"]
     assert outer["ts"] <= inner["ts"] and inner["ts"] + inner["dur"] <= outer["ts"] + outer["dur"]
@@ -121,9 +120,8 @@ def test_child_recorded_outside_its_parent_is_clamped_into_it():
 
 def test_awkward_names_round_trip(tmp_path):
     name = 'quote " back\\slash\nnewline 名前 ✓'
-    with CompileProfiler() as prof:
-        with prof.stage(name, {"note": "tab\there"}):
-            pass
+    with CompileProfiler() as prof, prof.stage(name, {"note": "tab\there"}):
+        pass
     prof.to_chrome_trace(tmp_path / "trace.json")
     trace = json.loads((tmp_path / "trace.json").read_text(encoding="utf-8"))
     (e,) = complete_events(trace)

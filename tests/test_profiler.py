@@ -76,9 +76,8 @@ def test_nested_stages_build_a_tree_with_json_report_structure():
 
 def test_stage_records_pid_native_tid_thread_name_and_monotonic_ns():
     before = time.perf_counter_ns()
-    with CompileProfiler() as prof:
-        with prof.stage("s"):
-            time.sleep(0.001)
+    with CompileProfiler() as prof, prof.stage("s"):
+        time.sleep(0.001)
     after = time.perf_counter_ns()
     (rec,) = prof.stages
     assert rec.pid == os.getpid() and rec.tid == threading.get_native_id()
@@ -90,18 +89,17 @@ def test_stage_records_pid_native_tid_thread_name_and_monotonic_ns():
 
 def test_worker_stages_keep_their_thread_and_nest_under_the_submitting_stage():
     main_tid = threading.get_native_id()
-    with CompileProfiler() as prof:
-        with prof.stage("codegen"):
-            def kernel(i):
-                p = CompileProfiler.current()  # upstream workers look the profiler up
-                with p.stage(f"kernel_codegen:k{i}", {"kernel": f"k{i}"}):
-                    time.sleep(0.002)
-                return threading.get_native_id()
+    with CompileProfiler() as prof, prof.stage("codegen"):
+        def kernel(i):
+            p = CompileProfiler.current()  # upstream workers look the profiler up
+            with p.stage(f"kernel_codegen:k{i}", {"kernel": f"k{i}"}):
+                time.sleep(0.002)
+            return threading.get_native_id()
 
-            with ThreadPoolExecutor(max_workers=3) as pool:
-                worker_tids = set(pool.map(bind_to_current(kernel), range(6)))
-            with prof.stage("orchestration_codegen"):
-                pass
+        with ThreadPoolExecutor(max_workers=3) as pool:
+            worker_tids = set(pool.map(bind_to_current(kernel), range(6)))
+        with prof.stage("orchestration_codegen"):
+            pass
     (codegen,) = prof.stages
     kernels = [c for c in codegen.children if c.name.startswith("kernel_codegen:")]
     assert sorted(names(kernels)) == [f"kernel_codegen:k{i}" for i in range(6)]
@@ -121,21 +119,19 @@ def test_bind_to_current_without_profiler_returns_the_function_itself():
 
 def test_concurrent_threads_never_lose_or_corrupt_records():
     threads, per_thread = 8, 3000
-    with CompileProfiler() as prof:
-        with prof.stage("root"):
-            def work(t):
-                p = CompileProfiler.current()
-                for i in range(per_thread):
-                    with p.stage(f"t{t}"):
-                        with p.stage("inner", {"i": i}):
-                            pass
+    with CompileProfiler() as prof, prof.stage("root"):
+        def work(t):
+            p = CompileProfiler.current()
+            for i in range(per_thread):
+                with p.stage(f"t{t}"), p.stage("inner", {"i": i}):
+                    pass
 
-            bound = bind_to_current(work)
-            ts = [threading.Thread(target=bound, args=(t,)) for t in range(threads)]
-            for t in ts:
-                t.start()
-            for t in ts:
-                t.join()
+        bound = bind_to_current(work)
+        ts = [threading.Thread(target=bound, args=(t,)) for t in range(threads)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
     (root,) = prof.stages
     assert len(root.children) == threads * per_thread
     by_thread: dict[str, set[int]] = {}
@@ -149,10 +145,8 @@ def test_concurrent_threads_never_lose_or_corrupt_records():
 
 def test_failing_stage_is_closed_marked_and_the_exception_propagates(tmp_path):
     with CompileProfiler() as prof:
-        with pytest.raises(KeyError):
-            with prof.stage("passes"):
-                with prof.stage("BrokenPass"):
-                    raise KeyError("x")
+        with pytest.raises(KeyError), prof.stage("passes"), prof.stage("BrokenPass"):
+            raise KeyError("x")
         with prof.stage("after"):
             pass
     passes, after = prof.stages
@@ -196,11 +190,10 @@ def test_add_stage_record_inserts_at_current_nesting_level():
 
 
 def test_repeated_stages_stay_separate_and_summary_counts_them():
-    with CompileProfiler() as prof:
-        with prof.stage("passes"):
-            for _ in range(2):
-                with prof.stage("ConstantFolding"):
-                    pass
+    with CompileProfiler() as prof, prof.stage("passes"):
+        for _ in range(2):
+            with prof.stage("ConstantFolding"):
+                pass
     (passes,) = prof.stages
     assert names(passes.children) == ["ConstantFolding", "ConstantFolding"]
     summary = prof.summary()
@@ -211,9 +204,8 @@ def test_summary_layout_matches_upstream():
     with CompileProfiler() as prof:
         with prof.stage("parse"):
             time.sleep(0.001)
-        with prof.stage("codegen"):
-            with prof.stage("kernel_codegen:my_kernel"):
-                pass
+        with prof.stage("codegen"), prof.stage("kernel_codegen:my_kernel"):
+            pass
     lines = prof.summary().splitlines()
     assert lines[0] == "PyPTO Compile Profile" and set(lines[1]) == {"="}
     assert lines[2].startswith("Total: ") and lines[3] == ""
@@ -223,9 +215,8 @@ def test_summary_layout_matches_upstream():
 
 
 def test_write_report_writes_three_files(tmp_path):
-    with CompileProfiler() as prof:
-        with prof.stage("parse"):
-            pass
+    with CompileProfiler() as prof, prof.stage("parse"):
+        pass
     out = tmp_path / "a" / "report"
     prof.write_report(out)
     assert sorted(p.name for p in out.iterdir()) == [
@@ -234,9 +225,8 @@ def test_write_report_writes_three_files(tmp_path):
 
 
 def test_to_json_writes_file_and_returns_text(tmp_path):
-    with CompileProfiler() as prof:
-        with prof.stage("x"):
-            pass
+    with CompileProfiler() as prof, prof.stage("x"):
+        pass
     text = prof.to_json(tmp_path / "profile.json")
     assert json.loads((tmp_path / "profile.json").read_text()) == json.loads(text)
     assert "\n  " in text and "\n" not in prof.to_json(indent=None)
@@ -256,21 +246,19 @@ def test_failed_write_leaves_no_partial_file(tmp_path):
         def __str__(self):
             raise RuntimeError("boom")
 
-    with CompileProfiler() as prof:
-        with prof.stage("s", {"bad": Unprintable()}):
-            pass
+    with CompileProfiler() as prof, prof.stage("s", {"bad": Unprintable()}):
+        pass
     with pytest.raises(RuntimeError):
         prof.to_chrome_trace(tmp_path / "trace.json")
     assert list(tmp_path.iterdir()) == []
 
 
 def test_summary_durations_line_up_even_with_names_longer_than_the_column(tmp_path):
-    with CompileProfiler() as prof:
-        with prof.stage("codegen"):
-            with prof.stage("kernel_codegen:a_kernel_with_a_very_long_descriptive_name"):
-                pass
-            with prof.stage("orchestration_codegen"):
-                pass
+    with CompileProfiler() as prof, prof.stage("codegen"):
+        with prof.stage("kernel_codegen:a_kernel_with_a_very_long_descriptive_name"):
+            pass
+        with prof.stage("orchestration_codegen"):
+            pass
     prof.write_report(tmp_path)
     lines = (tmp_path / "pipeline_profile.txt").read_text().splitlines()[4:]
     assert len(lines) == 3
@@ -280,9 +268,8 @@ def test_summary_durations_line_up_even_with_names_longer_than_the_column(tmp_pa
 
 def test_json_report_is_valid_json_with_one_stage_per_line(tmp_path):
     with CompileProfiler() as prof:
-        with prof.stage("passes", {"note": 'quote " and 名前'}):
-            with prof.stage("UnrollLoops"):
-                pass
+        with prof.stage("passes", {"note": 'quote " and 名前'}), prof.stage("UnrollLoops"):
+            pass
         with prof.stage("codegen"):
             pass
     prof.write_report(tmp_path)

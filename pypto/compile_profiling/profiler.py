@@ -21,8 +21,9 @@ import sys
 import threading
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 _pc = time.perf_counter_ns
 
@@ -115,7 +116,7 @@ class _Marker:
 class _ThreadLog(list):
     """One thread's event log for one profiler; also the `with prof.stage()` closer."""
 
-    __slots__ = ("pid", "tid", "thread_name", "order")
+    __slots__ = ("order", "pid", "thread_name", "tid")
 
     def __enter__(self) -> _ThreadLog:
         return self
