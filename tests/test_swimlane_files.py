@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
+from simpler_fixtures import FIXTURES
 from test_runtime_support import (
-    FIXTURES,
     dag_golden,
     dag_program,
     dag_specs,
