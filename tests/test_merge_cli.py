@@ -189,16 +189,13 @@ def test_unknown_output_extension_is_rejected_before_reading(tmp_path):
 
 
 def test_unwritable_output_exits_1_with_one_line(tmp_path):
-    ro = tmp_path / "ro"
-    ro.mkdir()
-    ro.chmod(0o500)
-    try:
-        if os.access(ro, os.W_OK):
-            pytest.skip("running as a user who can write anywhere")
-        r = run_cli(FIXTURES / CALIBRATED[0], "-o", ro / "m.json")
-        assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1
-    finally:
-        ro.chmod(0o700)
+    # a regular file where the output directory should be: unwritable even for root
+    blocker = tmp_path / "not_a_dir"
+    blocker.write_text("x")
+    r = run_cli(FIXTURES / CALIBRATED[0], "-o", blocker / "m.json")
+    assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1
+    assert str(blocker) in r.stderr and "Traceback" not in r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["not_a_dir"]
 
 
 # ---------------------------------------------------------------- --open
