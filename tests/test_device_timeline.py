@@ -9,6 +9,7 @@ import pytest
 from simpler_fixtures import CASES, FIXTURES
 
 from pypto.compile_profiling import simpler_readers as sr
+from pypto.compile_profiling import simpler_records
 from pypto.compile_profiling.device_timeline import (
     Placement,
     add_device_capture,
@@ -251,7 +252,7 @@ def test_label_helpers_follow_simpler():
 def test_slice_args_carry_exactly_the_capture_values(case, compact, monkeypatch):
     """AICore args (dicts, or read lazily from the arrays for big captures) and phase args
     (the records themselves, or compact PhaseRecords)."""
-    monkeypatch.setattr(sr, "_COMPACT_FILE_BYTES", 0 if compact else 1 << 40)
+    monkeypatch.setattr(simpler_records, "_COMPACT_FILE_BYTES", 0 if compact else 1 << 40)
     cap = _capture(case)
     assert cap.records.compact == compact
     raw = json.loads((FIXTURES / case / "chip_swimlane_records.json").read_text())

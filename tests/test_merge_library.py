@@ -18,6 +18,7 @@ from test_merge_inputs import (
 )
 
 from pypto.compile_profiling import simpler_readers as sr
+from pypto.compile_profiling import simpler_records
 from pypto.compile_profiling.merge import (
     format_for_path,
     merge_traces,
@@ -295,7 +296,7 @@ def test_compact_reading_writes_the_same_trace(tmp_path, monkeypatch, case):
         pytest.skip("fixture missing")
     outs = {}
     for compact in (False, True):
-        monkeypatch.setattr(sr, "_COMPACT_FILE_BYTES", 0 if compact else 1 << 40)
+        monkeypatch.setattr(simpler_records, "_COMPACT_FILE_BYTES", 0 if compact else 1 << 40)
         res = merge_traces([FIXTURES / case])
         for ext in ("json", "pftrace"):
             out = tmp_path / f"{compact}.{ext}"

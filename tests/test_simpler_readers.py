@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from simpler_fixtures import CASES, FIXTURES
 
+from pypto.compile_profiling import simpler_json, simpler_records
 from pypto.compile_profiling import simpler_readers as sr
 from pypto.errors import TraceInputError
 
@@ -451,7 +452,7 @@ def _pretty(doc) -> str:
 def test_deps_read_in_pieces_equals_deps_read_whole(case, monkeypatch, tmp_path):
     path = FIXTURES / case / "deps.json"
     whole = sr.read_deps(path, json.loads(path.read_text()))
-    monkeypatch.setattr(sr, "_CHUNK_BYTES", 64)           # force many pieces
+    monkeypatch.setattr(simpler_json, "_CHUNK_BYTES", 64)           # force many pieces
     for text in (path.read_text(), _pretty(json.loads(path.read_text())),
                  json.dumps(json.loads(path.read_text()), separators=(",", ":"))):
         p = tmp_path / "deps.json"
@@ -462,7 +463,7 @@ def test_deps_read_in_pieces_equals_deps_read_whole(case, monkeypatch, tmp_path)
 
 
 def test_chunked_reader_falls_back_and_words_errors_like_the_plain_one(tmp_path, monkeypatch):
-    monkeypatch.setattr(sr, "_CHUNK_BYTES", 16)
+    monkeypatch.setattr(simpler_json, "_CHUNK_BYTES", 16)
     p = tmp_path / "deps.json"
     doc = {"tasks": [{"task_id": str(i), "args": [{"a": "},{\"task_id\""}]}
                      for i in range(20)], "edges": [{"pred": "1", "succ": "2"}]}
@@ -498,10 +499,10 @@ def test_records_read_in_pieces_equal_records_read_whole(case, compact, monkeypa
     path = FIXTURES / case / "chip_swimlane_records.json"
     raw = json.loads(path.read_text())
     whole = _records_view(sr.read_swimlane_records(path, copy.deepcopy(raw)))
-    monkeypatch.setattr(sr, "_CHUNK_BYTES", 200)          # force many pieces
-    monkeypatch.setattr(sr, "_PHASE_PIECE_BYTES", 300)
-    monkeypatch.setattr(sr, "_DECODED_BLOCKS", 2)
-    monkeypatch.setattr(sr, "_COMPACT_FILE_BYTES", 0 if compact else 1 << 40)
+    monkeypatch.setattr(simpler_json, "_CHUNK_BYTES", 200)          # force many pieces
+    monkeypatch.setattr(simpler_records, "_PHASE_PIECE_BYTES", 300)
+    monkeypatch.setattr(simpler_records, "_DECODED_BLOCKS", 2)
+    monkeypatch.setattr(simpler_records, "_COMPACT_FILE_BYTES", 0 if compact else 1 << 40)
     for text in (path.read_text(), json.dumps(raw, separators=(",", ":"))):
         p = tmp_path / "chip_swimlane_records.json"
         p.write_text(text)
@@ -513,7 +514,7 @@ def test_records_read_in_pieces_equal_records_read_whole(case, compact, monkeypa
 
 
 def test_records_read_in_pieces_fall_back_on_bad_rows_with_the_plain_message(tmp_path, monkeypatch):
-    monkeypatch.setattr(sr, "_CHUNK_BYTES", 64)
+    monkeypatch.setattr(simpler_json, "_CHUNK_BYTES", 64)
     raw = _raw("tmr_bgemm_case0_l4_depgen")
     raw["aicore_tasks"][500][3] = -5
     p = tmp_path / "chip_swimlane_records.json"
@@ -566,7 +567,7 @@ def test_args_stripping_follows_json_grammar_and_keeps_invalid_args_an_error(tmp
                  b',"args":[{"t":[{"x":1}]}]', b',"args":[{"t":tru}]', b',"args":[{"t":1.}]',
                  b',"args":[{"t":"\xc3\xa9"}]', b',"args":[{"t":"a\x01"}]'):
         assert not strip.fullmatch(text), text
-    monkeypatch.setattr(sr, "_CHUNK_BYTES", 64)
+    monkeypatch.setattr(simpler_json, "_CHUNK_BYTES", 64)
     good = json.dumps({"tasks": [{"task_id": str(i), "kernel_ids": [i, -1, -1],
                                   "args": [{"dtype": "FLOAT32", "shape": [4]}]}
                                  for i in range(30)], "edges": []})

@@ -37,23 +37,26 @@ from __future__ import annotations
 import logging
 import os
 import re
-import sys
-import types
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pypto.compile_profiling import simpler_json, simpler_records
 from pypto.compile_profiling.simpler_deps import (
     _STRIP_TASK_ARGS as _STRIP_TASK_ARGS,
+)
+from pypto.compile_profiling.simpler_deps import (
     DepsGraph,
     DispatchProgram,
     NameMap,
-    _DepsBuilder as _DepsBuilder,
     _DepsInChild,
-    _read_deps_chunked as _read_deps_chunked,
     read_deps,
     read_dispatch_program,
     read_name_map,
+)
+from pypto.compile_profiling.simpler_deps import (
+    _DepsBuilder as _DepsBuilder,
+)
+from pypto.compile_profiling.simpler_deps import (
+    _read_deps_chunked as _read_deps_chunked,
 )
 from pypto.compile_profiling.simpler_host_log import (
     STRACE_VERSIONS,
@@ -86,9 +89,13 @@ from pypto.compile_profiling.simpler_records import (
     PhaseStream,
     SwimlaneMetadata,
     SwimlaneRecords,
-    _PhaseStreamBuilder as _PhaseStreamBuilder,
-    _read_records_chunked as _read_records_chunked,
     read_swimlane_records,
+)
+from pypto.compile_profiling.simpler_records import (
+    _PhaseStreamBuilder as _PhaseStreamBuilder,
+)
+from pypto.compile_profiling.simpler_records import (
+    _read_records_chunked as _read_records_chunked,
 )
 from pypto.errors import TraceInputError
 
@@ -287,35 +294,3 @@ def _load_small_files(cap: Capture, files: CaptureFiles, read_host_log_file: boo
         cap.host_log = read_host_log(files.host_logs[0])
     for p in files.listed_only:
         log.info("not a timeline, listed only: %s", p)
-
-
-# --------------------------------------------------------------------------- tuning knobs
-#
-# The size knobs of the chunked readers moved with the code that reads them. Reading or
-# setting them here (`monkeypatch.setattr(simpler_readers, "_CHUNK_BYTES", 64)`, as the tests
-# do) reaches the module that uses them, so a patch through this module is not silently lost.
-_FORWARDED_KNOBS = {
-    "_CHUNK_BYTES": simpler_json,
-    "_PHASE_PIECE_BYTES": simpler_records,
-    "_DECODED_BLOCKS": simpler_records,
-    "_COMPACT_FILE_BYTES": simpler_records,
-}
-
-
-def __getattr__(name: str):
-    owner = _FORWARDED_KNOBS.get(name)
-    if owner is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(owner, name)
-
-
-class _KnobForwardingModule(types.ModuleType):
-    def __setattr__(self, name: str, value) -> None:
-        owner = _FORWARDED_KNOBS.get(name)
-        if owner is not None:
-            setattr(owner, name, value)
-        else:
-            super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _KnobForwardingModule
