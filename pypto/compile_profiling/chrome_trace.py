@@ -14,7 +14,7 @@ import os
 import socket
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pypto
 from pypto.compile_profiling.atomic_io import atomic_writer
