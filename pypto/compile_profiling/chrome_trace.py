@@ -49,7 +49,7 @@ def us(ns: int) -> str:
 
 def _write_trace(prof: CompileProfiler, stages: list[StageRecord], write) -> None:
     """Write the JSON text of the trace through `write(str)` in large pieces."""
-    total = prof.total_seconds
+    total = prof.total_seconds_of(stages)
     now_ns = time.perf_counter_ns()
     anchor = clock_anchor()
     other = {

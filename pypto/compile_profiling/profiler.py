@@ -289,11 +289,16 @@ class CompileProfiler:
 
     @property
     def total_seconds(self) -> float:
+        return self.total_seconds_of(None)
+
+    def total_seconds_of(self, stages: list[StageRecord] | None) -> float:
+        """`total_seconds`, given the stage tree when the caller has already built it (a
+        profiler that was never entered sums its top-level stages)."""
         if self._total_end > 0:
             return self._total_end - self._total_start
         if self._total_start > 0:
             return time.perf_counter() - self._total_start
-        return sum(s.duration for s in self.stages)
+        return sum(s.duration for s in (self.stages if stages is None else stages))
 
     def to_dict(self) -> dict[str, Any]:
         """The profile as a dict: `total_seconds` and nested `stages` (name/seconds/children)."""
@@ -316,7 +321,8 @@ class CompileProfiler:
         """Human-readable hierarchical summary (the `pipeline_profile.txt` layout)."""
         from pypto.compile_profiling.report import format_summary
 
-        return format_summary(self.stages, self.total_seconds)
+        stages = self.stages
+        return format_summary(stages, self.total_seconds_of(stages))
 
     def to_chrome_trace(self, path: str | os.PathLike | None = None) -> dict:
         """The profile as a Chrome-trace dict; also written (atomically) to `path` when given."""

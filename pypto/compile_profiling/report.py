@@ -26,7 +26,7 @@ TRACE_JSON = "trace.json"
 def profile_dict(prof: CompileProfiler, stages: list[StageRecord]) -> dict[str, Any]:
     """`{"total_seconds", "stages": [...]}` plus clock and process facts."""
     return {
-        "total_seconds": round(prof.total_seconds, 6),
+        "total_seconds": round(prof.total_seconds_of(stages), 6),
         "stages": [s.to_dict() for s in stages],
         "clock": "CLOCK_MONOTONIC",
         "pid": prof.pid,
@@ -116,7 +116,7 @@ def write_report(prof: CompileProfiler, report_dir: str | os.PathLike) -> None:
 
     directory = ensure_dir(report_dir)
     stages = prof.stages
-    total = prof.total_seconds
+    total = prof.total_seconds_of(stages)
     atomic_write_text(directory / REPORT_TEXT, format_summary(stages, total))
     data = profile_dict(prof, stages)
     atomic_write_text(directory / REPORT_JSON, format_profile_json(data))
