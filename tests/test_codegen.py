@@ -209,3 +209,26 @@ def test_fp16_matmul_int32_division_scalar_param_and_orchestration_loop(tmp_path
     np.testing.assert_allclose(t["c"], t["a"].astype(np.float32) @ t["b"].astype(np.float32),
                                rtol=1e-5, atol=1e-5)
     np.testing.assert_array_equal(t["y"], 1 + 3 * (x0 // 7))
+
+
+def test_cpp_kernel_source_writes_loops_that_reach_codegen_as_counted_loops():
+    # The pipeline unrolls every loop before codegen; C++ emission of a loop (shared by the
+    # kernel and orchestration writers) is only reached by IR that still has its loops.
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+    import tiled_softmax
+
+    from pypto.codegen.kernel_cpp import cpp_kernel_source
+
+    prog = tiled_softmax.TiledSoftmax
+    (qk,) = [f for f in prog.kernels if f.name == "qk_matmul"]
+    lines = cpp_kernel_source(qk, prog.name).splitlines()
+    header = [i for i, line in enumerate(lines) if "for (" in line]
+    assert len(header) == 1
+    start = header[0]
+    assert lines[start] == "    for (int64_t i = 0; i < 2; i += 1) {"
+    body_end = lines.index("    }", start)
+    assert body_end > start + 1
+    assert all(line.startswith("        ") for line in lines[start + 1:body_end])

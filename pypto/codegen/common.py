@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pypto.ir.nodes import Assign, BinExpr, Call, Const, Expr, Function, Return, Var
+from collections.abc import Callable
+
+from pypto.ir.nodes import Assign, BinExpr, Call, Const, Expr, For, Function, Return, Stmt, Var
 from pypto.ir.types import ScalarType
 from pypto.ir.visit import iter_exprs, iter_stmts
 
@@ -63,3 +65,12 @@ def cpp_expr(e: Expr) -> str:
         op = "/" if e.op == "//" else e.op
         return f"({cpp_expr(e.lhs)} {op} {cpp_expr(e.rhs)})"
     return py_expr(e)
+
+
+def cpp_for_loop(lines: list[str], loop: For, ind: str, emit: Callable[[Stmt, str], None]) -> None:
+    """Append a C++ counted loop for `loop`; `emit(stmt, indent)` writes each body statement."""
+    v = loop.var.name
+    lines.append(f"{ind}for (int64_t {v} = {loop.start}; {v} < {loop.stop}; {v} += {loop.step}) {{")
+    for body_stmt in loop.body:
+        emit(body_stmt, ind + "    ")
+    lines.append(ind + "}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from math import prod
 
-from pypto.codegen.common import core_type, cpp_expr
+from pypto.codegen.common import core_type, cpp_expr, cpp_for_loop
 from pypto.errors import CompileError
 from pypto.ir.nodes import Assign, Call, Const, EvalStmt, Expr, For, Function, Return, Stmt, Var
 from pypto.ir.types import MEMORY_CAPACITY, ScalarType, TileType
@@ -61,11 +61,7 @@ def cpp_kernel_source(func: Function, program_name: str) -> str:
 
     def stmt(s: Stmt, ind: str) -> None:
         if isinstance(s, For):
-            v = s.var.name
-            lines.append(f"{ind}for (int64_t {v} = {s.start}; {v} < {s.stop}; {v} += {s.step}) {{")
-            for b in s.body:
-                stmt(b, ind + "    ")
-            lines.append(ind + "}")
+            cpp_for_loop(lines, s, ind, stmt)
             return
         if isinstance(s, Return):
             return

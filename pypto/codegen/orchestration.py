@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pypto.codegen.common import cpp_expr, py_expr
+from pypto.codegen.common import cpp_expr, cpp_for_loop, py_expr
 from pypto.errors import CompileError
 from pypto.ir.nodes import Assign, Call, Expr, For, Function, KernelCall, Return, Stmt, Var
 from pypto.ir.types import ScalarType
@@ -79,11 +79,7 @@ def cpp_orchestration_source(func: Function, program_name: str, func_ids: dict[s
 
     def stmt(s: Stmt, ind: str) -> None:
         if isinstance(s, For):
-            v = s.var.name
-            lines.append(f"{ind}for (int64_t {v} = {s.start}; {v} < {s.stop}; {v} += {s.step}) {{")
-            for b in s.body:
-                stmt(b, ind + "    ")
-            lines.append(ind + "}")
+            cpp_for_loop(lines, s, ind, stmt)
             return
         if isinstance(s, Return):
             return
