@@ -16,6 +16,9 @@ class ParserError(PyptoError):
         self.filename, self.lineno, self.col, self.problem = filename, lineno, col, message
         super().__init__(f"{filename}:{lineno}:{col}: {message}")
 
+    def __reduce__(self):  # rebuilt from its parts (e.g. raised in a forked helper process)
+        return type(self), (self.problem, self.filename, self.lineno, self.col)
+
 
 class CompileError(PyptoError):
     """A pass or codegen rejected the program (e.g. a kernel does not fit on-chip memory)."""
@@ -31,3 +34,6 @@ class TraceInputError(PyptoError):
     def __init__(self, path, problem: str):
         self.path, self.problem = str(path), problem
         super().__init__(f"{path}: {problem}")
+
+    def __reduce__(self):  # rebuilt from its parts (e.g. raised in a forked helper process)
+        return type(self), (self.path, self.problem)

@@ -8,9 +8,7 @@ import itertools
 import logging
 import operator
 import os
-import pickle
 import re
-import signal
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,6 +26,7 @@ from pypto.compile_profiling.simpler_json import (
     load_json_file,
     parse_json_bytes,
 )
+from pypto.compile_profiling.forked import ForkedCall
 from pypto.errors import TraceInputError
 
 log = logging.getLogger(__name__)
@@ -286,49 +285,21 @@ class _DepsInChild:
 
     def __init__(self, path: str):
         self.path = path
-        r, w = os.pipe()
-        self.pid = os.fork()
-        if self.pid == 0:                       # child: read, send, exit without cleanup
-            try:
-                os.close(r)
-                try:
-                    payload = ("ok", _pack_deps(read_deps(path)))
-                except TraceInputError as exc:
-                    payload = ("error", exc.path, exc.problem)
-                except BaseException as exc:    # noqa: BLE001 - reported by the parent
-                    payload = ("crash", f"{type(exc).__name__}: {exc}")
-                with os.fdopen(w, "wb") as f:
-                    pickle.dump(payload, f, protocol=pickle.HIGHEST_PROTOCOL)
-            finally:
-                os._exit(0)
-        os.close(w)
-        self.fd = r
+        self._call = ForkedCall(lambda: _pack_deps(read_deps(path)))
 
     def result(self) -> DepsGraph:
         try:
-            with os.fdopen(self.fd, "rb") as f:
-                data = f.read()
-        finally:
-            os.waitpid(self.pid, 0)
-        try:
-            payload = pickle.loads(data)
-        except Exception:                       # noqa: BLE001 - child died mid-way
-            payload = ("crash", "no result")
-        if payload[0] == "error":
-            raise TraceInputError(payload[1], payload[2])
-        if payload[0] != "ok":
-            log.warning("reading %s in a child failed (%s); reading it here", self.path,
-                        payload[1])
+            packed = self._call.result()
+        except TraceInputError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the child crashed: read it here instead
+            log.warning("reading %s in a child failed (%s: %s); reading it here", self.path,
+                        type(exc).__name__, exc)
             return read_deps(self.path)
-        return _unpack_deps(self.path, payload[1])
+        return _unpack_deps(self.path, packed)
 
     def cancel(self) -> None:
-        try:
-            os.kill(self.pid, signal.SIGKILL)
-        except OSError:
-            pass
-        os.waitpid(self.pid, 0)
-        os.close(self.fd)
+        self._call.cancel()
 
 
 def _pack_deps(g: DepsGraph) -> tuple:

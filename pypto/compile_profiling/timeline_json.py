@@ -30,17 +30,13 @@ import json
 import logging
 import math
 import os
-import pickle
-import shutil
-import signal
-import tempfile
 import threading
-from collections.abc import Callable, Iterator
-from typing import IO, BinaryIO, Self
+from collections.abc import Iterator
+from typing import BinaryIO
 
 from pypto.compile_profiling.atomic_io import atomic_writer
+from pypto.compile_profiling.forked import ForkedPart
 from pypto.compile_profiling.timeline import Slice, Timeline
-from pypto.errors import ProfileWriteError
 
 __all__ = ["CHUNK_EVENTS", "PARALLEL_MIN_SLICES", "ForkedPart", "chrome_json_chunks", "gc_paused",
            "other_data", "parallel_parts_possible", "write_chrome_json"]
@@ -328,82 +324,3 @@ def parallel_parts_possible(n_slices: int, parallel: bool | None = None) -> bool
     if (os.cpu_count() or 1) < 2:
         return False
     return parallel is True or threading.active_count() == 1
-
-
-class ForkedPart:
-    """Runs `work(binary_file)` in a forked child that writes to an anonymous temp file.
-
-    Why: both exporters spend their time in CPython building text or messages for millions of
-    independent slices; a fork shares the whole timeline copy-on-write at no cost, so a
-    second core can render half of it. The parent, after rendering its own half, calls
-    `copy_into(out)` to append the child's bytes and gets `work`'s (small, picklable) return
-    value; an exception in the child is re-raised in the parent. `close()` (also via `with`)
-    reaps a child that was not joined, e.g. when the parent failed first.
-    """
-
-    def __init__(self, work: Callable[[BinaryIO], object], directory: str | os.PathLike) -> None:
-        self._file = tempfile.TemporaryFile(dir=directory)  # noqa: SIM115 - closed by close()
-        read_fd, write_fd = os.pipe()
-        self._pid = os.fork()
-        if self._pid == 0:  # child: never returns into the caller's stack
-            code = 1
-            try:
-                os.close(read_fd)
-                try:
-                    result = ("ok", work(self._file))
-                    self._file.flush()
-                except BaseException as e:  # noqa: BLE001 - handed to the parent
-                    result = ("error", e)
-                try:
-                    payload = pickle.dumps(result)
-                except Exception:  # noqa: BLE001 - an unpicklable exception
-                    payload = pickle.dumps(("error", ProfileWriteError(repr(result[1]))))
-                with os.fdopen(write_fd, "wb") as w:
-                    w.write(payload)
-                code = 0
-            finally:
-                os._exit(code)
-        os.close(write_fd)
-        self._read_fd = read_fd
-
-    def _join(self) -> object:
-        with os.fdopen(self._read_fd, "rb") as r:
-            payload = r.read()
-        self._read_fd = None
-        _, status = os.waitpid(self._pid, 0)
-        self._pid = None
-        if not payload or os.waitstatus_to_exitcode(status) != 0:
-            raise ProfileWriteError(f"the writer's child process failed (status {status})")
-        kind, value = pickle.loads(payload)
-        if kind == "error":
-            raise value
-        return value
-
-    def copy_into(self, out: IO) -> object:
-        """Wait for the child, append what it wrote to `out`, return `work`'s result."""
-        result = self._join()
-        if hasattr(out, "buffer"):  # a text file: append the child's UTF-8 bytes as they are
-            out.flush()
-            out = out.buffer
-        self._file.seek(0)
-        shutil.copyfileobj(self._file, out, 1 << 22)
-        return result
-
-    def close(self) -> None:
-        if self._pid is not None:  # the parent failed before joining: stop the child
-            with contextlib.suppress(OSError):
-                os.kill(self._pid, signal.SIGKILL)
-            with contextlib.suppress(OSError):
-                os.waitpid(self._pid, 0)
-            self._pid = None
-        if self._read_fd is not None:
-            with contextlib.suppress(OSError):
-                os.close(self._read_fd)
-            self._read_fd = None
-        self._file.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
