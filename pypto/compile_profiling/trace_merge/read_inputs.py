@@ -1,0 +1,289 @@
+"""Step 1 of a merge: find what each input path is and read all of it, checked.
+
+Inputs, in any mix: our `trace.json` (absolute CLOCK_MONOTONIC µs), a `report/` dir or
+`pipeline_profile.json` (durations only), a work dir / `dfx_outputs/` / capture leaf
+(`read_simpler.discover_captures`, including `rank<r>/d<k>/`), and loose Simpler files
+(records, `deps.json`, `name_map_*.json`, `merged_swimlane*.json`, a run log), which are
+grouped by their directory into one capture. Every file is read and checked here, before
+anything is placed or laid out, so a bad file fails the merge with a `TraceInputError`
+naming it and nothing is written.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+
+from pypto.compile_profiling.trace_merge import read_simpler as rs
+from pypto.compile_profiling.trace_merge.clock_alignment import (
+    WallClockAnchor,
+    wall_anchor_from_other_data,
+)
+from pypto.compile_profiling.trace_merge.input_files import read_input_bytes
+from pypto.errors import TraceInputError
+
+CLOCK = "CLOCK_MONOTONIC"
+
+
+@dataclass(slots=True)
+class CompileTrace:
+    """Our `trace.json`: X events as columns (exact host CLOCK_MONOTONIC ns), names of
+    processes and threads, and the host facts in `otherData`."""
+
+    path: str
+    host: str | None
+    wall_anchor: WallClockAnchor | None
+    other: dict
+    pid: list[int] = field(default_factory=list)
+    tid: list[int] = field(default_factory=list)
+    start_ns: list[int] = field(default_factory=list)
+    end_ns: list[int] = field(default_factory=list)
+    name: list[str] = field(default_factory=list)
+    cat: list[str] = field(default_factory=list)
+    args: list[dict | None] = field(default_factory=list)
+    process_names: dict[int, str] = field(default_factory=dict)
+    process_sort: dict[int, int] = field(default_factory=dict)
+    thread_names: dict[tuple[int, int], str] = field(default_factory=dict)
+    thread_sort: dict[tuple[int, int], int] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class StageDurations:
+    """One stage of a `pipeline_profile.json` (durations only)."""
+
+    name: str
+    seconds: float
+    children: list[StageDurations]
+
+
+@dataclass(slots=True)
+class ProfileReport:
+    path: str
+    stages: list[StageDurations]
+
+
+@dataclass(slots=True)
+class Inputs:
+    """Everything the merge was given, read and checked."""
+
+    traces: list[CompileTrace] = field(default_factory=list)
+    reports: list[ProfileReport] = field(default_factory=list)
+    captures: list[rs.Capture] = field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- classification
+
+def _kind_by_name(name: str) -> str | None:
+    if name in rs.RECORD_FILE_NAMES:
+        return "records"
+    if name == "deps.json":
+        return "deps"
+    if name.startswith("name_map") and name.endswith(".json"):
+        return "name_map"
+    if name.startswith("merged_swimlane") and name.endswith(".json"):
+        return "converted"
+    if name == "pipeline_profile.json":
+        return "profile"
+    if name == "dispatch_program.json":
+        return "dispatch_program"
+    if name.endswith((".txt", ".log")):
+        return "run_log"
+    if name.endswith((".json", ".json.gz")):
+        return "json"          # decided by its content
+    return None
+
+
+def _sniff(doc: object) -> str | None:
+    if not isinstance(doc, dict):
+        return None
+    if isinstance(doc.get("traceEvents"), list):
+        other = doc.get("otherData")
+        if isinstance(other, dict) and other.get("clock") == CLOCK:
+            return "trace"
+        return "chrome"
+    if isinstance(doc.get("stages"), list):
+        return "profile"
+    return None
+
+
+_NOT_AN_INPUT = ("not a recognised input (expected a trace.json, pipeline_profile.json, a "
+                 "Simpler capture file or directory, or a run log .txt/.log)")
+
+
+def read_inputs(paths: list[str | os.PathLike]) -> Inputs:
+    """Classify and read every input path (see the module docstring)."""
+    if not paths:
+        raise TraceInputError("<inputs>", "no inputs given")
+    inputs = Inputs()
+    loose: dict[str, rs.CaptureFiles] = {}
+    leaves: list[rs.CaptureFiles] = []
+    for raw in paths:
+        p = Path(raw)
+        try:
+            is_dir = p.is_dir()
+        except OSError as exc:
+            raise TraceInputError(raw, f"cannot access: {exc.strerror or exc}") from None
+        if not is_dir:
+            _add_file(inputs, p, loose)
+            continue
+        report = _report_dir(p) or _report_dir(p / "report")
+        if report is not None:
+            _add_file(inputs, report, loose, forced=report.name)
+        if report is None or (p / "dfx_outputs").is_dir():
+            try:
+                leaves.extend(rs.discover_captures(p))
+            except TraceInputError:
+                if report is None:
+                    raise
+    leaves.extend(loose.values())
+    for files in leaves:
+        inputs.captures.append(rs.read_capture(files))
+    return inputs
+
+
+def _report_dir(d: Path) -> Path | None:
+    """A report dir's `trace.json` (exact) wins over its `pipeline_profile.json`."""
+    for name in ("trace.json", "pipeline_profile.json"):
+        if (d / name).is_file():
+            return d / name
+    return None
+
+
+def _add_file(inputs: Inputs, p: Path, loose: dict, forced: str | None = None) -> None:
+    kind = _kind_by_name(p.name)
+    if forced == "trace.json":
+        kind = "json"
+    if kind is None:
+        raise TraceInputError(p, _NOT_AN_INPUT)
+    if kind in ("json", "profile"):
+        doc = _load_json(p)
+        sniffed = _sniff(doc)
+        if kind == "profile" and sniffed != "profile":
+            raise TraceInputError(p, "not a pipeline_profile.json (needs a 'stages' list)")
+        if sniffed == "trace":
+            inputs.traces.append(_compile_trace(p, doc))
+        elif sniffed == "profile":
+            inputs.reports.append(ProfileReport(str(p), _stages(doc["stages"], p, "stages", 0)))
+        elif sniffed == "chrome":
+            raise TraceInputError(p, "a Chrome trace that is neither a PyPTO trace.json "
+                                     f"(otherData.clock = {CLOCK}) nor a merged_swimlane*.json: "
+                                     "its clock is unknown, cannot place it")
+        else:
+            raise TraceInputError(p, _NOT_AN_INPUT)
+        return
+    group = loose.get(str(p.parent))
+    if group is None:
+        group = loose[str(p.parent)] = rs.CaptureFiles(str(p.parent))
+    rs.add_loose_file(group, kind, str(p))
+
+
+def _load_json(p: Path) -> object:
+    data = read_input_bytes(p)
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        if not data.strip():
+            raise TraceInputError(p, "file is empty, expected JSON") from None
+        if exc.pos >= len(data.rstrip()):
+            raise TraceInputError(p, "truncated JSON (file ends before the document is "
+                                     "complete)") from None
+        raise TraceInputError(p, f"invalid JSON: {exc.msg} at byte {exc.pos}") from None
+
+
+# --------------------------------------------------------------------------- pipeline_profile.json
+
+_MAX_STAGE_DEPTH = 10_000
+
+
+def _stages(raw: object, path, where: str, depth: int) -> list[StageDurations]:
+    """Checked stages, iteratively deep (no recursion limit for deep stage trees)."""
+    out: list[StageDurations] = []
+    todo = [(raw, where, out)]
+    while todo:
+        items, w, dest = todo.pop()
+        if not isinstance(items, list):
+            raise TraceInputError(path, f"{w}: expected a list")
+        if w.count(".children") > _MAX_STAGE_DEPTH:
+            raise TraceInputError(path, f"{w}: stages nested more than {_MAX_STAGE_DEPTH} deep")
+        for i, st in enumerate(items):
+            wi = f"{w}[{i}]"
+            if not isinstance(st, dict):
+                raise TraceInputError(path, f"{wi}: expected an object")
+            name, sec = st.get("name"), st.get("seconds")
+            if not isinstance(name, str):
+                raise TraceInputError(path, f"{wi}.name: expected a string")
+            if type(sec) not in (int, float) or not math.isfinite(sec) or not 0 <= sec < 1e9:
+                raise TraceInputError(path, f"{wi}.seconds: expected a finite number of "
+                                            f"seconds >= 0, got {sec!r}")
+            stage = StageDurations(name, float(sec), [])
+            dest.append(stage)
+            todo.append((st.get("children", []), f"{wi}.children", stage.children))
+    return out
+
+
+# --------------------------------------------------------------------------- trace.json
+
+_MAX_NS = 1 << 62     # beyond ~146 years of uptime: not a CLOCK_MONOTONIC time
+
+
+def _time_ns(ev: dict, key: str, path, i: int, default=None) -> int:
+    v = ev.get(key, default)
+    if type(v) not in (int, float) or not math.isfinite(v) or not 0 <= v * 1000 < _MAX_NS:
+        raise TraceInputError(path, f"traceEvents[{i}].{key}: expected a finite number of "
+                                    f"microseconds >= 0, got {v!r}")
+    return round(v * 1000)
+
+
+def _int_field(ev: dict, key: str, path, i: int) -> int:
+    v = ev.get(key, 0)
+    if type(v) is not int or not 0 <= v < 1 << 63:
+        raise TraceInputError(path, f"traceEvents[{i}].{key}: expected a non-negative integer")
+    return v
+
+
+def _compile_trace(path: Path, doc: dict) -> CompileTrace:
+    other = doc["otherData"]
+    host = other.get("host") if isinstance(other.get("host"), str) else None
+    ct = CompileTrace(str(path), host, wall_anchor_from_other_data(other, str(path)), other)
+    for i, ev in enumerate(doc["traceEvents"]):
+        if not isinstance(ev, dict):
+            raise TraceInputError(path, f"traceEvents[{i}]: expected an object")
+        ph = ev.get("ph")
+        if ph == "X":
+            pid, tid = _int_field(ev, "pid", path, i), _int_field(ev, "tid", path, i)
+            start = _time_ns(ev, "ts", path, i)
+            dur = ev.get("dur", 0)
+            if type(dur) not in (int, float) or not math.isfinite(dur) or dur < 0:
+                raise TraceInputError(path, f"traceEvents[{i}].dur: expected a finite number "
+                                            f"of microseconds >= 0, got {dur!r}")
+            end = _time_ns(ev, "ts", path, i) if dur == 0 else round((ev["ts"] + dur) * 1000)
+            if end >= _MAX_NS:
+                raise TraceInputError(path, f"traceEvents[{i}].dur: {dur!r} us is out of range")
+            name = ev.get("name")
+            if not isinstance(name, str):
+                raise TraceInputError(path, f"traceEvents[{i}].name: expected a string")
+            args = ev.get("args")
+            ct.pid.append(pid)
+            ct.tid.append(tid)
+            ct.start_ns.append(start)
+            ct.end_ns.append(end)
+            ct.name.append(name)
+            ct.cat.append(ev["cat"] if isinstance(ev.get("cat"), str) else "")
+            ct.args.append(args if isinstance(args, dict) and args else None)
+        elif ph == "M":
+            pid = _int_field(ev, "pid", path, i)
+            args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
+            kind = ev.get("name")
+            if kind == "process_name" and isinstance(args.get("name"), str):
+                ct.process_names[pid] = args["name"]
+            elif kind == "process_sort_index" and type(args.get("sort_index")) is int:
+                ct.process_sort[pid] = args["sort_index"]
+            elif kind == "thread_name" and isinstance(args.get("name"), str):
+                ct.thread_names[(pid, _int_field(ev, "tid", path, i))] = args["name"]
+            elif kind == "thread_sort_index" and type(args.get("sort_index")) is int:
+                ct.thread_sort[(pid, _int_field(ev, "tid", path, i))] = args["sort_index"]
+    return ct

@@ -1,0 +1,183 @@
+"""The merged timeline: what the layout step builds and the exporters render, nothing else.
+
+Slices are held as columns (`SliceBlock`: NumPy arrays, one row per slice) from the readers'
+arrays to the exporters, whatever their source: a million device tasks are a few arrays,
+not a million objects, and a handful of compile stages are a small block of the same kind.
+Every time is an integer nanosecond on one axis (host CLOCK_MONOTONIC of the reference host,
+or an estimate that the process says it is); the layout step rounds time points once, so a
+child never sticks out of its parent, and guarantees that slices on one track nest.
+
+Ids: `Process.pid` / `Track.tid` are what the exporters write (Chrome `pid`/`tid`, protobuf
+process/thread descriptors): the real OS pid and native tid for real processes and threads,
+fresh numbers for device views and lanes; the layout step keeps them unique.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["ArgColumn", "CounterTrack", "FlowBlock", "Process", "SliceBlock", "SliceRow",
+           "Timeline", "Track"]
+
+
+@dataclass(slots=True, eq=False)
+class Process:
+    """A process track: a real OS process (`os_pid` set) or a device view ("Device r0 · AICore")."""
+
+    pid: int
+    name: str
+    sort_index: int
+    os_pid: int | None = None
+    args: dict = field(default_factory=dict)     # alignment, source, uncertainty...
+    estimated: bool = False
+
+
+@dataclass(slots=True, eq=False)
+class Track:
+    """A lane of a process: a real thread (`os_tid` set) or a hardware/view lane (`AIC_3`)."""
+
+    tid: int
+    process: Process
+    name: str
+    sort_index: int
+    os_tid: int | None = None
+
+
+@dataclass(slots=True, eq=False)
+class ArgColumn:
+    """One slice argument as a column: `values[i]` is row i's value.
+
+    `values` is a NumPy int64/float64/bool array, or a list of JSON values (str, dicts...).
+    `present` (bool array) marks the rows that have the argument; None means all do.
+    """
+
+    key: str
+    values: np.ndarray | list
+    present: np.ndarray | None = None
+
+
+@dataclass(slots=True, eq=False)
+class SliceBlock:
+    """Slices as columns. Row i is on `tracks[track[i]]`, named `names[name[i]]`, from
+    `start_ns[i]` for `dur_ns[i]` (both int64, dur >= 0), category `cat`, args from `args`.
+
+    `extra_args` (optional, one dict or None per row) carries free-form args of small
+    sources (compile stage args); its keys come after the columns' keys.
+    """
+
+    cat: str
+    tracks: list[Track]
+    track: np.ndarray          # int32, index into tracks
+    start_ns: np.ndarray       # int64
+    dur_ns: np.ndarray         # int64
+    names: list[str]
+    name: np.ndarray           # int32, index into names
+    args: list[ArgColumn] = field(default_factory=list)
+    extra_args: list | None = None
+
+    def __len__(self) -> int:
+        return len(self.start_ns)
+
+    def row_args(self, lo: int = 0, hi: int | None = None) -> list[dict]:
+        """The args of rows `lo:hi` as dicts (column keys first, then `extra_args`)."""
+        hi = len(self) if hi is None else hi
+        out: list[dict] = [{} for _ in range(hi - lo)]
+        for col in self.args:
+            vals = col.values[lo:hi]
+            vals = vals.tolist() if isinstance(vals, np.ndarray) else vals
+            if col.present is None:
+                for d, v in zip(out, vals):
+                    d[col.key] = v
+            else:
+                for d, v, ok in zip(out, vals, col.present[lo:hi].tolist()):
+                    if ok:
+                        d[col.key] = v
+        if self.extra_args is not None:
+            for d, extra in zip(out, self.extra_args[lo:hi]):
+                if extra:
+                    d.update(extra)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class SliceRow:
+    """One slice, materialised (for small timelines, tests and reports; exporters read the
+    columns)."""
+
+    track: Track
+    name: str
+    start_ns: int
+    dur_ns: int
+    cat: str
+    args: dict
+    block: SliceBlock
+    row: int
+
+    @property
+    def process(self) -> Process:
+        return self.track.process
+
+    @property
+    def end_ns(self) -> int:
+        return self.start_ns + self.dur_ns
+
+
+@dataclass(slots=True, eq=False)
+class FlowBlock:
+    """Arrows as columns: row i goes from the end of `src` row `src_row[i]` to the start of
+    `dst` row `dst_row[i]`. All rows share `name` and `cat` (one kind of arrow per block, so
+    Perfetto can filter by category)."""
+
+    name: str
+    cat: str
+    src: SliceBlock
+    src_row: np.ndarray        # int64
+    dst: SliceBlock
+    dst_row: np.ndarray        # int64
+
+    def __len__(self) -> int:
+        return len(self.src_row)
+
+
+@dataclass(slots=True, eq=False)
+class CounterTrack:
+    """A counter (e.g. ready-queue depth, core utilisation) under `process`: value
+    `values[i]` from `ts_ns[i]` on."""
+
+    process: Process
+    name: str
+    ts_ns: np.ndarray          # int64, ascending
+    values: np.ndarray         # float64 or int64
+    unit: str = ""
+
+
+@dataclass(slots=True, eq=False)
+class Timeline:
+    """Processes (in display order by `sort_index`), their tracks, the slice/flow blocks and
+    counters, and metadata (Chrome `otherData`, protobuf trace metadata)."""
+
+    processes: list[Process] = field(default_factory=list)
+    tracks: list[Track] = field(default_factory=list)
+    blocks: list[SliceBlock] = field(default_factory=list)
+    flows: list[FlowBlock] = field(default_factory=list)
+    counters: list[CounterTrack] = field(default_factory=list)
+    metadata: dict = field(default_factory=dict)
+
+    @property
+    def slice_count(self) -> int:
+        return sum(len(b) for b in self.blocks)
+
+    @property
+    def flow_count(self) -> int:
+        return sum(len(f) for f in self.flows)
+
+    def slices(self):
+        """Every slice as a `SliceRow` (materialises them all: for small timelines)."""
+        for block in self.blocks:
+            args = block.row_args()
+            tracks, names = block.tracks, block.names
+            for i, (t, s, d, k) in enumerate(zip(block.track.tolist(), block.start_ns.tolist(),
+                                                 block.dur_ns.tolist(), block.name.tolist())):
+                yield SliceRow(tracks[t], names[k], s, d, block.cat, args[i], block, i)
