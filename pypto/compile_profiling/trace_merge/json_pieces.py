@@ -1,0 +1,393 @@
+"""A JSON document read from its file a block at a time, big arrays decoded in pieces.
+
+Simpler's record files reach hundreds of MB (1M tasks). `JsonPieces` never holds more than
+a piece (a few MB) of the file's text and that piece's decoded objects: the top-level object
+is walked member by member (`members`), small members are decoded whole (`value`), and a
+big array is cut into pieces at element boundaries and each piece decoded by a msgspec typed
+decoder straight into the caller's columns (`array`). Garbage is rejected at the first bytes,
+so a 2 GB file of zeros costs one block.
+
+Cut points are found by a separator pattern (e.g. `},{`), not by scanning the text in
+Python. A piece `[` + text + `]` is accepted only when it decodes completely: a cut inside a
+string or a nested value leaves a container open, so the decode fails at the piece's end and
+the piece is extended (doubling, so a mis-cut costs at most a few decodes). A validation
+error is real wherever it is: everything before the cut was lexed exactly as in the whole
+file. Errors name the file and the JSON path (`$.tasks[17].kernel_ids[2]: expected int,
+got str`), indices counted in the whole file; nothing is ever parsed twice to word them.
+
+msgspec rejects lone surrogate escapes (`"\\ud800"`), which Python's json accepts; such a
+piece is decoded by Python's json and converted (checked) by msgspec, and its strings are
+made safe with U+FFFD by `safe_str`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from typing import BinaryIO
+
+import msgspec
+
+from pypto.errors import TraceInputError
+
+__all__ = ["SEP_OBJECTS", "SEP_ROWS", "JsonPieces", "kind_of", "safe_str", "word_error"]
+
+SEP_OBJECTS = re.compile(rb"\}\s*,\s*(\{)")
+SEP_ROWS = re.compile(rb"\]\s*,\s*(\[)")
+_WS = b" \t\r\n"
+_TRAILING = re.compile(r"trailing characters \(byte (\d+)\)")
+_AT_BYTE = re.compile(r"\(byte (\d+)\)")
+_PATH = re.compile(r"^(.*?)(?: - at `(?:key` in `)?\$((?:\[\d+\])?)(.*)`)?$", re.DOTALL)
+_INDEX = re.compile(r"\[(\d+)\]|\.([A-Za-z_][A-Za-z0-9_]*)")
+_SEP_ANY = re.compile(rb"[\]}\"0-9el]\s*,\s*([\[{\"0-9tfn-])")
+_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
+_untyped = msgspec.json.Decoder()
+_py_json = json.JSONDecoder()
+
+
+def kind_of(v: object) -> str:
+    """The JSON kind of a decoded value, for messages."""
+    if v is None:
+        return "null"
+    return {bool: "bool", int: "int", float: "float", str: "str", list: "array",
+            dict: "object"}.get(type(v), type(v).__name__)
+
+
+def safe_str(s: str) -> str:
+    """`s` with lone surrogates (valid in JSON escapes, not in UTF-8) replaced by U+FFFD."""
+    if s.isascii():
+        return s
+    try:
+        s.encode("utf-8")
+        return s
+    except UnicodeEncodeError:
+        return s.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def word_error(exc: msgspec.ValidationError, prefix: str, base: int = 0,
+               doc: object = None) -> str:
+    """msgspec's "Expected `int`, got `str` - at `$[17].kernel_ids[2]`" as
+    "<prefix>[17 + base].kernel_ids[2]: expected int, got str" (with the offending value
+    from `doc`, the decoded piece, when msgspec does not say it)."""
+    m = _PATH.match(str(exc))
+    text, index, rest = (m.group(1), m.group(2), m.group(3)) if m else (str(exc), "", "")
+    text = text.replace("`", "")
+    text = text[:1].lower() + text[1:]
+    where = prefix
+    if index:
+        i = int(index[1:-1])
+        where += f"[{base + i}]"
+        path = [i]
+    else:
+        path = []
+    where += rest
+    if doc is not None and "got" not in text and "missing" not in text:
+        v = _value_at(doc, path + [int(a) if a else b for a, b in _INDEX.findall(rest)])
+        if isinstance(v, (int, float, str)) and not isinstance(v, bool):
+            text += f", got {v!r}"[:120]
+    return f"{where}: {text}"
+
+
+def _value_at(doc: object, path: list) -> object:
+    try:
+        for p in path:
+            doc = doc[p]
+        return doc
+    except (KeyError, IndexError, TypeError):
+        return None
+
+
+class _MisCut(Exception):
+    """The piece ends inside an element: extend it."""
+
+
+class JsonPieces:
+    """Walk one JSON document of a file (see the module docstring)."""
+
+    def __init__(self, f: BinaryIO, path, *, block_bytes: int = 1 << 20,
+                 max_piece_bytes: int = 64 << 20):
+        self.f, self.path = f, str(path)
+        self.block, self.max_piece = block_bytes, max_piece_bytes
+        self.buf = b""
+        self.pos = 0          # next unread byte in buf
+        self.base = 0         # file offset of buf[0]
+        self.eof = False
+
+    # ------------------------------------------------------------------ buffer
+
+    def _more(self) -> bool:
+        if self.eof:
+            return False
+        data = self.f.read(self.block)
+        if not data:
+            self.eof = True
+            return False
+        self.base += self.pos
+        self.buf = self.buf[self.pos:] + data
+        self.pos = 0
+        return True
+
+    def _need(self, n: int) -> None:
+        while len(self.buf) - self.pos < n and self._more():
+            pass
+
+    def _skip_ws(self) -> None:
+        while True:
+            buf, p, n = self.buf, self.pos, len(self.buf)
+            while p < n and buf[p] in _WS:
+                p += 1
+            self.pos = p
+            if p < n or not self._more():
+                return
+
+    def _peek(self) -> bytes:
+        self._skip_ws()
+        return self.buf[self.pos:self.pos + 1]
+
+    def error(self, problem: str) -> TraceInputError:
+        return TraceInputError(self.path, problem)
+
+    def _syntax(self, at: int, msg: str) -> TraceInputError:
+        if self.eof and at >= self.base + len(self.buf.rstrip()):
+            return self.error("truncated JSON (file ends before the document is complete)")
+        return self.error(f"invalid JSON at byte {at}: {msg}")
+
+    def _found(self, where: str) -> str:
+        c = self._peek()
+        if not c:
+            return "the end of the file"
+        return {b"{": "object", b"[": "array", b'"': "str", b"t": "bool", b"f": "bool",
+                b"n": "null"}.get(c, "a number" if c in b"-0123456789" else repr(c))
+
+    # ------------------------------------------------------------------ the walk
+
+    def members(self, what: str) -> Iterator[str]:
+        """Keys of the top-level object; the caller reads each value (`value`, `array`,
+        `skip`) before asking for the next key. `what` names the file kind in errors."""
+        c = self._peek()
+        if c != b"{":
+            if not c:
+                raise self.error("file is empty, expected JSON")
+            raise self.error(f"expected a JSON object at the top level ({what}), found "
+                             f"{self._found('')}")
+        self.pos += 1
+        if self._peek() == b"}":
+            self.pos += 1
+            self._end()
+            return
+        seen = set()
+        while True:
+            if self._peek() != b'"':
+                raise self._syntax(self.base + self.pos, "expected a member name")
+            key = self.value("$")
+            if key in seen:
+                raise self.error(f"$.{key}: duplicate member")
+            seen.add(key)
+            if self._peek() != b":":
+                raise self._syntax(self.base + self.pos, "expected ':'")
+            self.pos += 1
+            self._skip_ws()
+            yield key
+            c = self._peek()
+            self.pos += 1
+            if c == b"}":
+                self._end()
+                return
+            if c != b",":
+                raise self._syntax(self.base + self.pos - 1, "expected ',' or '}'")
+
+    def items(self, where: str) -> Iterator[int]:
+        """Indices of the elements of the array at the current position; the caller reads
+        each element (`value`, `array`, `skip`) before asking for the next."""
+        if self._peek() != b"[":
+            raise self.error(f"{where}: expected array, got {self._found(where)}")
+        self.pos += 1
+        if self._peek() == b"]":
+            self.pos += 1
+            return
+        i = 0
+        while True:
+            yield i
+            c = self._peek()
+            self.pos += 1
+            if c == b"]":
+                return
+            if c != b",":
+                if not c:
+                    raise self.error("truncated JSON (file ends before the document is "
+                                     "complete)")
+                raise self._syntax(self.base + self.pos - 1, "expected ',' or ']'")
+            self._skip_ws()
+            i += 1
+
+    def finish(self) -> None:
+        """Check that nothing but whitespace follows the document."""
+        self._end()
+
+    def _end(self) -> None:
+        if self._peek():
+            raise self._syntax(self.base + self.pos, "data after the end of the document")
+
+    def value(self, where: str, type_: object = None) -> object:
+        """Decode the (small) value at the current position; `type_` checks it."""
+        self._skip_ws()
+        window = 1 << 16
+        while True:
+            self._need(window)
+            data = memoryview(self.buf)[self.pos:self.pos + window]
+            at_end = self.eof and self.pos + len(data) == len(self.buf)
+            try:
+                obj, used = self._decode_prefix(data, at_end)
+            except _MisCut:
+                if window >= self.max_piece:
+                    raise self.error(f"{where}: value larger than {self.max_piece >> 20} MB, "
+                                     "or invalid JSON") from None
+                window *= 4
+                continue
+            self.pos += used
+            if type_ is None:
+                return obj
+            try:
+                return msgspec.convert(obj, type_)
+            except msgspec.ValidationError as exc:
+                raise self.error(word_error(exc, where, doc=obj)) from None
+
+    def _decode_prefix(self, data, at_end: bool) -> tuple[object, int]:
+        """(value, bytes used) of the JSON value at the start of `data`; `_MisCut` when
+        `data` may end inside it (and more follows)."""
+        try:
+            obj = _untyped.decode(data)
+            if not at_end:
+                raise _MisCut                 # a number may go on
+            return obj, len(data)
+        except msgspec.DecodeError as exc:
+            m = _TRAILING.search(str(exc))
+            if m:
+                n = int(m.group(1)) - 1       # msgspec: 1 past the first trailing byte
+                while n > 0 and data[n - 1] in _WS:
+                    n -= 1
+                return _untyped.decode(data[:n]), n
+        except RecursionError:
+            raise self.error(f"JSON nested too deeply at byte {self.base + self.pos}") from None
+        return self._python_prefix(bytes(data), more_may_follow=not at_end)
+
+    def _python_prefix(self, data: bytes, more_may_follow: bool) -> tuple[object, int]:
+        """Python's json for what msgspec refuses (lone surrogate escapes); byte offsets
+        in errors count from `self.base + self.pos`."""
+        text = data.decode("utf-8", "surrogateescape")
+        lead = len(text) - len(text.lstrip(" \t\r\n"))
+        try:
+            obj, end = _py_json.raw_decode(text, lead)
+        except json.JSONDecodeError as exc:
+            if more_may_follow and exc.pos >= len(text.rstrip(" \t\r\n")) - 1:
+                raise _MisCut from None
+            at = self.base + self.pos + len(text[:exc.pos].encode("utf-8", "surrogateescape"))
+            raise self._syntax(at, exc.msg) from None
+        except RecursionError:
+            raise self.error(f"JSON nested too deeply at byte {self.base + self.pos}") from None
+        return obj, len(text[:end].encode("utf-8", "surrogateescape"))
+
+    def skip(self, where: str) -> None:
+        """Step over the value at the current position (checked to be JSON), in pieces."""
+        if self._peek() == b"[":
+            for _ in self.array(where, _RAW_LIST, None):
+                pass
+        else:
+            self.value(where)
+
+    def array(self, where: str, decoder: msgspec.json.Decoder, sep: re.Pattern | None,
+              piece_bytes: int = 2 << 20) -> Iterator[tuple[int, list]]:
+        """Decode the array at the current position piece by piece: yields (index of the
+        piece's first element, decoded elements). `sep` matches between two elements, its
+        group 1 starting the next one (None: chosen by the first element)."""
+        c = self._peek()
+        if c != b"[":
+            raise self.error(f"{where}: expected array, got {self._found(where)}")
+        self.pos += 1
+        first = self._peek()
+        if first == b"]":
+            self.pos += 1
+            return
+        if sep is None:
+            sep = SEP_OBJECTS if first == b"{" else SEP_ROWS if first == b"[" else _SEP_ANY
+        index = 0
+        while True:
+            step = piece_bytes
+            while True:
+                self._need(step + 4096)
+                buf, pos = self.buf, self.pos
+                m = sep.search(buf, pos + step) if pos + step < len(buf) else None
+                cut = m.start() + 1 if m else len(buf)
+                final = m is None and self.eof
+                piece = b"[" + memoryview(buf)[pos:cut] + b"]"
+                try:
+                    items, closed = self._decode_piece(piece, decoder, where, index, final)
+                except _MisCut:
+                    closed = items = None
+                if closed is not None or (items is not None and m is not None):
+                    break
+                if final:
+                    raise self.error("truncated JSON (file ends before the document is "
+                                     "complete)")
+                if cut - pos >= self.max_piece:
+                    raise self.error(f"{where}[{index}]: element larger than "
+                                     f"{self.max_piece >> 20} MB, or invalid JSON")
+                if m is None:
+                    self._more()          # no separator in the buffer yet: read on
+                else:
+                    step = 2 * (cut - pos)
+            del piece
+            yield index, items
+            if closed is not None:        # the array's own ']' is in this piece
+                self.pos = pos + closed - 1
+                return
+            index += len(items)
+            self.pos = m.start(1)
+
+    def _decode_piece(self, piece: bytes, decoder, where: str, index: int, final: bool):
+        """-> (items, None), or (items, k) when the array's own `]` is piece[k - 1];
+        `_MisCut` when the piece ends inside an element."""
+        try:
+            return decoder.decode(piece), None
+        except msgspec.ValidationError as exc:
+            raise self.error(word_error(exc, where, index, _loose(piece))) from None
+        except msgspec.DecodeError as exc:
+            msg = str(exc)
+            m = _TRAILING.search(msg)
+            if m:
+                k = int(m.group(1)) - 1
+                while piece[k - 1] in _WS:
+                    k -= 1
+                try:
+                    return decoder.decode(piece[:k]), k
+                except msgspec.ValidationError as exc2:
+                    raise self.error(word_error(exc2, where, index, _loose(piece[:k]))) from None
+            b = _AT_BYTE.search(msg)
+            at_piece_end = ("truncated" in msg and not _SURROGATE.search(piece)) or (
+                b is not None and int(b.group(1)) >= len(piece) - 1)
+            if at_piece_end and not final:
+                raise _MisCut from None
+        except RecursionError:
+            raise self.error(f"{where}[{index}...]: JSON nested too deeply") from None
+        saved = self.pos
+        self.pos -= 1                         # piece[0] is the synthetic '['
+        try:
+            obj, used = self._python_prefix(piece, more_may_follow=not final)
+        finally:
+            self.pos = saved
+        try:
+            items = msgspec.convert(obj, decoder.type)
+        except msgspec.ValidationError as exc:
+            raise self.error(word_error(exc, where, index, obj)) from None
+        return items, (used if piece[used:].strip(_WS) else None)
+
+
+def _loose(piece) -> object:
+    try:
+        return _untyped.decode(piece)
+    except (msgspec.DecodeError, RecursionError):
+        return None
+
+
+_RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
