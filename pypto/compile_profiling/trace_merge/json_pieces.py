@@ -42,6 +42,7 @@ _PATH = re.compile(r"^(.*?)(?: - at `(?:key` in `)?\$((?:\[\d+\])?)(.*)`)?$", re
 _INDEX = re.compile(r"\[(\d+)\]|\.([A-Za-z_][A-Za-z0-9_]*)")
 _SEP_ANY = re.compile(rb"[\]}\"0-9el]\s*,\s*([\[{\"0-9tfn-])")
 _SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
+_TRUNCATED = "truncated JSON (file ends before the document is complete)"
 _untyped = msgspec.json.Decoder()
 _py_json = json.JSONDecoder()
 
@@ -71,7 +72,8 @@ def word_error(exc: msgspec.ValidationError, prefix: str, base: int = 0,
     "<prefix>[17 + base].kernel_ids[2]: expected int, got str" (with the offending value
     from `doc`, the decoded piece, when msgspec does not say it)."""
     m = _PATH.match(str(exc))
-    text, index, rest = (m.group(1), m.group(2), m.group(3)) if m else (str(exc), "", "")
+    text, index, rest = (m.group(1), m.group(2) or "", m.group(3) or "") if m else (
+        str(exc), "", "")
     text = text.replace("`", "")
     text = text[:1].lower() + text[1:]
     where = prefix
@@ -84,7 +86,7 @@ def word_error(exc: msgspec.ValidationError, prefix: str, base: int = 0,
     where += rest
     if doc is not None and "got" not in text and "missing" not in text:
         v = _value_at(doc, path + [int(a) if a else b for a, b in _INDEX.findall(rest)])
-        if isinstance(v, (int, float, str)) and not isinstance(v, bool):
+        if isinstance(v, (int, float, str)) and not isinstance(v, bool) and repr(v) not in text:
             text += f", got {v!r}"[:120]
     return f"{where}: {text}"
 
@@ -150,7 +152,7 @@ class JsonPieces:
 
     def _syntax(self, at: int, msg: str) -> TraceInputError:
         if self.eof and at >= self.base + len(self.buf.rstrip()):
-            return self.error("truncated JSON (file ends before the document is complete)")
+            return self.error(_TRUNCATED)
         return self.error(f"invalid JSON at byte {at}: {msg}")
 
     def _found(self, where: str) -> str:
@@ -158,7 +160,8 @@ class JsonPieces:
         if not c:
             return "the end of the file"
         return {b"{": "object", b"[": "array", b'"': "str", b"t": "bool", b"f": "bool",
-                b"n": "null"}.get(c, "a number" if c in b"-0123456789" else repr(c))
+                b"n": "null"}.get(c, "number" if c in b"-0123456789" else
+                                  f"byte 0x{c[0]:02x} (not JSON)")
 
     # ------------------------------------------------------------------ the walk
 
@@ -215,8 +218,7 @@ class JsonPieces:
                 return
             if c != b",":
                 if not c:
-                    raise self.error("truncated JSON (file ends before the document is "
-                                     "complete)")
+                    raise self.error(_TRUNCATED)
                 raise self._syntax(self.base + self.pos - 1, "expected ',' or ']'")
             self._skip_ws()
             i += 1
@@ -282,6 +284,8 @@ class JsonPieces:
         except json.JSONDecodeError as exc:
             if more_may_follow and exc.pos >= len(text.rstrip(" \t\r\n")) - 1:
                 raise _MisCut from None
+            if not more_may_follow and exc.msg.startswith("Unterminated"):
+                raise self.error(_TRUNCATED) from None
             at = self.base + self.pos + len(text[:exc.pos].encode("utf-8", "surrogateescape"))
             raise self._syntax(at, exc.msg) from None
         except RecursionError:
@@ -328,8 +332,7 @@ class JsonPieces:
                 if closed is not None or (items is not None and m is not None):
                     break
                 if final:
-                    raise self.error("truncated JSON (file ends before the document is "
-                                     "complete)")
+                    raise self.error(_TRUNCATED)
                 if cut - pos >= self.max_piece:
                     raise self.error(f"{where}[{index}]: element larger than "
                                      f"{self.max_piece >> 20} MB, or invalid JSON")
@@ -368,6 +371,8 @@ class JsonPieces:
                 b is not None and int(b.group(1)) >= len(piece) - 1)
             if at_piece_end and not final:
                 raise _MisCut from None
+            if final and "truncated" in msg and not _SURROGATE.search(piece):
+                raise self.error(_TRUNCATED) from None
         except RecursionError:
             raise self.error(f"{where}[{index}...]: JSON nested too deeply") from None
         saved = self.pos
@@ -384,10 +389,16 @@ class JsonPieces:
 
 
 def _loose(piece) -> object:
+    """The piece decoded plainly (up to the array's end), to quote a bad value; or None."""
     try:
         return _untyped.decode(piece)
-    except (msgspec.DecodeError, RecursionError):
-        return None
+    except msgspec.DecodeError as exc:
+        m = _TRAILING.search(str(exc))
+        if m:
+            return _loose(piece[:int(m.group(1)) - 1])
+    except RecursionError:
+        pass
+    return None
 
 
 _RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])

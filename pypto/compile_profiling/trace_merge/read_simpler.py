@@ -388,14 +388,24 @@ class _PhaseBuilder:
         if spec.kind is None:
             ch["kind"].append(np.zeros(n, np.int32))
         else:
+            names = list(map(attrgetter(spec.kind), items))
             codes = self.kind_codes
-            ch["kind"].append(np.fromiter(
-                (codes.setdefault(k, len(codes)) for k in map(attrgetter(spec.kind), items)),
-                np.int32, n))
+            for k in dict.fromkeys(names):        # first-appearance order
+                if k not in codes:
+                    codes[k] = len(codes)
+            ch["kind"].append(np.fromiter(map(codes.__getitem__, names), np.int32, n))
         for key in self.others:
+            kind = self.kinds_of[key]
+            if kind in ("count", "int"):
+                ch[key].append(np.fromiter(map(attrgetter(key), items), np.int64, n))
+                continue
             vals = list(map(attrgetter(key), items))
-            if self.kinds_of[key] in ("count", "int"):
-                vals = np.array(vals, dtype=np.int64)
+            if kind == "list" and n and None not in vals:
+                widths = set(map(len, vals))
+                if len(widths) == 1:      # (n, k) int64: a list per record costs ~10x more
+                    k = widths.pop()
+                    vals = np.fromiter(itertools.chain.from_iterable(vals), np.int64,
+                                       n * k).reshape(n, k)
             ch[key].append(vals)
         extras = getattr(items, "extras", None)
         known = self.kinds_of
@@ -425,8 +435,12 @@ class _PhaseBuilder:
                 values = cat(ch[key], np.int64)
                 present = values != schema.ABSENT if kind == "count" else None
                 args.append(_arg(key, values, present))
+            elif ch[key] and all(type(p) is np.ndarray for p in ch[key]) \
+                    and len({p.shape[1] for p in ch[key]}) == 1:
+                args.append(ArgColumn(key, np.concatenate(ch[key])))
             else:
-                values = [v for part in ch[key] for v in part]
+                values = [v for part in ch[key]
+                          for v in (part.tolist() if type(part) is np.ndarray else part)]
                 args.append(_list_arg(key, values, kind))
         for key, values in self.extras.items():
             args.append(_list_arg(key, values, "extra"))

@@ -1,0 +1,539 @@
+"""The trace_merge readers of Simpler's files: every real capture read and checked against
+independent plain reads (orjson) of the same files, the distributed layout, and bad input
+(one case per rule) with the exact `<path>: <problem>` line."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import orjson
+import pytest
+from simpler_fixtures import CASES, FIXTURES
+
+from pypto.compile_profiling.trace_merge import read_simpler as rs
+from pypto.compile_profiling.trace_merge.clock_alignment import build_clock_mapping
+from pypto.compile_profiling.trace_merge.input_files import read_input_bytes
+from pypto.compile_profiling.trace_merge.json_pieces import SEP_OBJECTS, SEP_ROWS, JsonPieces
+from pypto.compile_profiling.trace_merge.read_run_log import (
+    read_host_phase_records,
+    read_run_log,
+)
+from pypto.errors import TraceInputError
+
+pytestmark = pytest.mark.skipif(not CASES, reason="Simpler fixtures not found")
+BGEMM = FIXTURES / "tmr_bgemm_case0_l4_depgen"
+HBG = FIXTURES / "hbg_benchmark_bgemm_case0_l4_depgen"
+
+
+def _load(path):
+    return orjson.loads(path.read_bytes())
+
+
+def _error(fn, path) -> str:
+    with pytest.raises(TraceInputError) as info:
+        fn(path)
+    assert info.value.path == str(path)
+    return info.value.problem
+
+
+# --------------------------------------------------------------------------- real captures
+
+@pytest.mark.parametrize("case", CASES)
+def test_real_capture_matches_plain_reads(case):
+    leaf = FIXTURES / case
+    (files,) = rs.discover_captures(leaf)
+    cap = rs.read_capture(files)
+    raw = _load(leaf / "chip_swimlane_records.json")
+    rec = cap.records
+    meta = raw["metadata"]
+    assert (rec.level, rec.freq_hz, rec.core_types) == (
+        raw["chip_swimlane_level"], meta["clock_freq_hz"], meta["core_types"])
+    assert rec.metadata == meta
+    assert rec.num_cores == meta["num_cores"]
+    assert rec.core_to_thread == meta.get("core_to_thread")
+
+    rows = np.array(raw["aicore_tasks"], dtype=np.int64).reshape(-1, 6)
+    assert rec.aicore_columns == 6
+    for j, key in enumerate(("core_id", "task_id", "reg_task_id", "start_cycles",
+                             "end_cycles", "receive_to_start_cycles")):
+        assert rec.aicore[key].dtype == np.int64
+        assert rec.aicore[key].tolist() == rows[:, j].tolist()
+    cpu = np.array(raw["aicpu_tasks"], dtype=np.int64).reshape(-1, 4)
+    for j, key in enumerate(("core_id", "reg_task_id", "dispatch_cycles", "finish_cycles")):
+        assert rec.aicpu[key].tolist() == cpu[:, j].tolist()
+
+    for stream, got in (("aicpu_scheduler_phases", rec.scheduler),
+                        ("aicpu_orchestrator_phases", rec.orchestrator),
+                        ("host_orchestrator_phases", rec.host_orchestrator)):
+        threads = raw.get(stream, [])
+        assert len(got) == len(threads)
+        for t, (phases, cols) in enumerate(zip(threads, got)):
+            assert cols.thread == t and len(cols) == len(phases)
+            _assert_phases(phases, cols, "start_host_ns" if "host" in stream else "start_cycles")
+    uploads = raw.get("host_device_uploads")
+    assert len(rec.host_uploads) == (1 if uploads is not None else 0)
+    if uploads is not None:
+        _assert_phases(uploads, rec.host_uploads[0], "start_host_ns")
+        assert rec.host_uploads[0].clock == "host_ns"
+
+    anchors = meta.get("clock_anchors")
+    if anchors is None:
+        assert rec.clock_anchors is None
+    else:
+        assert rec.orchestrator_source == "host"
+        assert rec.host_orchestration_origin_ns == meta["host_orchestration_origin_ns"]
+        assert [s.host_before_ns for s in rec.clock_anchors.samples] == \
+            [s["host_before_ns"] for s in anchors["samples"]]
+        # the same mapping as from the file's own dict
+        assert build_clock_mapping(rec.clock_anchors, rec.freq_hz) == \
+            build_clock_mapping(anchors, meta["clock_freq_hz"])
+
+    if (leaf / "deps.json").exists():
+        _assert_deps(_load(leaf / "deps.json"), cap.deps)
+    else:
+        assert cap.deps is None
+    maps = sorted(leaf.glob("name_map_*.json"))
+    if maps:
+        nm = _load(maps[0])
+        assert cap.name_map.names == {int(k): v for k, v in nm["callable_id_to_name"].items()}
+        assert cap.name_map.orchestrator_name == nm["orchestrator_name"]
+    else:
+        assert cap.name_map is None
+    _assert_run_log(leaf / "host_log.txt", cap.run_log)
+    _assert_converted(_load(leaf / "merged_swimlane.json"), cap.converted)
+    if (leaf / "host_phase_records.jsonl").exists():
+        lines = [orjson.loads(ln) for ln in (leaf / "host_phase_records.jsonl").read_bytes()
+                 .splitlines() if ln.strip()]
+        assert [b.pid for b in cap.host_phases] == [ln["pid"] for ln in lines]
+        assert cap.host_phases[0].phase == [r["phase"] for r in lines[0]["records"]]
+        assert cap.host_phases[0].start_ns.tolist() == [r["start_ns"] for r in lines[0]["records"]]
+
+
+def _assert_phases(phases: list, cols: rs.PhaseColumns, start_key: str):
+    end_key = start_key.replace("start", "end")
+    assert cols.start.tolist() == [p[start_key] for p in phases]
+    assert cols.end.tolist() == [p[end_key] for p in phases]
+    names = [cols.kinds[k] for k in cols.kind.tolist()]
+    kind_key = "kind" if "kind" in (phases[0] if phases else {}) else \
+        "phase" if phases and "phase" in phases[0] else None
+    assert names == ([p[kind_key] for p in phases] if kind_key else ["submit"] * len(phases))
+    keys = {k for p in phases for k in p} - {start_key, end_key, kind_key}
+    assert {a.key for a in cols.args} == keys
+    for a in cols.args:
+        values = a.values.tolist() if isinstance(a.values, np.ndarray) else a.values
+        present = [True] * len(phases) if a.present is None else a.present.tolist()
+        assert [v for v, ok in zip(values, present) if ok] == \
+            [p[a.key] for p in phases if a.key in p]
+        assert present == [a.key in p for p in phases]
+
+
+def _assert_deps(raw: dict, deps: rs.DepsGraph):
+    tasks = raw["tasks"]
+    assert deps.task_id.tolist() == [int(t["task_id"]) for t in tasks]
+    assert deps.kernel_ids.tolist() == [t["kernel_ids"] for t in tasks]
+    assert deps.block_num.tolist() == [max(1, t["block_num"]) for t in tasks]
+    pairs = list(dict.fromkeys((int(e["pred"]), int(e["succ"])) for e in raw["edges"]))
+    assert list(zip(deps.pred.tolist(), deps.succ.tolist())) == pairs
+
+
+def _assert_run_log(path, log):
+    text = path.read_text()
+    strace = [ln[ln.index("[STRACE] ") + 9:].split() for ln in text.splitlines()
+              if "[STRACE] " in ln]
+    anchors = [ln for ln in text.splitlines() if "[CLOCK_ANCHOR] " in ln]
+    assert len(log.spans) == len(strace) and len(log.clock_anchors) == len(anchors)
+    for fields, span in ((strace[0], log.spans[0]), (strace[-1], log.spans[-1])):
+        f = dict(x.split("=", 1) for x in fields)
+        assert (span.name, span.ts_ns, span.dur_ns, span.pid, span.tid) == (
+            f["name"], int(f["ts"]), int(f["dur"]), int(f["pid"]), int(f["tid"]))
+        assert span.device_clock == (f.get("clk") == "dev")
+    assert sum(s.device_clock for s in log.spans) == text.count(" clk=dev")
+    a = dict(x.split("=", 1) for x in anchors[0].split("[CLOCK_ANCHOR] ")[1].split())
+    assert (log.clock_anchors[0].pid, log.clock_anchors[0].mono_ns,
+            log.clock_anchors[0].wall_ns) == (int(a["pid"]), int(a["mono_ns"]), int(a["wall_ns"]))
+
+
+def _assert_converted(raw: dict, converted: list):
+    (conv,) = converted
+    events = raw["traceEvents"]
+    assert len(conv.events) == len(events)
+    assert conv.metadata == raw.get("metadata")
+    for ev, got in ((events[0], conv.events[0]), (events[-1], conv.events[-1])):
+        assert got["ph"] == ev["ph"] and got.get("name") == ev.get("name")
+    timed = [e for e in events if "ts" in e]
+    assert [e["ts_ns"] for e in conv.events if "ts_ns" in e] == \
+        [round(e["ts"] * 1000) for e in timed]
+    assert conv.start_ns == min(round(e["ts"] * 1000) for e in timed)
+    assert all("ts" not in e and "dur" not in e for e in conv.events)
+
+
+def test_converted_trace_touching_slices_still_touch(tmp_path):
+    """Issue 8 placement item 5: float µs put touching slices into overlap lanes; times are
+    integer ns from the reader on."""
+    p = tmp_path / "merged_swimlane.json"
+    events = [{"ph": "X", "name": "a", "pid": 4, "tid": 1, "ts": 10.123, "dur": 0.877},
+              {"ph": "X", "name": "b", "pid": 4, "tid": 1, "ts": 11.0, "dur": 0.1},
+              {"ph": "X", "name": "c", "pid": 4, "tid": 1, "ts": 0.1 + 0.2, "dur": 0.7}]
+    assert 10.123 + 0.877 != 11.0 or 0.1 + 0.2 != 0.3      # the float sums do not match
+    p.write_bytes(orjson.dumps({"traceEvents": events}))
+    a, b, c = rs.read_converted_trace(p).events
+    assert a["ts_ns"] + a["dur_ns"] == b["ts_ns"] == 11_000
+    assert (c["ts_ns"], c["dur_ns"]) == (300, 700)
+
+
+def test_level_gating_and_five_column_rows(tmp_path):
+    raw = _load(BGEMM / "chip_swimlane_records.json")
+    raw["chip_swimlane_level"] = 2
+    raw["aicore_tasks"] = [r[:5] for r in raw["aicore_tasks"]]
+    del raw["chip_swimlane_level"]
+    raw = {"l2_swimlane_level": 2, **raw}
+    p = tmp_path / "l2_swimlane_records.json"
+    p.write_bytes(orjson.dumps(raw))
+    rec = rs.read_records(p)
+    assert (rec.level, rec.level_key, rec.aicore_columns) == (2, "l2_swimlane_level", 5)
+    assert rec.aicore["receive_to_start_cycles"].tolist() == [0] * 1000
+    assert len(rec.aicpu["core_id"]) == 1000
+    assert rec.scheduler == [] and rec.orchestrator == []
+    assert rec.ignored_streams == ["aicpu_scheduler_phases", "aicpu_orchestrator_phases"]
+
+
+def test_unknown_record_fields_are_kept(tmp_path):
+    raw = _load(BGEMM / "chip_swimlane_records.json")
+    raw["aicpu_scheduler_phases"][1][5]["zz_new"] = "hi"
+    raw["aicpu_scheduler_phases"][1][7]["zz_new"] = 3
+    p = tmp_path / "chip_swimlane_records.json"
+    p.write_bytes(orjson.dumps(raw))
+    col = rs.read_records(p).scheduler[1].arg("zz_new")
+    assert col.present.nonzero()[0].tolist() == [5, 7]
+    assert (col.values[5], col.values[7]) == ("hi", 3)
+
+
+@pytest.mark.parametrize("piece_bytes", [64, 1000, 1 << 20])
+def test_pieces_cut_anywhere_give_the_whole_arrays(piece_bytes):
+    """Cuts at every few elements, inside nested `args` objects of deps.json too."""
+    import msgspec
+
+    for path, key, sep in ((BGEMM / "chip_swimlane_records.json", "aicore_tasks", SEP_ROWS),
+                           (BGEMM / "deps.json", "tasks", SEP_OBJECTS)):
+        with open(path, "rb") as f:
+            jp = JsonPieces(f, path, block_bytes=333)
+            got = []
+            for k in jp.members("test"):
+                if k == key:
+                    for base, items in jp.array(f"$.{k}", msgspec.json.Decoder(list), sep,
+                                                piece_bytes):
+                        assert base == len(got)
+                        got.extend(items)
+                else:
+                    jp.skip(f"$.{k}")
+        assert got == _load(path)[key]
+
+
+# --------------------------------------------------------------------------- layouts
+
+def _leaf(dst, src=BGEMM, program=None):
+    dst.mkdir(parents=True)
+    for name in ("chip_swimlane_records.json", "deps.json", "host_log.txt"):
+        shutil.copy(src / name, dst / name)
+    if program:
+        (dst / "dispatch_program.json").write_text(orjson.dumps({"program": program}).decode())
+
+
+def test_distributed_layout(tmp_path):
+    out = tmp_path / "work" / "dfx_outputs"
+    _leaf(out / "rank1" / "d0", program="gemm")
+    _leaf(out / "rank0" / "d1", HBG, program="add")
+    _leaf(out / "rank0" / "d0", program="gemm")
+    (out / "rank0" / "d0" / "pmu.csv").write_text("x\n")
+    (out / "rank0" / "d0" / "args_dump").mkdir()
+    found = rs.discover_captures(tmp_path / "work")
+    assert [f.label for f in found] == ["r0d0", "r0d1", "r1d0"]
+    assert [os.path.basename(p) for p in found[0].listed_only] == ["args_dump", "pmu.csv"]
+    caps = [rs.read_capture(f) for f in found]
+    assert [c.dispatch_program.program for c in caps] == ["gemm", "add", "gemm"]
+    assert caps[1].records.orchestrator_source == "host"
+    assert len(caps[2].deps.task_id) == 1000
+
+
+def test_discovery_of_a_flat_work_dir(tmp_path):
+    _leaf(tmp_path / "w" / "dfx_outputs")
+    (found,) = rs.discover_captures(tmp_path / "w")
+    assert found.directory == str(tmp_path / "w" / "dfx_outputs") and found.rank is None
+    assert found.label == "dfx_outputs"
+    assert _error(rs.discover_captures, tmp_path / "nothing") == "no such file or directory"
+    (tmp_path / "empty").mkdir()
+    assert _error(rs.discover_captures, tmp_path / "empty").startswith(
+        "no Simpler capture files found")
+
+
+# --------------------------------------------------------------------------- bad input
+
+def _records_with(tmp_path, change) -> str:
+    raw = _load(BGEMM / "chip_swimlane_records.json")
+    change(raw)
+    p = tmp_path / "chip_swimlane_records.json"
+    p.write_bytes(orjson.dumps(raw))
+    return _error(rs.read_records, p)
+
+
+@pytest.mark.parametrize("change, problem", [
+    (lambda r: r["aicore_tasks"][1].__setitem__(3, -5),
+     "$.aicore_tasks[1][3]: expected int >= 0, got -5"),
+    (lambda r: r["aicore_tasks"][1].__setitem__(4, 1e308),
+     "$.aicore_tasks[1][4]: expected int, got float"),
+    (lambda r: r["aicore_tasks"][999].__setitem__(1, 1 << 63),
+     "$.aicore_tasks[999][1]: expected int <= 9223372036854775807, got 9223372036854775808"),
+    (lambda r: r["aicore_tasks"][3].append(1), "$.aicore_tasks[3]: 7 columns, expected 5 or 6"),
+    (lambda r: r["aicore_tasks"][3].pop(),
+     "$.aicore_tasks[3]: 5 columns, expected 6, like the rows before it"),
+    (lambda r: r["aicore_tasks"][9].__setitem__(4, 5),
+     "$.aicore_tasks[9]: end_cycles 5 is before start_cycles 37108535234 (negative duration)"),
+    (lambda r: r["aicore_tasks"][9].__setitem__(0, 99),
+     "$.aicore_tasks[9][0]: core_id 99 is not in metadata.core_types (24 cores)"),
+    (lambda r: r["metadata"].__setitem__("clock_freq_hz", 0),
+     "$.metadata.clock_freq_hz: expected int >= 1, got 0"),
+    (lambda r: r["metadata"].pop("clock_freq_hz"),
+     "$.metadata: object missing required field clock_freq_hz"),
+    (lambda r: r["aicpu_scheduler_phases"][0][3].__setitem__("tasks_processed", {"a": 1}),
+     "$.aicpu_scheduler_phases[0][3].tasks_processed: expected int, got object"),
+    (lambda r: r["aicpu_scheduler_phases"][2][600].__setitem__("tasks_processed", [1]),
+     "$.aicpu_scheduler_phases[2][600].tasks_processed: expected int, got array"),
+    (lambda r: r["aicpu_scheduler_phases"][1][5].__setitem__("end_cycles", 3),
+     ("$.aicpu_scheduler_phases[1][5]: end_cycles 3 is before start_cycles 37083606372 "
+     "(negative duration)")),
+    (lambda r: r.__setitem__("chip_swimlane_level", 7),
+     "$.chip_swimlane_level: invalid enum value 7"),
+    (lambda r: r.pop("chip_swimlane_level"),
+     ("missing 'chip_swimlane_level' (or the older 'l2_swimlane_level'): not a Simpler "
+     "swimlane records file")),
+    (lambda r: r["metadata"].__setitem__("clock_anchors", {"schema_version": 2, "samples": []}),
+     "$.metadata.clock_anchors.schema_version: invalid enum value 2"),
+])
+def test_bad_records(tmp_path, change, problem):
+    assert _records_with(tmp_path, change) == problem
+
+
+def test_bad_bytes(tmp_path):
+    p = tmp_path / "chip_swimlane_records.json"
+    good = (BGEMM / "chip_swimlane_records.json").read_bytes()
+    for data, problem in [
+        (b"", "file is empty, expected JSON"),
+        (good[:300_000], "truncated JSON (file ends before the document is complete)"),
+        (b"\x18\x99garbage", ("expected a JSON object at the top level (a Simpler swimlane "
+                             "records file), found byte 0x18 (not JSON)")),
+        (good.replace(b'"start_cycles": 37082208422', b'"start_cycles": NaN', 1),
+         "$.aicpu_scheduler_phases[0][0].start_cycles: expected int, got float"),
+        (good + b" x", "invalid JSON at byte 658580: data after the end of the document"),
+    ]:
+        p.write_bytes(data)
+        assert _error(rs.read_records, p) == problem
+
+
+def test_sparse_2gb_file_rejected_at_once(tmp_path):
+    p = tmp_path / "chip_swimlane_records.json"
+    with open(p, "wb") as f:
+        f.truncate(2 << 30)
+    t = time.process_time()
+    assert _error(rs.read_records, p) == ("expected a JSON object at the top level (a Simpler "
+                                          "swimlane records file), found byte 0x00 (not JSON)")
+    assert time.process_time() - t < 1.0     # one block read, not 2 GB
+
+
+def test_special_files_refused_before_opening(tmp_path):
+    fifo = tmp_path / "chip_swimlane_records.json"
+    os.mkfifo(fifo)       # open() would block forever without a writer
+    assert _error(rs.read_records, fifo) == "is a FIFO, not a regular file"
+    assert _error(read_run_log, fifo) == "is a FIFO, not a regular file"
+    dev = tmp_path / "deps.json"
+    dev.symlink_to("/dev/zero")
+    assert _error(rs.read_deps, dev) == "is a character device, not a regular file"
+    loop = tmp_path / "name_map_x.json"
+    loop.symlink_to(loop.name)
+    assert _error(rs.read_name_map, loop) == "cannot read file: Too many levels of symbolic links"
+    assert _error(read_input_bytes, tmp_path) == "is a directory, expected a file"
+    assert _error(rs.discover_captures, fifo) == "expected a directory"
+
+
+def test_size_limit(tmp_path):
+    p = tmp_path / "x.json"
+    p.write_bytes(b"{}" * 10)
+    assert _error(lambda q: read_input_bytes(q, max_bytes=8), p) == \
+        "is 20 bytes, more than the 8 this kind of file may have"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="drops to nobody: needs root")
+def test_unreadable_file_and_dir_as_another_user():
+    """Root reads everything, so the readers run in a forked child that became `nobody`
+    (in a directory `nobody` may traverse: pytest's tmp_path is private to root)."""
+    with tempfile.TemporaryDirectory(dir="/tmp") as top:
+        os.chmod(top, 0o755)
+        _unreadable_as_nobody(Path(top))
+
+
+def _unreadable_as_nobody(top: Path) -> None:
+    d = top / "cap"
+    _leaf(d)
+    os.chmod(d / "deps.json", 0)
+    locked = top / "locked"
+    locked.mkdir(mode=0)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:                     # child: no exec, the readers are already imported
+        try:
+            os.setgid(65534)
+            os.setuid(65534)
+            lines = []
+            for fn, p in ((rs.read_deps, d / "deps.json"), (rs.discover_captures, locked)):
+                try:
+                    fn(p)
+                    lines.append("read")
+                except TraceInputError as exc:
+                    lines.append(str(exc))
+            os.write(w, "\n".join(lines).encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    with os.fdopen(r, "rb") as f:
+        out = f.read().decode()
+    os.waitpid(pid, 0)
+    assert out.splitlines() == [f"{d / 'deps.json'}: cannot read file: Permission denied",
+                                f"{locked}: cannot list directory: Permission denied"]
+
+
+def _nested(depth: int) -> list:
+    v: list = [1]
+    for _ in range(depth):
+        v = [v]
+    return v
+
+
+def _deps_with(tmp_path, change, copies=5) -> str:
+    raw = _load(BGEMM / "deps.json")
+    raw["tasks"] = orjson.loads(orjson.dumps(raw["tasks"] * copies))   # > 2 MB: several pieces
+    change(raw)
+    p = tmp_path / "deps.json"
+    p.write_bytes(orjson.dumps(raw))
+    assert p.stat().st_size > 2 << 20
+    return _error(rs.read_deps, p)
+
+
+@pytest.mark.parametrize("change, problem", [
+    (lambda d: d["tasks"][3017]["kernel_ids"].__setitem__(2, "x"),
+     "$.tasks[3017].kernel_ids[2]: expected int, got str"),
+    (lambda d: d["tasks"][3500].__setitem__("task_id", "\u00b2"),
+     "$.tasks[3500].task_id: expected int, got str"),
+    (lambda d: d["tasks"][2].__setitem__("task_id", str(1 << 64)),
+     "$.tasks[2].task_id: expected int <= 9223372036854775807, got '18446744073709551616'"),
+    (lambda d: d["tasks"][2]["kernel_ids"].append(0),
+     "$.tasks[2].kernel_ids: expected array of length <= 3"),
+    (lambda d: d["edges"][700].__setitem__("succ", -3),
+     "$.edges[700].succ: expected int >= 0, got -3"),
+    (lambda d: d.pop("edges"), "$: missing 'edges' (not a Simpler deps.json)"),
+    (lambda d: d["tasks"][5]["args"].append({"deep": _nested(50)}), None),
+])
+def test_bad_deps(tmp_path, change, problem):
+    if problem is None:     # deep but legal nesting in skipped args: fine
+        raw = _load(BGEMM / "deps.json")
+        change(raw)
+        p = tmp_path / "deps.json"
+        p.write_bytes(orjson.dumps(raw))
+        assert len(rs.read_deps(p).task_id) == 1000
+        return
+    assert _deps_with(tmp_path, change) == problem
+
+
+def test_deep_nesting_is_an_error_not_a_crash(tmp_path):
+    p = tmp_path / "deps.json"
+    deep = b"[" * 100_000 + b"]" * 100_000
+    p.write_bytes(b'{"tasks":[{"task_id":"1","args":' + deep + b'}],"edges":[]}')
+    assert _error(rs.read_deps, p) == "$.tasks[0...]: JSON nested too deeply"
+    p2 = tmp_path / "name_map_x.json"
+    p2.write_bytes(b'{"callable_id_to_name":{},"level":' + deep + b"}")
+    assert _error(rs.read_name_map, p2).startswith("JSON nested too deeply")
+
+
+def test_name_map_keys_and_unsafe_names(tmp_path):
+    p = tmp_path / "name_map_x.json"
+    p.write_text('{"callable_id_to_name": {"\u00b2": "A"}}')
+    assert _error(rs.read_name_map, p) == "$.callable_id_to_name: key '\u00b2' is not an integer id"
+    p.write_text('{"callable_id_to_name": {"1": 5}}')
+    assert _error(rs.read_name_map, p) == "$.callable_id_to_name[...]: expected str, got int"
+    p.write_bytes(b'{"callable_id_to_name": {"0": "Q\\ud800K", "1": "a\\u0001b", "-1": "x"},'
+                  b' "orchestrator_name": "o\\udc00"}')
+    nm = rs.read_name_map(p)
+    assert nm.names == {0: "Q\ufffdK", 1: "a\x01b", -1: "x"}
+    assert nm.orchestrator_name == "o\ufffd"
+    "".join(nm.names.values()).encode("utf-8")       # strict UTF-8 from here on
+
+
+def test_bad_dispatch_program_and_converted(tmp_path):
+    p = tmp_path / "dispatch_program.json"
+    p.write_text('{"program": ""}')
+    assert _error(rs.read_dispatch_program, p) == "$.program: expected str of length >= 1, got ''"
+    c = tmp_path / "merged_swimlane.json"
+    for events, problem in [
+        ([{"ph": "X", "ts": 1e308, "dur": 1}],
+         "$.traceEvents[0].ts: expected float <= 1000000000000000.0, got 1e+308"),
+        ([{"ph": "X", "ts": 1}, {"ph": "X", "ts": 2, "dur": -1}],
+         "$.traceEvents[1].dur: expected float >= 0.0, got -1"),
+        ([{"ph": "X"}], "$.traceEvents[0]: missing 'ts'"),
+        ([{"ph": "X", "ts": 1, "pid": "a"}], "$.traceEvents[0].pid: expected int | null, got str"),
+    ]:
+        c.write_bytes(orjson.dumps({"traceEvents": events}))
+        assert _error(rs.read_converted_trace, c) == problem
+
+
+# --------------------------------------------------------------------------- run logs
+
+def test_run_log_bad_lines(tmp_path):
+    p = tmp_path / "host_log.txt"
+    for text, problem in [
+        ("[STRACE] v=1 pid=1 tid=1 name=a ts=\u00b2 dur=5\n",
+         "line 1: [STRACE] ts='\u00b2' is not a non-negative 64-bit integer"),
+        ("x\n[STRACE] v=1 pid=1 tid=1 name=a ts=5 dur=-5\n",
+         "line 2: [STRACE] dur='-5' is not a non-negative 64-bit integer"),
+        ("[STRACE] v=2 pid=1\n", "line 1: unknown [STRACE] version v=2"),
+        ("[CLOCK_ANCHOR] v=1 pid=1 mono_ns=5\n", "line 1: [CLOCK_ANCHOR] without wall_ns="),
+        ("hello\n", "no [STRACE] or [CLOCK_ANCHOR] lines: not a Simpler run log"),
+        ("ok\n\0\0", "binary data (a NUL byte at byte 3): not a text run log"),
+    ]:
+        p.write_text(text)
+        assert _error(read_run_log, p) == problem
+
+
+def test_run_log_parsing_is_linear_in_line_length(tmp_path):
+    """Issue 11: a backtracking pattern took 25 s on one 50,000-character token. Measured as
+    a ratio in one run: 10x the characters must cost about 10x, not 100x."""
+    def cost(n: int) -> float:
+        p = tmp_path / f"log{n}.txt"
+        p.write_text("[STRACE] v=1 pid=1 tid=1 name=a ts=1 dur=5 " + "a" * n + "\n")
+        best = float("inf")
+        for _ in range(5):
+            t = time.perf_counter()
+            for _ in range(20):
+                read_run_log(p)
+            best = min(best, time.perf_counter() - t)
+        return best
+
+    short, long = cost(5_000), cost(50_000)
+    assert long / short < 25, (short, long)   # quadratic would be ~100
+
+
+def test_host_phase_records_bad_line(tmp_path):
+    p = tmp_path / "host_phase_records.jsonl"
+    p.write_text('{"pid": 1, "records": []}\n{"pid": 1, "records": [{"phase": "a", '
+                 '"start_ns": 5, "end_ns": "x"}]}\n')
+    with pytest.raises(TraceInputError) as info:
+        read_host_phase_records(p)
+    assert str(info.value) == f"{p}:2: $.records[0].end_ns: expected int, got str"
+
+
+def test_fixture_inputs_are_read_only():
+    mode = (BGEMM / "chip_swimlane_records.json").stat().st_mode
+    assert not mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH) or os.geteuid() == 0
