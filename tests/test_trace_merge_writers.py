@@ -460,7 +460,10 @@ def test_both_writers_agree_on_a_bigger_timeline(monkeypatch):
     a = SliceBlock("task", lanes, rng.integers(0, 3, n).astype(np.int32), starts,
                    np.full(n, 900, np.int64), [f"t{i}" for i in range(n)],
                    np.arange(n, dtype=np.int32),
-                   [ArgColumn("id", np.arange(n, dtype=np.int64))])
+                   [ArgColumn("id", np.arange(n, dtype=np.int64)),
+                    ArgColumn("epoch", np.arange(n) // 40),  # constant over some chunks
+                    ArgColumn("even", np.arange(n) % 2 == 0, np.arange(n) % 3 != 0),
+                    ArgColumn("label", [f"l{i % 5}" for i in range(n)])])
     b = SliceBlock("phase", lanes, a.track.copy(), starts + 100, np.full(n, 200, np.int64),
                    ["phase"], np.zeros(n, np.int32))
     src = rng.integers(0, n, 40)
@@ -477,6 +480,12 @@ def test_both_writers_agree_on_a_bigger_timeline(monkeypatch):
     from_proto = sorted((int(tid[s["track"]][1:]) + 10, s["name"], s["ts"], s["end"])
                         for s in slices)
     assert from_json == from_proto and len(from_json) == 2 * n
+    json_args = sorted((e["name"], sorted(e.get("args", {}).items())) for e in events
+                       if e["ph"] == "X")
+    proto_args = sorted((s["name"], sorted(s["args"].items())) for s in slices)
+    assert json_args == proto_args
+    assert dict(json_args)["t41"] == [("epoch", 1), ("even", False), ("id", 41), ("label", "l1")]
+    assert dict(json_args)["t42"] == [("epoch", 1), ("id", 42), ("label", "l2")]
     assert all(s["depth"] == (s["name"] == "phase") for s in slices)
     assert sorted(i for s in slices for i in s["flow_ids"]) == \
         sorted(i for s in slices for i in s["terminating_flow_ids"]) == list(range(1, 41))

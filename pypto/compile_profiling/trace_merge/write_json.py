@@ -123,57 +123,28 @@ def _us(ns: np.ndarray) -> list:
                                  (a % 1000).tolist())]
 
 
-def _column_list(values, lo: int, hi: int) -> list:
-    part = values[lo:hi]
-    return part.tolist() if isinstance(part, np.ndarray) else list(part)
-
-
-def _chunk_args(block: SliceBlock, lo: int, hi: int) -> list[dict] | None:
-    """The args dict of rows lo..hi (None when the block has no args at all); a row whose
-    dict is empty is written without `args`."""
-    extra = block.extra_args[lo:hi] if block.extra_args is not None else None
-    if not block.args and extra is None:
-        return None
-    if block.args:
-        keys = [a.key for a in block.args]
-        cols = [_column_list(a.values, lo, hi) for a in block.args]
-        args = [dict(zip(keys, row)) for row in zip(*cols)]
-        for a in block.args:
-            if a.present is not None:
-                key = a.key
-                for i in np.flatnonzero(~a.present[lo:hi]).tolist():
-                    del args[i][key]
-    else:
-        args = [{} for _ in range(hi - lo)]
-    if extra is not None:
-        for d, e in zip(args, extra):
-            if e:
-                d.update(e)
-    return args
-
-
 def _slice_events(block: SliceBlock) -> Iterator[list[dict]]:
     """The `X` events of `block`, `CHUNK_ROWS` at a time."""
     pids = [t.process.pid for t in block.tracks]
     tids = [t.tid for t in block.tracks]
     names, cat = block.names, block.cat
+    has_args = bool(block.args) or block.extra_args is not None
     for lo in range(0, len(block), CHUNK_ROWS):
         hi = min(lo + CHUNK_ROWS, len(block))
         tracks = block.track[lo:hi].tolist()
         ts = _us(block.start_ns[lo:hi])
         dur = _us(block.dur_ns[lo:hi])
         name = block.name[lo:hi].tolist()
-        args = _chunk_args(block, lo, hi)
-        if args is None:
+        if not has_args:
             yield [{"ph": "X", "pid": pids[t], "tid": tids[t], "ts": s, "dur": d,
                     "name": names[n], "cat": cat}
                    for t, s, d, n in zip(tracks, ts, dur, name)]
-        else:
+        else:  # a row without args (all absent) is written without `args`
             yield [{"ph": "X", "pid": pids[t], "tid": tids[t], "ts": s, "dur": d,
                     "name": names[n], "cat": cat, "args": a} if a else
                    {"ph": "X", "pid": pids[t], "tid": tids[t], "ts": s, "dur": d,
                     "name": names[n], "cat": cat}
-                   for t, s, d, n, a in zip(tracks, ts, dur, name, args)]
+                   for t, s, d, n, a in zip(tracks, ts, dur, name, block.row_args(lo, hi))]
 
 
 def _flow_events(flow: FlowBlock, first_id: int) -> Iterator[list[dict]]:
