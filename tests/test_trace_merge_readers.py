@@ -20,6 +20,7 @@ from pypto.compile_profiling.trace_merge import read_simpler as rs
 from pypto.compile_profiling.trace_merge.clock_alignment import build_clock_mapping
 from pypto.compile_profiling.trace_merge.input_files import read_input_bytes
 from pypto.compile_profiling.trace_merge.json_pieces import SEP_OBJECTS, SEP_ROWS, JsonPieces
+from pypto.compile_profiling.trace_merge.lanes import sublanes
 from pypto.compile_profiling.trace_merge.read_run_log import (
     read_host_phase_records,
     read_run_log,
@@ -162,29 +163,73 @@ def _assert_run_log(path, log):
 def _assert_converted(raw: dict, converted: list):
     (conv,) = converted
     events = raw["traceEvents"]
-    assert len(conv.events) == len(events)
+    xs = [e for e in events if e["ph"] == "X"]
+    assert sorted((s.pid, s.tid, s.name, s.start_ns, s.end_ns) for s in conv.slices) == sorted(
+        (e["pid"], e["tid"], e["name"], round(e["ts"] * 1000),
+         round((e["ts"] + e["dur"]) * 1000)) for e in xs)
     assert conv.metadata == raw.get("metadata")
-    for ev, got in ((events[0], conv.events[0]), (events[-1], conv.events[-1])):
-        assert got["ph"] == ev["ph"] and got.get("name") == ev.get("name")
-    timed = [e for e in events if "ts" in e]
-    assert [e["ts_ns"] for e in conv.events if "ts_ns" in e] == \
-        [round(e["ts"] * 1000) for e in timed]
-    assert conv.start_ns == min(round(e["ts"] * 1000) for e in timed)
-    assert all("ts" not in e and "dur" not in e for e in conv.events)
+    assert conv.process_names == {e["pid"]: e["args"]["name"] for e in events
+                                  if e["ph"] == "M" and e["name"] == "process_name"}
+    flow_ids = {(e["id"], e["cat"], e["name"]) for e in events if e["ph"] in "sf"}
+    assert len(conv.flows) + conv.unbound_flows == len(flow_ids)
+    assert conv.unbound_flows == 0
+    for f in conv.flows[:50]:      # a flow starts where its source slice is
+        assert conv.slices[f.src].start_ns <= conv.slices[f.dst].end_ns
+    cs = [e for e in events if e["ph"] == "C"]
+    assert sum(len(c.ts_ns) for c in conv.counters) == sum(len(e["args"]) for e in cs)
+    assert (conv.start_ns, conv.end_ns) == (
+        min(s.start_ns for s in conv.slices), max(s.end_ns for s in conv.slices))
 
 
 def test_converted_trace_touching_slices_still_touch(tmp_path):
     """Issue 8 placement item 5: float µs put touching slices into overlap lanes; times are
     integer ns from the reader on."""
     p = tmp_path / "merged_swimlane.json"
-    events = [{"ph": "X", "name": "a", "pid": 4, "tid": 1, "ts": 10.123, "dur": 0.877},
-              {"ph": "X", "name": "b", "pid": 4, "tid": 1, "ts": 11.0, "dur": 0.1},
-              {"ph": "X", "name": "c", "pid": 4, "tid": 1, "ts": 0.1 + 0.2, "dur": 0.7}]
-    assert 10.123 + 0.877 != 11.0 or 0.1 + 0.2 != 0.3      # the float sums do not match
+    events = [{"ph": "X", "name": "a", "pid": 4, "tid": 1, "ts": 0.1, "dur": 0.2},
+              {"ph": "X", "name": "b", "pid": 4, "tid": 1, "ts": 0.3, "dur": 0.7},
+              {"ph": "X", "name": "c", "pid": 4, "tid": 2, "ts": 37081215.598, "dur": 0.001}]
+    assert 0.1 + 0.2 > 0.3                   # in float µs, a overlaps b
     p.write_bytes(orjson.dumps({"traceEvents": events}))
-    a, b, c = rs.read_converted_trace(p).events
-    assert a["ts_ns"] + a["dur_ns"] == b["ts_ns"] == 11_000
-    assert (c["ts_ns"], c["dur_ns"]) == (300, 700)
+    a, b, c = rs.read_converted_trace(p).slices
+    assert a.end_ns == b.start_ns == 300 and b.end_ns == 1000
+    assert (c.start_ns, c.end_ns) == (37081215598, 37081215599)
+
+
+def test_converted_bgemm_needs_no_overlap_lanes():
+    """72 touching slices of this capture went to overlap lanes with float µs; none now."""
+    conv = rs.read_converted_trace(BGEMM / "merged_swimlane.json")
+    tracks: dict = {}
+    for s in conv.slices:
+        tracks.setdefault((s.pid, s.tid), []).append((s.start_ns, s.end_ns))
+    moved = sum(int(sublanes(np.array([a for a, _ in v]), np.array([b for _, b in v]),
+                             allow_nesting=True).any()) for v in tracks.values())
+    assert moved == 0
+
+
+def test_converted_flows_bound_and_counters(tmp_path):
+    p = tmp_path / "merged_swimlane.json"
+    events = [
+        {"ph": "M", "name": "thread_name", "pid": 4, "tid": 1, "args": {"name": "AIC_0"}},
+        {"ph": "X", "name": "a", "pid": 4, "tid": 1, "ts": 1, "dur": 2, "id": 7},
+        {"ph": "X", "name": "b", "pid": 4, "tid": 2, "ts": 5, "dur": 2},
+        {"ph": "s", "name": "dep", "cat": "flow", "id": 1, "pid": 4, "tid": 1, "ts": 2,
+         "bind_id": 7},
+        {"ph": "f", "name": "dep", "cat": "flow", "id": 1, "pid": 4, "tid": 2, "ts": 6, "bp": "e"},
+        {"ph": "s", "name": "dep", "cat": "flow", "id": 2, "pid": 4, "tid": 1, "ts": 2},
+        {"ph": "C", "name": "q", "pid": 2, "tid": 9, "ts": 3, "args": {"AIC": 4, "AIV": 1.5}},
+        {"ph": "C", "name": "q", "pid": 2, "tid": 9, "ts": 1, "args": {"AIC": 2, "AIV": 0}},
+        {"ph": "i", "name": "instant", "pid": 4, "tid": 1, "ts": 1},
+    ]
+    p.write_bytes(orjson.dumps({"traceEvents": events}))
+    conv = rs.read_converted_trace(p)
+    (flow,) = conv.flows
+    assert (conv.slices[flow.src].name, conv.slices[flow.dst].name, flow.name) == ("a", "b", "dep")
+    assert conv.unbound_flows == 1 and conv.ignored_events == 1
+    assert conv.thread_names == {(4, 1): "AIC_0"}
+    aic, aiv = conv.counters
+    assert (aic.name, aic.ts_ns.tolist(), aic.values.tolist()) == ("q AIC", [1000, 3000], [2, 4])
+    assert aic.values.dtype == np.int64 and aiv.values.dtype == np.float64
+    assert aiv.values.tolist() == [0.0, 1.5]
 
 
 def test_level_gating_and_five_column_rows(tmp_path):
@@ -483,7 +528,9 @@ def test_bad_dispatch_program_and_converted(tmp_path):
         ([{"ph": "X", "ts": 1}, {"ph": "X", "ts": 2, "dur": -1}],
          "$.traceEvents[1].dur: expected float >= 0.0, got -1"),
         ([{"ph": "X"}], "$.traceEvents[0]: missing 'ts'"),
-        ([{"ph": "X", "ts": 1, "pid": "a"}], "$.traceEvents[0].pid: expected int | null, got str"),
+        ([{"ph": "X", "ts": 1, "pid": "a"}], "$.traceEvents[0].pid: expected int, got str"),
+        ([{"ph": "C", "ts": 1, "name": "q", "args": {"a": "x"}}],
+         "$.traceEvents[0].args.a: expected a finite number, got 'x'"),
     ]:
         c.write_bytes(orjson.dumps({"traceEvents": events}))
         assert _error(rs.read_converted_trace, c) == problem

@@ -143,6 +143,10 @@ class JsonPieces:
             if p < n or not self._more():
                 return
 
+    def peek(self) -> bytes:
+        """The next non-blank byte (b\"\" at the end), not consumed."""
+        return self._peek()
+
     def _peek(self) -> bytes:
         self._skip_ws()
         return self.buf[self.pos:self.pos + 1]

@@ -237,6 +237,10 @@ class ConvertedEvent(Struct):
     ph: str
     ts: TimeUs | None = None
     dur: TimeUs | None = None
-    pid: Int64 | None = None
-    tid: Int64 | None = None
-    name: str | None = None
+    pid: Int64 = 0
+    tid: Int64 = 0
+    name: str = ""
+    cat: str = ""
+    args: dict[str, Any] | None = None
+    id: Any = None                  # X: the slice's id; s/f: the flow's id
+    bind_id: Any = None             # s/f: the id of the slice the flow end is bound to
