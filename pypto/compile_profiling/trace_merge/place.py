@@ -173,7 +173,7 @@ def place(inputs: Inputs, *, offset_us: float | None = None) -> Plan:
                          _run_pid(cap))
         if cap.records is not None:
             cp.device = _device_clock(cap, host, stage, offset_us, plan)
-        if cap.converted:
+        elif cap.converted:         # the converter's rendering of records we do not have
             cp.converted = _converted_clock(cap, host, stage, offset_us, plan)
         cp.device_wall_offset_ns = _device_wall_offset(cap, cp)
         plan.captures.append(cp)
@@ -402,37 +402,54 @@ def _device_wall(cap: rs.Capture):
 
 def _wall_bounds(ext: dict, wall, children) -> Interval:
     """q in `device_wall_ns = nominal_ns + q`: the records lie inside device_wall, the
-    scheduler phases inside its `sched` child, the orchestrator phases inside `orch`."""
+    scheduler phases inside its `sched` child, the orchestrator phases inside `orch`. The
+    spans and the records are not read from one clock read: in real captures they disagree
+    by some µs, so constraints that exclude each other give their hull, not nothing."""
     lo_all, hi_all = ext["all"]
-    lo, hi = wall.ts_ns - lo_all, wall.ts_ns + wall.dur_ns - hi_all
-    used = ["the records inside device_wall"]
+    bounds = [Interval(wall.ts_ns - lo_all, wall.ts_ns + wall.dur_ns - hi_all,
+                       "the records inside device_wall")]
     for child in children:
         kind = child.name.rsplit(".", 1)[-1]
         if kind in ("sched", "orch") and kind in ext:
             k_lo, k_hi = ext[kind]
-            lo = max(lo, child.ts_ns - k_lo)
-            hi = min(hi, child.ts_ns + child.dur_ns - k_hi)
-            used.append(f"{kind} phases inside device_wall.{kind}")
-    return Interval(lo, hi, ", ".join(used))
+            bounds.append(Interval(child.ts_ns - k_lo, child.ts_ns + child.dur_ns - k_hi,
+                                   f"{kind} phases inside device_wall.{kind}"))
+    why = ", ".join(b.why for b in bounds)
+    both = _intersect(bounds)
+    if both is not None:
+        return Interval(both.lo, both.hi, why)
+    return Interval(min(b.lo for b in bounds), max(b.hi for b in bounds), why)
+
+
+def _wall_in_host(parent, wall, children) -> Interval:
+    """o in `reference_ns = device_wall_ns + o` (before the host offset): device_wall starts
+    inside its host span and its children end inside it. device_wall itself may end after
+    the host span does (seen on a real capture: 60 ms past `runner_run`), so its own end is
+    no bound."""
+    content_end = max((c.ts_ns + c.dur_ns for c in children), default=wall.ts_ns)
+    return Interval(parent.ts_ns - wall.ts_ns, parent.ts_ns + parent.dur_ns - content_end,
+                    f"device_wall inside {parent.name}")
 
 
 def _run_log_bound(cap, ext: dict, host: HostClock) -> Interval | None:
-    """The bound from the capture's own run log (reference axis), if it gives one."""
-    wall, parent, children = _device_wall(cap)
-    if wall is not None and parent is not None:
-        o = Interval(parent.ts_ns - wall.ts_ns,
-                     parent.ts_ns + parent.dur_ns - wall.ts_ns - wall.dur_ns, "")
-        q = _wall_bounds(ext, wall, children)
-        if o.lo <= o.hi and q.lo <= q.hi:
-            return Interval(q.lo + o.lo + host.offset_ns, q.hi + o.hi + host.offset_ns,
-                            f"its run log: device_wall inside {parent.name}, {q.why}")
+    """The bound from the capture's own run log (reference axis), if it gives one: the
+    records inside the host span that ran the device (`runner_run`), and through the
+    `clk=dev` spans, tighter."""
     span = _runner_run(cap)
     if span is None:
         return None
     lo_all, hi_all = ext["all"]
-    return Interval(span.ts_ns - lo_all + host.offset_ns,
-                    span.ts_ns + span.dur_ns - hi_all + host.offset_ns,
-                    f"inside its run log's {span.name} span")
+    off = host.offset_ns
+    bounds = [Interval(span.ts_ns - lo_all + off, span.ts_ns + span.dur_ns - hi_all + off,
+                       f"the records inside its run log's {span.name} span")]
+    wall, parent, children = _device_wall(cap)
+    if wall is not None and parent is not None:
+        o = _wall_in_host(parent, wall, children)
+        q = _wall_bounds(ext, wall, children)
+        if o.lo <= o.hi and q.lo <= q.hi:
+            bounds.append(Interval(q.lo + o.lo + off, q.hi + o.hi + off,
+                                   f"its run log's clk=dev spans ({o.why}, {q.why})"))
+    return _intersect(bounds) or bounds[0]
 
 
 def _device_wall_offset(cap: rs.Capture, cp: CapturePlan) -> int | None:
@@ -443,8 +460,8 @@ def _device_wall_offset(cap: rs.Capture, cp: CapturePlan) -> int | None:
         return None
     o_lo = o_hi = None
     if parent is not None:
-        o_lo = parent.ts_ns - wall.ts_ns + cp.host.offset_ns
-        o_hi = parent.ts_ns + parent.dur_ns - wall.ts_ns - wall.dur_ns + cp.host.offset_ns
+        o = _wall_in_host(parent, wall, children)
+        o_lo, o_hi = o.lo + cp.host.offset_ns, o.hi + cp.host.offset_ns
     dev = cp.device
     if dev is not None and cap.records is not None:
         ext = _extents(cap)

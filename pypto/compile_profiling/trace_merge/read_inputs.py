@@ -11,6 +11,7 @@ naming it and nothing is written.
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ from pypto.compile_profiling.trace_merge.input_files import read_input_bytes
 from pypto.errors import TraceInputError
 
 CLOCK = "CLOCK_MONOTONIC"
+log = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -78,23 +80,12 @@ class Inputs:
 # --------------------------------------------------------------------------- classification
 
 def _kind_by_name(name: str) -> str | None:
-    if name in rs.RECORD_FILE_NAMES:
-        return "records"
-    if name == "deps.json":
-        return "deps"
-    if name.startswith("name_map") and name.endswith(".json"):
-        return "name_map"
-    if name.startswith("merged_swimlane") and name.endswith(".json"):
-        return "converted"
     if name == "pipeline_profile.json":
         return "profile"
-    if name == "dispatch_program.json":
-        return "dispatch_program"
-    if name.endswith((".txt", ".log")):
-        return "run_log"
-    if name.endswith((".json", ".json.gz")):
+    kind = rs.file_kind(name)
+    if kind is None and name.endswith((".json", ".json.gz")):
         return "json"          # decided by its content
-    return None
+    return kind
 
 
 def _sniff(doc: object) -> str | None:
@@ -179,6 +170,8 @@ def _add_file(inputs: Inputs, p: Path, loose: dict, forced: str | None = None) -
     if group is None:
         group = loose[str(p.parent)] = rs.CaptureFiles(str(p.parent))
     rs.add_loose_file(group, kind, str(p))
+    if kind == "listed_only":
+        log.info("not a timeline, listed only: %s", p)
 
 
 def _load_json(p: Path) -> object:

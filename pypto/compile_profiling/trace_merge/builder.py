@@ -1,0 +1,136 @@
+"""What the layout steps share: a `TimelineBuilder` that creates processes and tracks once,
+with their final ids (the real OS pid / native tid where free, else a fresh id that collides
+with no real one; all sources are read before layout, so every real id is known), and the
+host rows collected from every host-clock source before they become blocks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pypto.compile_profiling.trace_merge.place import CapturePlan, DeviceClock, Plan
+from pypto.compile_profiling.trace_merge.timeline import Process, SliceBlock, Timeline, Track
+
+SEP = " · "
+KERNEL_CODEGEN_PREFIX = "kernel_codegen:"
+CLOCK = "CLOCK_MONOTONIC"
+
+
+# --------------------------------------------------------------------------- ids and rows
+
+class _Ids:
+    """Process and thread ids: real ones where they are free, fresh ones never colliding
+    with any real id of any source (all sources are read before layout)."""
+
+    def __init__(self, real: set[int]):
+        self.real = real
+        self.taken: set[int] = set()
+        self.next = 1
+
+    def fresh(self) -> int:
+        while self.next in self.real or self.next in self.taken:
+            self.next += 1
+        self.taken.add(self.next)
+        return self.next
+
+    def claim(self, real_id: int) -> int | None:
+        """`real_id` if no other process/thread has it yet, else None."""
+        if real_id in self.taken:
+            return None
+        self.taken.add(real_id)
+        return real_id
+
+
+@dataclass(slots=True)
+class _HostRows:
+    """Slices bound for real threads, collected from every host-clock source, so that
+    nesting is checked across sources (a run log's spans on the compile thread)."""
+
+    track: list[Track] = field(default_factory=list)
+    start: list[int] = field(default_factory=list)
+    end: list[int] = field(default_factory=list)
+    name: list[str] = field(default_factory=list)
+    cat: list[str] = field(default_factory=list)
+    args: list[dict | None] = field(default_factory=list)
+    source: list[tuple] = field(default_factory=list)   # (source key, index) for flows
+
+
+class TimelineBuilder:
+    """Processes and tracks with final ids and names, in display order."""
+
+    def __init__(self, plan: Plan):
+        self.plan = plan
+        self.tl = Timeline()
+        real: set[int] = set()
+        for ct, _ in plan.traces:
+            real.update(ct.pid)
+            real.update(ct.tid)
+        for cp in plan.captures:
+            if cp.capture.run_log is not None:
+                for sp in cp.capture.run_log.spans:
+                    real.update((sp.pid, sp.tid))
+        self.ids = _Ids(real)
+        self.host_rows = _HostRows()
+        self.host_procs: dict[tuple[str | None, int], Process] = {}   # (host, os pid)
+        self.threads: dict[tuple[int, int], Track] = {}               # (process pid, os tid)
+        self.summary: list[str] = []
+        self.sources: list[dict] = []
+        self.codegen_rows: list[int] = []          # host rows of kernel_codegen:* stages
+        self.host_index: dict[int, tuple[SliceBlock, int]] = {}   # host row -> block, row
+        self.first_task: list[tuple[str, SliceBlock, int, int]] = []  # kernel, block, row, ts
+        self.order: list[Process] = []
+
+    # ---- processes and threads
+    def process(self, name: str, *, os_pid: int | None = None, host: str | None = None,
+                args: dict | None = None, estimated: bool = False) -> Process:
+        if os_pid is not None:
+            key = (host, os_pid)
+            proc = self.host_procs.get(key)
+            if proc is not None:
+                return proc
+            pid = self.ids.claim(os_pid)
+            if pid is None:           # the same pid from another host: keep them apart
+                pid = self.ids.fresh()
+                name = f"{name} (pid {os_pid} on {host or 'another host'})"
+            proc = Process(pid, name, 0, os_pid, dict(args or {}), estimated)
+            self.host_procs[key] = proc
+        else:
+            proc = Process(self.ids.fresh(), name, 0, None, dict(args or {}), estimated)
+        self.tl.processes.append(proc)
+        self.order.append(proc)
+        return proc
+
+    def thread(self, proc: Process, os_tid: int, name: str, sort_index: int) -> Track:
+        key = (proc.pid, os_tid)
+        tr = self.threads.get(key)
+        if tr is None:
+            tid = self.ids.claim(os_tid)
+            if tid is None:
+                tid = self.ids.fresh()
+            tr = self.threads[key] = Track(tid, proc, name, sort_index, os_tid)
+            self.tl.tracks.append(tr)
+        return tr
+
+    def lane(self, proc: Process, name: str, sort_index: int) -> Track:
+        tr = Track(self.ids.fresh(), proc, name, sort_index, None)
+        self.tl.tracks.append(tr)
+        return tr
+
+
+def intern(names: list[str]) -> tuple[list[str], np.ndarray]:
+    table: dict[str, int] = {}
+    ix = np.fromiter((table.setdefault(s, len(table)) for s in names), dtype=np.int32,
+                     count=len(names))
+    return list(table), ix
+
+
+
+def device_args(cp: CapturePlan, dev: DeviceClock, source: str) -> dict:
+    """Process args of a device view: how it was aligned, and from which file."""
+    args = {"alignment": dev.describe(), "source": source}
+    if cp.capture.dispatch_program is not None:
+        args["program"] = cp.capture.dispatch_program.program
+    if dev.status != "calibrated":
+        args["estimated"] = True
+    return args

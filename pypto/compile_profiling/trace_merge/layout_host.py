@@ -1,0 +1,199 @@
+"""Lay out the host-clock sources: our compile traces (real pid and native tids), a
+`pipeline_profile.json` (durations only, laid end to end), and Simpler run logs (`[STRACE]`
+host spans on their real pid/tid, joining the compile process of the same run; `clk=dev`
+spans on a device-clock lane of that run). Their rows are collected first and nested per
+thread across sources (`host_blocks`)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pypto.compile_profiling.trace_merge.builder import (
+    CLOCK,
+    KERNEL_CODEGEN_PREFIX,
+    TimelineBuilder,
+    intern,
+)
+from pypto.compile_profiling.trace_merge.lanes import sublanes
+from pypto.compile_profiling.trace_merge.place import CapturePlan, HostClock
+from pypto.compile_profiling.trace_merge.read_inputs import CompileTrace
+from pypto.compile_profiling.trace_merge.timeline import SliceBlock, Track
+
+
+def add_compile_trace(b: TimelineBuilder, ct: CompileTrace, hc: HostClock) -> None:
+    pids = sorted(set(ct.pid) | set(ct.process_names),
+                  key=lambda p: (ct.process_sort.get(p, 1 << 30), p))
+    procs = {}
+    for pid in pids:
+        args = {"os_pid": pid, "source": ct.path, "clock": CLOCK, "alignment": hc.how}
+        if ct.host:
+            args["host"] = ct.host
+        procs[pid] = b.process(ct.process_names.get(pid, f"PyPTO process {pid}"), os_pid=pid,
+                               host=ct.host, args=args)
+    keys = sorted(set(zip(ct.pid, ct.tid)) | set(ct.thread_names),
+                  key=lambda k: (ct.thread_sort.get(k, 1 << 30), k))
+    tracks = {k: b.thread(procs[k[0]], k[1], ct.thread_names.get(k, f"thread {k[1]}"),
+                          ct.thread_sort.get(k, n)) for n, k in enumerate(keys)}
+    rows, off = b.host_rows, hc.offset_ns
+    for i in range(len(ct.name)):
+        if ct.name[i].startswith(KERNEL_CODEGEN_PREFIX):
+            b.codegen_rows.append(len(rows.start))
+        rows.track.append(tracks[(ct.pid[i], ct.tid[i])])
+        rows.start.append(ct.start_ns[i] + off)
+        rows.end.append(ct.end_ns[i] + off)
+        rows.name.append(ct.name[i])
+        rows.cat.append(ct.cat[i])
+        rows.args.append(ct.args[i])
+    b.summary.append(f"{ct.path}: compile trace, {len(ct.name)} slices in {len(procs)} "
+                     f"process(es); {hc.how}")
+    b.sources.append({"path": ct.path, "kind": "compile_trace", "alignment": hc.how,
+                      "offset_ns": off})
+
+
+def add_report(b: TimelineBuilder, rp) -> None:
+    proc = b.process("PyPTO compile (pipeline_profile.json, estimated)", estimated=True,
+                     args={"source": rp.report.path, "estimated": True,
+                           "alignment": f"estimated: durations only, stages laid end to end; "
+                                        f"{rp.how}"})
+    track = b.lane(proc, "stages", 0)
+    rows = b.host_rows
+    n0 = len(rows.start)
+    stack = [(iter(rp.report.stages), rp.origin_ns, None)]
+    while stack:                        # children from their parent's start, end to end
+        it, t, limit = stack[-1]
+        st = next(it, None)
+        if st is None:
+            stack.pop()
+            continue
+        dur = st.seconds * 1e9
+        if limit is not None:           # rounded child durations may add up past the parent
+            t = min(t, limit)
+            dur = min(dur, limit - t)
+        stack[-1] = (it, t + dur, limit)
+        if st.name.startswith(KERNEL_CODEGEN_PREFIX):
+            b.codegen_rows.append(len(rows.start))
+        rows.track.append(track)
+        rows.start.append(round(t))
+        rows.end.append(round(t + dur))
+        rows.name.append(st.name)
+        rows.cat.append("compile")
+        rows.args.append({"seconds": st.seconds, "estimated": True})
+        stack.append((iter(st.children), t, t + dur))
+    b.summary.append(f"{rp.report.path}: compile profile (durations only), "
+                     f"{len(rows.start) - n0} stages; ESTIMATED, {rp.how}")
+    b.sources.append({"path": rp.report.path, "kind": "pipeline_profile",
+                      "alignment": f"estimated: {rp.how}", "estimated": True})
+
+
+def add_run_log(b: TimelineBuilder, cp: CapturePlan, warnings: list[str]) -> None:
+    """[STRACE] host spans on their real pid/tid; clk=dev spans on a device-clock lane of
+    that run (placed by `place`), or left out with a warning when nothing places them."""
+    log, hc = cp.capture.run_log, cp.host
+    rows = b.host_rows
+    host = None if hc.offset_ns == 0 else f"{cp.label} host"
+    added = dev = 0
+    dev_lanes: dict[int, Track] = {}
+    for sp in log.spans:
+        args = {"pid": sp.pid, "tid": sp.tid, "depth": sp.depth, "log_line": sp.line}
+        if sp.inv is not None:
+            args["inv"] = sp.inv
+        if sp.hid is not None:
+            args["hid"] = sp.hid
+        args.update(sp.attrs)
+        proc = b.process(f"Simpler host (pid {sp.pid})", os_pid=sp.pid,
+                         host=host if host else _compile_host(b, sp.pid),
+                         args={"os_pid": sp.pid, "source": log.path, "alignment": hc.how})
+        if sp.device_clock:
+            if cp.device_wall_offset_ns is None:
+                continue
+            track = dev_lanes.get(proc.pid)
+            if track is None:
+                track = dev_lanes[proc.pid] = b.lane(
+                    proc, f"device clock ({_wall_label(cp)})", 1 << 20)
+            start = sp.ts_ns + cp.device_wall_offset_ns
+            args["device_clock_ts_ns"] = sp.ts_ns
+            dev += 1
+        else:
+            track = b.thread(proc, sp.tid, f"thread {sp.tid}", 0)
+            start = sp.ts_ns + hc.offset_ns
+            added += 1
+        rows.track.append(track)
+        rows.start.append(start)
+        rows.end.append(start + sp.dur_ns)
+        rows.name.append(sp.name)
+        rows.cat.append("simpler_host")
+        rows.args.append(args)
+    skipped = sum(1 for sp in log.spans if sp.device_clock) - dev
+    extra = f", {dev} clk=dev spans on the run's device-clock lane ({_wall_label(cp)})" if dev \
+        else ""
+    if skipped:
+        warnings.append(f"{log.path}: {skipped} clk=dev spans left out (no device_wall span "
+                        "inside a host span to place them)")
+    b.summary.append(f"{log.path}: run log, {added} [STRACE] host spans; {hc.how}{extra}")
+    b.sources.append({"path": log.path, "kind": "run_log", "alignment": hc.how,
+                      "offset_ns": hc.offset_ns})
+    if log.clock_anchors:
+        b.tl.metadata.setdefault("simpler_clock_anchors", []).extend(
+            {"pid": a.pid, "mono_ns": a.mono_ns, "wall_ns": a.wall_ns, "source": log.path}
+            for a in log.clock_anchors)
+
+
+def _compile_host(b: TimelineBuilder, os_pid: int) -> str | None:
+    """The host of a compile process with this pid (a run log of the same run, same host)."""
+    for host, pid in b.host_procs:
+        if pid == os_pid:
+            return host
+    return b.plan.reference_host
+
+
+def _wall_label(cp: CapturePlan) -> str:
+    dev = cp.device or cp.converted
+    if dev is None:
+        return "estimated: middle of its host span"
+    return dev.label
+
+
+def host_blocks(b: TimelineBuilder) -> int:
+    """All host-clock rows as blocks (one per category), nested per thread."""
+    rows = b.host_rows
+    n = len(rows.start)
+    if not n:
+        return 0
+    start = np.array(rows.start, dtype=np.int64)
+    end = np.array(rows.end, dtype=np.int64)
+    end = np.maximum(end, start)
+    track_ids = {}
+    tracks: list[Track] = []
+    tix = np.empty(n, dtype=np.int32)
+    for i, tr in enumerate(rows.track):
+        k = track_ids.get(id(tr))
+        if k is None:
+            k = track_ids[id(tr)] = len(tracks)
+            tracks.append(tr)
+        tix[i] = k
+    moved = 0
+    overflow: dict[tuple[int, int], Track] = {}
+    for k, tr in enumerate(list(tracks)):
+        sel = np.flatnonzero(tix == k)
+        lane = sublanes(start[sel], end[sel], allow_nesting=True)
+        for j in np.flatnonzero(lane):
+            key = (k, int(lane[j]))
+            sub = overflow.get(key)
+            if sub is None:
+                sub = overflow[key] = b.lane(tr.process, f"{tr.name} (overlap {lane[j]})",
+                                             tr.sort_index * 100 + int(lane[j]))
+                tracks.append(sub)
+            tix[sel[j]] = tracks.index(sub)
+            moved += 1
+    blocks: dict[str, list[int]] = {}
+    for i, cat in enumerate(rows.cat):
+        blocks.setdefault(cat, []).append(i)
+    for cat, idx in blocks.items():
+        sel = np.array(idx, dtype=np.int64)
+        names, name_ix = intern([rows.name[i] for i in idx])
+        block = SliceBlock(cat, tracks, tix[sel], start[sel], end[sel] - start[sel], names,
+                           name_ix, [], [rows.args[i] for i in idx])
+        b.tl.blocks.append(block)
+        for r, i in enumerate(idx):
+            b.host_index[i] = (block, r)
+    return moved
