@@ -6,7 +6,7 @@
     python3 benchmarks/bench_readers.py --capture DIR    # a capture built before (--keep)
 
 The capture is the real `tmr_bgemm_case0_l4_depgen` repeated in time (`bench_merge.build_capture`).
-Each measurement runs in a fresh child process, so its peak RSS (`ru_maxrss`) is its own:
+Each measurement runs in a fresh child process, so its peak RSS (VmHWM) is its own:
 - `readers`: `read_records` + `read_deps` (checked columns, one process, no helpers, the
   cyclic GC paused as the merge does);
 - `orjson`: `orjson.loads` of the records file and of deps.json (parse only, no checks,
@@ -30,7 +30,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 from bench_merge import SOURCE, build_capture
 
 _CHILD = """
-import gc, json, resource, sys, time
+import gc, json, sys, time
 mode, records, deps = sys.argv[1:4]
 gc.disable()      # as in the merge (trace_merge.gc_paused)
 t, c = time.perf_counter(), time.process_time()
@@ -47,7 +47,10 @@ else:
         d = orjson.loads(f.read())
     n = (len(r["aicore_tasks"]), len(d["tasks"]))
 wall, cpu = time.perf_counter() - t, time.process_time() - c
-rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+# VmHWM, not ru_maxrss: Linux carries ru_maxrss over fork+exec from the parent (which may
+# hold the generated capture), VmHWM is this program's own peak.
+with open("/proc/self/status") as f:
+    rss = next(int(ln.split()[1]) for ln in f if ln.startswith("VmHWM:")) / 1024
 print(json.dumps({"wall_s": wall, "cpu_s": cpu, "rss_mb": rss, "n": n}))
 """
 

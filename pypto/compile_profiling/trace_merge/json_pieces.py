@@ -328,7 +328,7 @@ class JsonPieces:
                 m = sep.search(buf, pos + step) if pos + step < len(buf) else None
                 cut = m.start() + 1 if m else len(buf)
                 final = m is None and self.eof
-                piece = b"[" + memoryview(buf)[pos:cut] + b"]"
+                piece = b"".join((b"[", memoryview(buf)[pos:cut], b"]"))   # one copy
                 try:
                     items, closed = self._decode_piece(piece, decoder, where, index, final)
                 except _MisCut:
