@@ -18,8 +18,8 @@ building it: the encoding floor, with nothing left to do but serialise.
 
 Each measurement runs in a fresh child process (this script with `--one`), so its peak RSS
 (`ru_maxrss`) is its own: printed as the rise over the RSS after the timeline (or the
-baseline's dicts) was built. Each is run `--repeat` times and the fastest run is kept (the
-machine is shared). Printed: wall and CPU seconds, µs per slice, peak RSS rise, output size,
+baseline's dicts) was built. Each is run `--repeat` times, interleaved, and the fastest run
+is kept (the machine is shared). Printed: wall and CPU seconds, µs per slice, peak RSS rise, output size,
 and the ratios to the baseline measured in the same run. The writers run with
 the cyclic GC paused, as `trace_merge.write_timeline` runs them (`--gc`: not paused).
 """
@@ -141,18 +141,18 @@ def main() -> None:
         print(json.dumps(run_one(args.one.split(".")[0] if args.one != "json.gz" else "json",
                                  args.slices, args.lanes, args.out, args.gc)))
         return
-    results = {}
+    runs: dict[str, list[dict]] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for what, name in (("baseline", "b.json"), ("json", "t.json"), ("json.gz", "t.json.gz"),
-                           ("proto", "t.pftrace")):
-            cmd = [sys.executable, __file__, "--one", what, "--slices", str(args.slices),
-                   "--lanes", str(args.lanes), "--out", os.path.join(tmp, name)]
-            if args.gc:
-                cmd.append("--gc")
-            runs = [json.loads(subprocess.run(cmd, capture_output=True, text=True,
-                                              check=True).stdout)
-                    for _ in range(args.repeat)]
-            results[what] = {k: min(r[k] for r in runs) for k in runs[0]}
+        for _ in range(args.repeat):  # interleaved, so a busy spell hits every writer
+            for what, name in (("baseline", "b.json"), ("json", "t.json"),
+                               ("json.gz", "t.json.gz"), ("proto", "t.pftrace")):
+                cmd = [sys.executable, __file__, "--one", what, "--slices", str(args.slices),
+                       "--lanes", str(args.lanes), "--out", os.path.join(tmp, name)]
+                if args.gc:
+                    cmd.append("--gc")
+                r = subprocess.run(cmd, capture_output=True, text=True, check=True)
+                runs.setdefault(what, []).append(json.loads(r.stdout))
+    results = {what: {k: min(r[k] for r in rs) for k in rs[0]} for what, rs in runs.items()}
     base = results["baseline"]
     print(f"{args.slices:,} slices (10 int args, {args.lanes} lanes, one flow each), "
           f"GC {'running' if args.gc else 'paused'}")

@@ -448,6 +448,33 @@ def test_proto_refuses_negative_time_and_leaves_no_file(tmp_path):
     assert os.listdir(tmp_path) == []
 
 
+def test_proto_refuses_a_counter_before_time_0():
+    tl = sample_timeline()
+    tl.counters[1].ts_ns[0] = -1
+    with pytest.raises(ProfileWriteError, match="counter 'utilisation': a value before time 0"):
+        write_perfetto_trace(tl, io.BytesIO())
+
+
+def test_proto_of_empty_timeline_is_valid():
+    buf = io.BytesIO()
+    write_perfetto_trace(Timeline(), buf)
+    packets = read_packets(buf.getvalue())
+    assert [p.WhichOneof("data") for p in packets] == ["chrome_events"]
+
+
+def test_proto_numpy_text_and_bool_values_in_list_columns():
+    host = Process(1, "p", 0)
+    lane = Track(2, host, "lane", 0)
+    b = block("c", [lane], [(0, 10, 5, 0), (0, 20, 5, 0)], ["s"],
+              [ArgColumn("v", [np.str_("text"), np.bool_(True)]),
+               ArgColumn("u", np.array(["a", "b"]))])
+    buf = io.BytesIO()
+    write_perfetto_trace(Timeline([host], [lane], [b]), buf)
+    _, slices = decode_slices(read_packets(buf.getvalue()))
+    assert sorted(((s["args"]["v"], s["args"]["u"]) for s in slices), key=lambda a: a[1]) \
+        == [("text", "a"), (True, "b")]
+
+
 def test_both_writers_agree_on_a_bigger_timeline(monkeypatch):
     """Many rows over several chunks and batches, interleaved blocks on the same lanes."""
     monkeypatch.setattr(write_proto, "ROWS_PER_CHUNK", 16)

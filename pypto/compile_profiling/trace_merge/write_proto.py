@@ -138,11 +138,10 @@ class _Sequence:
 
 def _value_field(v) -> tuple[str, object]:
     """The debug-annotation field and value for any JSON value (list columns, extra args)."""
-    t = type(v)
-    if t is bool:
-        return "bool_value", v
-    if t is str:
-        return "string_value", _safe_text(v)
+    if isinstance(v, (bool, np.bool_)):
+        return "bool_value", bool(v)
+    if isinstance(v, str):
+        return "string_value", _safe_text(str(v))
     if isinstance(v, (int, np.integer)):
         v = int(v)
         if _INT64_MIN <= v <= _INT64_MAX:
@@ -483,6 +482,10 @@ def _counter_events(seq_id: int, uuid: int, counter: CounterTrack,
                     stream: _PacketStream) -> None:
     stream.add(trusted_packet_sequence_id=seq_id, sequence_flags=_CLEARED,
                trace_packet_defaults={"track_event_defaults": {"track_uuid": uuid}})
+    if len(counter.ts_ns) and counter.ts_ns.min() < 0:
+        raise ProfileWriteError(
+            f"counter {counter.name!r}: a value before time 0 ({int(counter.ts_ns.min())} "
+            "ns); protobuf timestamps are unsigned")
     values = counter.values
     field = "double_counter_value" if values.dtype.kind == "f" else "counter_value"
     trace = pb.Trace()  # one packet set in place and serialized per value (see _BeginTemplate)
