@@ -39,7 +39,8 @@ from pypto.compile_profiling.trace_merge.timeline import (
 )
 from pypto.errors import ProfileWriteError
 
-__all__ = ["CHUNK_ROWS", "dumps_strict", "json_safe", "other_data", "write_chrome_json"]
+__all__ = ["CHUNK_ROWS", "dumps_strict", "json_safe", "other_data", "safe_text",
+           "write_chrome_json"]
 
 log = logging.getLogger(__name__)
 
@@ -66,8 +67,10 @@ def _repr(v) -> str:
         return f"<{type(v).__name__}: repr failed: {type(e).__name__}>"
 
 
-def _safe_text(s: str) -> str:
+def safe_text(s: str) -> str:
     """`s` if it is valid UTF-8 text; else lone surrogates as visible `\\udcxx` escapes."""
+    if s.isascii():
+        return s
     try:
         s.encode("utf-8")
         return s
@@ -79,7 +82,7 @@ def json_safe(v, depth: int = 0):
     """A copy of `v` that orjson can always encode as strict JSON (see the module doc)."""
     t = type(v)
     if t is str:
-        return _safe_text(v)
+        return safe_text(v)
     if v is None or t is bool or t is float or isinstance(v, orjson.Fragment):
         return v  # orjson writes NaN/inf as null
     if isinstance(v, int):
@@ -89,15 +92,15 @@ def json_safe(v, depth: int = 0):
     if isinstance(v, np.generic):
         return json_safe(v.item(), depth)
     if depth >= _MAX_DEPTH:
-        return _safe_text(_repr(v))
+        return safe_text(_repr(v))
     if isinstance(v, dict):
-        return {_safe_text(k if type(k) is str else str(k)): json_safe(x, depth + 1)
+        return {safe_text(k if type(k) is str else str(k)): json_safe(x, depth + 1)
                 for k, x in v.items()}
     if isinstance(v, (list, tuple)):
         return [json_safe(x, depth + 1) for x in v]
     if isinstance(v, np.ndarray):
         return json_safe(v.tolist(), depth)
-    return _safe_text(_repr(v))
+    return safe_text(_repr(v))
 
 
 def _default(v):

@@ -1,9 +1,9 @@
 """Render a `Timeline` as a native Perfetto protobuf trace (`.pftrace`), streamed in batches.
 
 Built only with the generated classes of the `perfetto` package; nothing is hand-encoded.
-Packets are collected in a `Trace` message of `PACKETS_PER_BATCH` packets, serialized,
-written and dropped, so memory stays flat (concatenated `Trace` messages are one `Trace`,
-`packet` being a repeated field).
+Each packet is serialized as a one-packet `Trace` (concatenated `Trace` messages are one
+`Trace`, `packet` being a repeated field); `PACKETS_PER_BATCH` of them are joined, written
+and dropped, so memory stays flat whatever the number of slices.
 
 Layout:
 - every `Process` is a process track (`ProcessDescriptor` pid = `Process.pid`), its tracks
@@ -25,12 +25,13 @@ Layout:
 Every timestamp is already on the trace's default clock (host CLOCK_MONOTONIC ns, or an
 estimate the process name says it is), so no `ClockSnapshot` is written.
 
-Speed (upb backend): `add(**fields)` sets a packet's fields in C from plain dicts, about 1 us
-a packet plus 0.3 us a debug annotation, so the Python side only builds small dicts, from
-columns turned into lists once per chunk of `ROWS_PER_CHUNK` slices. Not done, measured as
-not paying before: incremental timestamps (about 4 bytes of ~64 a packet), one JSON
-annotation for all args (faster, but twice the bytes and keys nested in Perfetto), and a
-second process (no wall gain on 2 cores).
+Speed (upb backend, measured on the 2-core machine): building a packet from dicts with
+`add(**fields)` cost 3.3 us plus 1.1 us a debug annotation; setting the fields of a kept
+packet in place and serializing it costs about a third of that, so slices are written
+through `_BeginTemplate`s, their args from columns turned into lists once per chunk of
+`ROWS_PER_CHUNK` slices. Not done, measured as not paying before: incremental timestamps
+(about 4 bytes of ~64 a packet), one JSON annotation for all args (twice the bytes, keys
+nested one level deeper in Perfetto), and a second process (no wall gain on 2 cores).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 from pypto.compile_profiling.atomic_io import atomic_writer
 from pypto.compile_profiling.trace_merge.timeline import CounterTrack, SliceBlock, Timeline, Track
-from pypto.compile_profiling.trace_merge.write_json import _safe_text, dumps_strict, other_data
+from pypto.compile_profiling.trace_merge.write_json import dumps_strict, other_data, safe_text
 from pypto.errors import ProfileWriteError
 
 __all__ = ["PACKETS_PER_BATCH", "ROWS_PER_CHUNK", "write_perfetto_trace"]
@@ -117,7 +118,7 @@ class _Sequence:
         if kid is None:
             kid = self.keys[key] = len(self.keys) + 1
             self.pending.setdefault("debug_annotation_names", []).append(
-                {"iid": kid, "name": _safe_text(key if type(key) is str else str(key))})
+                {"iid": kid, "name": safe_text(key if type(key) is str else str(key))})
         return kid
 
     def cat_iid(self, cat: str) -> int:
@@ -125,7 +126,7 @@ class _Sequence:
         if cid is None:
             cid = self.cats[cat] = len(self.cats) + 1
             self.pending.setdefault("event_categories", []).append(
-                {"iid": cid, "name": _safe_text(cat)})
+                {"iid": cid, "name": safe_text(cat)})
         return cid
 
     def take_pending(self) -> dict | None:
@@ -141,7 +142,7 @@ def _value_field(v) -> tuple[str, object]:
     if isinstance(v, (bool, np.bool_)):
         return "bool_value", bool(v)
     if isinstance(v, str):
-        return "string_value", _safe_text(str(v))
+        return "string_value", safe_text(str(v))
     if isinstance(v, (int, np.integer)):
         v = int(v)
         if _INT64_MIN <= v <= _INT64_MAX:
@@ -395,11 +396,11 @@ def _track_slices(seq: _Sequence, track: Track, uuid: int, parts: list, timeline
             elif name in seen_once:
                 iid = names_iid[name] = len(names_iid) + 1
                 seq.pending.setdefault("event_names", []).append(
-                    {"iid": iid, "name": _safe_text(name)})
+                    {"iid": iid, "name": safe_text(name)})
                 te.name_iid = iid
             else:
                 seen_once.add(name)
-                te.name = name if name.isascii() else _safe_text(name)
+                te.name = name if name.isascii() else safe_text(name)
             for ann, f, v in zip(t.var_anns, t.var_fields, vals):
                 if f is None:
                     f, v = v
@@ -443,7 +444,7 @@ def _descriptors(timeline: Timeline, uuids: dict[int, int], stream: _PacketStrea
     for p in timeline.processes:
         stream.add(track_descriptor={
             "uuid": uuids[id(p)],
-            "process": {"pid": p.pid, "process_name": _safe_text(p.name)},
+            "process": {"pid": p.pid, "process_name": safe_text(p.name)},
             "child_ordering": _EXPLICIT,
             "sibling_order_rank": p.sort_index,
         })
@@ -452,23 +453,23 @@ def _descriptors(timeline: Timeline, uuids: dict[int, int], stream: _PacketStrea
                       "sibling_order_rank": t.sort_index}
         if t.os_tid is not None:
             desc["thread"] = {"pid": t.process.pid, "tid": t.tid,
-                              "thread_name": _safe_text(t.name)}
+                              "thread_name": safe_text(t.name)}
         else:
-            desc["name"] = _safe_text(t.name)
+            desc["name"] = safe_text(t.name)
         stream.add(track_descriptor=desc)
     for c in timeline.counters:
         stream.add(track_descriptor={
             "uuid": uuids[id(c)], "parent_uuid": uuids[id(c.process)],
-            "name": _safe_text(c.name), "counter": {"unit_name": _safe_text(c.unit)}})
+            "name": safe_text(c.name), "counter": {"unit_name": safe_text(c.unit)}})
 
 
 def _metadata(timeline: Timeline, stream: _PacketStream) -> None:
     """`other_data` (as in the JSON output) as `chrome_events` metadata entries."""
     entries = []
     for k, v in other_data(timeline).items():
-        name = _safe_text(str(k))
+        name = safe_text(str(k))
         if type(v) is str:
-            entries.append({"name": name, "string_value": _safe_text(v)})
+            entries.append({"name": name, "string_value": safe_text(v)})
         elif type(v) is bool:
             entries.append({"name": name, "bool_value": v})
         elif type(v) is int and _INT64_MIN <= v <= _INT64_MAX:
