@@ -3,8 +3,9 @@
 msgspec decodes and checks in one C pass: a value of the wrong type, a negative cycle
 count or an integer beyond int64 fails with its JSON path (`$.tasks[17].kernel_ids[2]`),
 and unknown members of a big record are skipped without building Python objects (deps.json's
-per-task `args` are most of that file). Measured on the 1M-task capture (issue 8): 3.5 s vs
-8.4 s for the records file and 3.2 s vs 13.2 s for deps.json against orjson + Python checks.
+per-task `args` are most of that file). Measured at 100K tasks (one scheduler thread,
+87,500 records): decoding into `SchedulerPhase` takes 0.09 s, 1.8x less than
+`orjson.loads` of the same text into dicts (0.17 s), checks included.
 
 Where the format notes and the real captures disagree, the captures win; the choices made
 where both are silent are written beside the field. Record streams keep every field the
