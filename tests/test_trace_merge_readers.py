@@ -497,10 +497,12 @@ def test_deep_nesting_is_an_error_not_a_crash(tmp_path):
     p = tmp_path / "deps.json"
     deep = b"[" * 100_000 + b"]" * 100_000
     p.write_bytes(b'{"tasks":[{"task_id":"1","args":' + deep + b'}],"edges":[]}')
-    assert _error(rs.read_deps, p) == "$.tasks[0...]: JSON nested too deeply"
+    assert _error(rs.read_deps, p) == ("$.tasks[0] or after: JSON nested too deeply (over "
+                                       "about 1,000 levels)")
     p2 = tmp_path / "name_map_x.json"
     p2.write_bytes(b'{"callable_id_to_name":{},"level":' + deep + b"}")
-    assert _error(rs.read_name_map, p2).startswith("JSON nested too deeply")
+    assert _error(rs.read_name_map, p2).startswith("JSON nested too deeply (over about 1,000 "
+                                                   "levels) at byte ")
 
 
 def test_name_map_keys_and_unsafe_names(tmp_path):
@@ -515,6 +517,21 @@ def test_name_map_keys_and_unsafe_names(tmp_path):
     assert nm.names == {0: "Q\ufffdK", 1: "a\x01b", -1: "x"}
     assert nm.orchestrator_name == "o\ufffd"
     "".join(nm.names.values()).encode("utf-8")       # strict UTF-8 from here on
+
+
+def test_lone_surrogates_anywhere_become_safe(tmp_path):
+    """msgspec refuses them, Python's json reads them: any string read is valid UTF-8."""
+    raw = (BGEMM / "chip_swimlane_records.json").read_bytes().replace(
+        b'"kind": "dispatch"', b'"kind": "dis\\ud800patch"', 1)
+    p = tmp_path / "chip_swimlane_records.json"
+    p.write_bytes(raw)
+    kinds = rs.read_records(p).scheduler[0].kinds
+    assert "dis\ufffdpatch" in kinds and "dispatch" in kinds
+    c = tmp_path / "merged_swimlane.json"
+    c.write_bytes(b'{"traceEvents":[{"ph":"X","ts":1,"dur":1,"name":"a\\ud800",'
+                  b'"args":{"k\\udc00":["v\\udc00", {"x": "\\ud83d"}]}}]}')
+    (s,) = rs.read_converted_trace(c).slices
+    assert (s.name, s.args) == ("a\ufffd", {"k\ufffd": ["v\ufffd", {"x": "\ufffd"}]})
 
 
 def test_bad_dispatch_program_and_converted(tmp_path):

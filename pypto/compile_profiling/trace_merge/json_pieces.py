@@ -17,7 +17,8 @@ got str`), indices counted in the whole file; nothing is ever parsed twice to wo
 
 msgspec rejects lone surrogate escapes (`"\\ud800"`), which Python's json accepts; such a
 piece is decoded by Python's json and converted (checked) by msgspec, and its strings are
-made safe with U+FFFD by `safe_str`.
+made safe (lone surrogates become U+FFFD, `safe_strings`), so every string read is valid
+UTF-8 for the writers.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ import msgspec
 
 from pypto.errors import TraceInputError
 
-__all__ = ["SEP_OBJECTS", "SEP_ROWS", "JsonPieces", "kind_of", "safe_str", "word_error"]
+__all__ = ["SEP_OBJECTS", "SEP_ROWS", "JsonPieces", "kind_of", "safe_str", "safe_strings",
+           "word_error"]
 
 SEP_OBJECTS = re.compile(rb"\}\s*,\s*(\{)")
 SEP_ROWS = re.compile(rb"\]\s*,\s*(\[)")
@@ -64,6 +66,36 @@ def safe_str(s: str) -> str:
         return s
     except UnicodeEncodeError:
         return s.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def safe_strings(obj: object) -> object:
+    """`obj` (decoded JSON) with `safe_str` applied to every string, keys included;
+    iterative, so any depth works. Only Python's json can produce lone surrogates."""
+    if isinstance(obj, str):
+        return safe_str(obj)
+    if not isinstance(obj, (list, dict)):
+        return obj
+    todo = [obj]
+    while todo:
+        c = todo.pop()
+        if isinstance(c, list):
+            for i, v in enumerate(c):
+                if isinstance(v, str):
+                    c[i] = safe_str(v)
+                elif isinstance(v, (list, dict)):
+                    todo.append(v)
+        else:
+            for k in list(c):
+                v = c[k]
+                if isinstance(v, str):
+                    v = safe_str(v)
+                elif isinstance(v, (list, dict)):
+                    todo.append(v)
+                sk = safe_str(k)
+                if sk != k:
+                    del c[k]
+                c[sk] = v
+    return obj
 
 
 def word_error(exc: msgspec.ValidationError, prefix: str, base: int = 0,
@@ -275,7 +307,8 @@ class JsonPieces:
                     n -= 1
                 return _untyped.decode(data[:n]), n
         except RecursionError:
-            raise self.error(f"JSON nested too deeply at byte {self.base + self.pos}") from None
+            raise self.error(f"JSON nested too deeply (over about 1,000 levels) at byte "
+                             f"{self.base + self.pos}") from None
         return self._python_prefix(bytes(data), more_may_follow=not at_end)
 
     def _python_prefix(self, data: bytes, more_may_follow: bool) -> tuple[object, int]:
@@ -293,8 +326,9 @@ class JsonPieces:
             at = self.base + self.pos + len(text[:exc.pos].encode("utf-8", "surrogateescape"))
             raise self._syntax(at, exc.msg) from None
         except RecursionError:
-            raise self.error(f"JSON nested too deeply at byte {self.base + self.pos}") from None
-        return obj, len(text[:end].encode("utf-8", "surrogateescape"))
+            raise self.error(f"JSON nested too deeply (over about 1,000 levels) at byte "
+                             f"{self.base + self.pos}") from None
+        return safe_strings(obj), len(text[:end].encode("utf-8", "surrogateescape"))
 
     def skip(self, where: str) -> None:
         """Step over the value at the current position (checked to be JSON), in pieces."""
@@ -378,7 +412,8 @@ class JsonPieces:
             if final and "truncated" in msg and not _SURROGATE.search(piece):
                 raise self.error(_TRUNCATED) from None
         except RecursionError:
-            raise self.error(f"{where}[{index}...]: JSON nested too deeply") from None
+            raise self.error(f"{where}[{index}] or after: JSON nested too deeply (over about "
+                             "1,000 levels)") from None
         saved = self.pos
         self.pos -= 1                         # piece[0] is the synthetic '['
         try:
