@@ -65,7 +65,8 @@ def sample_timeline() -> Timeline:
                    ArgColumn("ok", np.array([True, False, True])),
                    ArgColumn("label", ["a", TRICKY, "c"], np.array([True, True, False])),
                    ArgColumn("big", np.array([1 << 63, 0, 1], np.uint64),
-                             np.array([True, False, False]))])
+                             np.array([True, False, False])),
+                   ArgColumn("shared", np.array([[3, 0], [2, 1], [0, 0]]))])
     flows = [FlowBlock("kernel", "launch", stages, np.array([1]), tasks, np.array([0])),
              FlowBlock("dependency", "dep", tasks, np.array([0, 0]), tasks, np.array([1, 2]))]
     depth = CounterTrack(dev, "ready queue", np.array([BASE + 2000, BASE + 2600], np.int64),
@@ -124,12 +125,15 @@ def test_json_args_follow_columns_presence_and_extra_args(tmp_path):
     xs = [e for e in load_json(out.read_bytes())["traceEvents"] if e["ph"] == "X"]
     args = {(e["name"], ns(e["ts"])): e.get("args") for e in xs}
     assert args[("QK(t1)", BASE + 2000)] == {"task_id": 1, "ratio": decimal.Decimal("0.5"),
-                                            "ok": True, "label": "a", "big": 1 << 63}
+                                            "ok": True, "label": "a", "big": 1 << 63,
+                                            "shared": [3, 0]}
     # NaN is null; `big` absent where not present, `label` too
     assert args[(TRICKY, BASE + 2600)] == {"task_id": 2, "ratio": None, "ok": False,
-                                          "label": TRICKY}
-    assert args[("QK(t1)", BASE + 2800)] == {"task_id": 3, "ratio": 2, "ok": True}
-    assert list(args[("QK(t1)", BASE + 2000)]) == ["task_id", "ratio", "ok", "label", "big"]
+                                          "label": TRICKY, "shared": [2, 1]}
+    assert args[("QK(t1)", BASE + 2800)] == {"task_id": 3, "ratio": 2, "ok": True,
+                                            "shared": [0, 0]}
+    assert list(args[("QK(t1)", BASE + 2000)]) == ["task_id", "ratio", "ok", "label", "big",
+                                                  "shared"]
     assert args[("kernel_codegen:QK", BASE + 100)] == {"kernel": TRICKY,
                                                       "nested": {"a": [1, 2]}}
     assert "args" not in next(e for e in xs if e["name"] == "compile")  # no args at all
@@ -384,10 +388,10 @@ def test_proto_slices_nest_across_blocks_with_args_and_flows():
     assert t1["track"] == by_name["AIC_0"] and t2["track"] == t3["track"] == by_name["AIV_0"]
     assert t1["end"] - t1["ts"] == 501
     assert t1["args"] == {"task_id": 1, "ratio": 0.5, "ok": True, "label": "a",
-                          "big": 1 << 63}
+                          "big": 1 << 63, "shared": "[3,0]"}
     assert t2["args"]["label"] == TRICKY and math.isnan(t2["args"]["ratio"])
-    assert set(t2["args"]) == {"task_id", "ratio", "ok", "label"}
-    assert t3["args"] == {"task_id": 3, "ratio": 2.0, "ok": True}
+    assert set(t2["args"]) == {"task_id", "ratio", "ok", "label", "shared"}
+    assert t3["args"] == {"task_id": 3, "ratio": 2.0, "ok": True, "shared": "[0,0]"}
     # flows: kc -> t1, t1 -> t2, t1 -> t3, ids unique and paired
     assert kc["flow_ids"] and kc["flow_ids"] == t1["terminating_flow_ids"]
     assert sorted(t1["flow_ids"]) == sorted(t2["terminating_flow_ids"]

@@ -219,10 +219,12 @@ class _BeginTemplate:
         var_cols = []
         for ann, f, c in zip(self.anns, self.fields, self.cols):
             values = block.args[c].values
-            if f is None:  # JSON values: the field is chosen per value
+            if f is None:  # JSON values (or rows of a 2D array): the field is chosen per value
                 self.var_anns.append(ann)
                 self.var_fields.append(None)
-                var_cols.append([_value_field(values[r]) for r in rows.tolist()])
+                row_values = (values[rows].tolist() if isinstance(values, np.ndarray)
+                              else [values[r] for r in rows.tolist()])
+                var_cols.append([_value_field(v) for v in row_values])
                 continue
             v = values[rows]
             if (v == v[0]).all():
@@ -242,7 +244,8 @@ class _BlockRows:
         self.cat_iids = (seq.cat_iid(block.cat),) if block.cat else ()
         self.key_iids = [seq.key_iid(c.key) for c in block.args]
         self.fields = [_FIELD_BY_KIND.get(c.values.dtype.kind)
-                       if isinstance(c.values, np.ndarray) else None for c in block.args]
+                       if isinstance(c.values, np.ndarray) and c.values.ndim == 1 else None
+                       for c in block.args]
         self.masked = [i for i, c in enumerate(block.args) if c.present is not None]
         self.templates: dict[int, _BeginTemplate] = {}
 
