@@ -32,12 +32,13 @@ import msgspec
 
 from pypto.errors import TraceInputError
 
-__all__ = ["SEP_OBJECTS", "SEP_ROWS", "JsonPieces", "kind_of", "safe_str", "safe_strings",
+__all__ = ["SEP_OBJECTS", "SEP_ROWS", "JsonPieces", "safe_str", "safe_strings",
            "word_error"]
 
 SEP_OBJECTS = re.compile(rb"\}\s*,\s*(\{)")
 SEP_ROWS = re.compile(rb"\]\s*,\s*(\[)")
 _WS = b" \t\r\n"
+_BLANKS = re.compile(rb"[ \t\r\n]*")
 _TRAILING = re.compile(r"trailing characters \(byte (\d+)\)")
 _AT_BYTE = re.compile(r"\(byte (\d+)\)")
 _PATH = re.compile(r"^(.*?)(?: - at `(?:key` in `)?\$((?:\[\d+\])?)(.*)`)?$", re.DOTALL)
@@ -47,14 +48,6 @@ _SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
 _TRUNCATED = "truncated JSON (file ends before the document is complete)"
 _untyped = msgspec.json.Decoder()
 _py_json = json.JSONDecoder()
-
-
-def kind_of(v: object) -> str:
-    """The JSON kind of a decoded value, for messages."""
-    if v is None:
-        return "null"
-    return {bool: "bool", int: "int", float: "float", str: "str", list: "array",
-            dict: "object"}.get(type(v), type(v).__name__)
 
 
 def safe_str(s: str) -> str:
@@ -168,18 +161,12 @@ class JsonPieces:
 
     def _skip_ws(self) -> None:
         while True:
-            buf, p, n = self.buf, self.pos, len(self.buf)
-            while p < n and buf[p] in _WS:
-                p += 1
-            self.pos = p
-            if p < n or not self._more():
+            self.pos = _BLANKS.match(self.buf, self.pos).end()
+            if self.pos < len(self.buf) or not self._more():
                 return
 
     def peek(self) -> bytes:
-        """The next non-blank byte (b\"\" at the end), not consumed."""
-        return self._peek()
-
-    def _peek(self) -> bytes:
+        """The next non-blank byte (b"" at the end), not consumed."""
         self._skip_ws()
         return self.buf[self.pos:self.pos + 1]
 
@@ -191,8 +178,8 @@ class JsonPieces:
             return self.error(_TRUNCATED)
         return self.error(f"invalid JSON at byte {at}: {msg}")
 
-    def _found(self, where: str) -> str:
-        c = self._peek()
+    def _found(self) -> str:
+        c = self.peek()
         if not c:
             return "the end of the file"
         return {b"{": "object", b"[": "array", b'"': "str", b"t": "bool", b"f": "bool",
@@ -204,31 +191,31 @@ class JsonPieces:
     def members(self, what: str) -> Iterator[str]:
         """Keys of the top-level object; the caller reads each value (`value`, `array`,
         `skip`) before asking for the next key. `what` names the file kind in errors."""
-        c = self._peek()
+        c = self.peek()
         if c != b"{":
             if not c:
                 raise self.error("file is empty, expected JSON")
             raise self.error(f"expected a JSON object at the top level ({what}), found "
-                             f"{self._found('')}")
+                             f"{self._found()}")
         self.pos += 1
-        if self._peek() == b"}":
+        if self.peek() == b"}":
             self.pos += 1
             self._end()
             return
         seen = set()
         while True:
-            if self._peek() != b'"':
+            if self.peek() != b'"':
                 raise self._syntax(self.base + self.pos, "expected a member name")
             key = self.value("$")
             if key in seen:
                 raise self.error(f"$.{key}: duplicate member")
             seen.add(key)
-            if self._peek() != b":":
+            if self.peek() != b":":
                 raise self._syntax(self.base + self.pos, "expected ':'")
             self.pos += 1
             self._skip_ws()
             yield key
-            c = self._peek()
+            c = self.peek()
             self.pos += 1
             if c == b"}":
                 self._end()
@@ -239,16 +226,16 @@ class JsonPieces:
     def items(self, where: str) -> Iterator[int]:
         """Indices of the elements of the array at the current position; the caller reads
         each element (`value`, `array`, `skip`) before asking for the next."""
-        if self._peek() != b"[":
-            raise self.error(f"{where}: expected array, got {self._found(where)}")
+        if self.peek() != b"[":
+            raise self.error(f"{where}: expected array, got {self._found()}")
         self.pos += 1
-        if self._peek() == b"]":
+        if self.peek() == b"]":
             self.pos += 1
             return
         i = 0
         while True:
             yield i
-            c = self._peek()
+            c = self.peek()
             self.pos += 1
             if c == b"]":
                 return
@@ -264,7 +251,7 @@ class JsonPieces:
         self._end()
 
     def _end(self) -> None:
-        if self._peek():
+        if self.peek():
             raise self._syntax(self.base + self.pos, "data after the end of the document")
 
     def value(self, where: str, type_: object = None) -> object:
@@ -332,7 +319,7 @@ class JsonPieces:
 
     def skip(self, where: str) -> None:
         """Step over the value at the current position (checked to be JSON), in pieces."""
-        if self._peek() == b"[":
+        if self.peek() == b"[":
             for _ in self.array(where, _RAW_LIST, None):
                 pass
         else:
@@ -343,11 +330,11 @@ class JsonPieces:
         """Decode the array at the current position piece by piece: yields (index of the
         piece's first element, decoded elements). `sep` matches between two elements, its
         group 1 starting the next one (None: chosen by the first element)."""
-        c = self._peek()
+        c = self.peek()
         if c != b"[":
-            raise self.error(f"{where}: expected array, got {self._found(where)}")
+            raise self.error(f"{where}: expected array, got {self._found()}")
         self.pos += 1
-        first = self._peek()
+        first = self.peek()
         if first == b"]":
             self.pos += 1
             return
