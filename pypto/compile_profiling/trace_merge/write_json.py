@@ -179,7 +179,8 @@ def _flow_events(flow: FlowBlock, first_id: int) -> Iterator[list[dict]]:
 
 
 def _counter_events(counter: CounterTrack) -> Iterator[list[dict]]:
-    """`C` events; Perfetto names the track "<name> <arg key>", so the key is the unit."""
+    """`C` events. Perfetto names a JSON counter track "<name> <arg key>", so the key is the
+    unit ("value" without one); the protobuf output names it "<name>" with the unit apart."""
     pid, name = counter.process.pid, counter.name
     key = counter.unit or "value"
     for lo in range(0, len(counter.ts_ns), CHUNK_ROWS):
