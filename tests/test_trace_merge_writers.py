@@ -213,7 +213,8 @@ def test_json_bad_text_nan_and_deep_values_still_give_strict_json():
               [ArgColumn("s", ["\udc81", math.inf]),
                ArgColumn("k \udc82", np.array([math.nan, -math.inf]))],
               [{"deep": deep, "obj": object(), "huge": 1 << 80, 3: "int key"},
-               {"cyclic": cyclic, "inf": [math.inf, -math.inf], "np": np.int32(5)}])
+               {"cyclic": cyclic, "inf": [math.inf, -math.inf], "np": np.int32(5),
+                "np_text": np.str_("t \udc85")}])
     tl = Timeline([host], [lane], [b], [], [], {"m \udc83": "\udc84", "n": math.nan})
     buf = io.BytesIO()
     write_chrome_json(tl, buf)
@@ -223,7 +224,7 @@ def test_json_bad_text_nan_and_deep_values_still_give_strict_json():
     assert a0["huge"] == str(1 << 80) and a0["3"] == "int key"
     assert a0["obj"].startswith("<object object")
     assert isinstance(a0["deep"], list) and "[[[" in json.dumps(a0["deep"])
-    assert a1["inf"] == [None, None] and a1["np"] == 5
+    assert a1["inf"] == [None, None] and a1["np"] == 5 and a1["np_text"] == "t \\udc85"
     assert "{...}" in json.dumps(a1["cyclic"])
     names = {e["name"] for e in doc["traceEvents"] if e["ph"] == "X"}
     assert names == {"ok", "bad \\udcfe"}

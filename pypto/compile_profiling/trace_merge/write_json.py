@@ -81,8 +81,8 @@ def safe_text(s: str) -> str:
 def json_safe(v, depth: int = 0):
     """A copy of `v` that orjson can always encode as strict JSON (see the module doc)."""
     t = type(v)
-    if t is str:
-        return safe_text(v)
+    if isinstance(v, str):
+        return safe_text(str(v))
     if v is None or t is bool or t is float or isinstance(v, orjson.Fragment):
         return v  # orjson writes NaN/inf as null
     if isinstance(v, int):
