@@ -597,3 +597,78 @@ def test_host_phase_records_bad_line(tmp_path):
     with pytest.raises(TraceInputError) as info:
         read_host_phase_records(p)
     assert str(info.value) == f"{p}:2: $.records[0].end_ns: expected int, got str"
+
+
+# --------------------------------------------------------------------------- fuzzing
+
+_HOSTILE = [None, True, "x", "\u00b2", "\ud800", -1, -(1 << 63) - 1, 1 << 63, 1 << 64, 1.5,
+            1e308, [], {}, [[[[[1]]]]], {"a": {"b": [1, "x"]}}, "9" * 30]
+
+
+def _paths(doc, prefix=()):
+    """Every (container path, key) of a decoded JSON document."""
+    out = []
+    todo = [(doc, prefix)]
+    while todo:
+        v, p = todo.pop()
+        items = v.items() if isinstance(v, dict) else enumerate(v) if isinstance(v, list) else ()
+        for k, c in items:
+            out.append(p + (k,))
+            if len(out) < 5000:
+                todo.append((c, p + (k,)))
+    return out
+
+
+def _fuzz_case(tmp_path, name, reader):
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    src = FIXTURES / "tmr_vector_example_l4_depgen" / name
+    if not src.exists():
+        src = HBG / name
+    text = src.read_bytes()
+    doc = orjson.loads(text)
+    paths = sorted(_paths(doc), key=repr)
+
+    @settings(max_examples=int(os.environ.get("FUZZ_EXAMPLES", "60")), deadline=None,
+              derandomize=True,
+              suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(st.sampled_from(paths), st.sampled_from(_HOSTILE), st.integers(0, 2))
+    def run(path, value, how):
+        d = orjson.loads(text)
+        c = d
+        for k in path[:-1]:
+            c = c[k]
+        if how == 2 and isinstance(c, dict):
+            del c[path[-1]]
+        else:
+            c[path[-1]] = value
+        p = tmp_path / name
+        data = json_dumps(d)
+        if how == 1:
+            data = data[:len(data) * 2 // 3]         # and truncated
+        p.write_bytes(data)
+        try:
+            reader(p)
+        except TraceInputError as exc:
+            assert exc.path == str(p) and "\n" not in exc.problem and exc.problem
+
+    run()
+
+
+def json_dumps(d) -> bytes:
+    import json
+
+    return json.dumps(d, ensure_ascii=True).encode()   # lone surrogates as escapes
+
+
+@pytest.mark.parametrize("name, reader", [
+    ("chip_swimlane_records.json", rs.read_records),
+    ("deps.json", rs.read_deps),
+    ("merged_swimlane.json", rs.read_converted_trace),
+    ("name_map_TestBenchmarkBgemmHostBuildGraph_Case0.json", rs.read_name_map),
+])
+def test_fuzzed_fields_give_one_line_errors(tmp_path, name, reader):
+    """Issue 11: any field of a real file replaced by a hostile value (or removed, or the file
+    truncated) is read or refused with one `TraceInputError` line, never another exception."""
+    _fuzz_case(tmp_path, name, reader)
