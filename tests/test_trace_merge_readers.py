@@ -307,6 +307,14 @@ def test_distributed_layout(tmp_path):
     assert len(caps[2].deps.task_id) == 1000
 
 
+def test_converted_traces_left_unread_on_request():
+    (files,) = rs.discover_captures(FIXTURES / "tmr_vector_example_l1")
+    assert [os.path.basename(p) for p in files.converted] == ["merged_swimlane.json"]
+    assert len(rs.read_capture(files).converted) == 1
+    cap = rs.read_capture(files, converted=False)
+    assert cap.converted == [] and cap.records is not None and cap.run_log is not None
+
+
 def test_discovery_of_a_flat_work_dir(tmp_path):
     _leaf(tmp_path / "w" / "dfx_outputs")
     (found,) = rs.discover_captures(tmp_path / "w")

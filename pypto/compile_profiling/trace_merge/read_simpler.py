@@ -928,8 +928,10 @@ class Capture:
     warnings: list[str] = field(default_factory=list)
 
 
-def read_capture(files: CaptureFiles) -> Capture:
-    """Read every file of one leaf (see the module docstring)."""
+def read_capture(files: CaptureFiles, *, converted: bool = True) -> Capture:
+    """Read every file of one leaf (see the module docstring). `converted=False` leaves
+    Simpler's converted traces unread (listed in `files.converted` only): beside the raw
+    records they add nothing, and at 1M tasks they hold ~5M events as Python objects."""
     cap = Capture(files)
     if files.records:
         cap.records = read_records(files.records)
@@ -947,7 +949,8 @@ def read_capture(files: CaptureFiles) -> Capture:
         if len(files.run_logs) > 1:
             cap.warnings.append(f"{files.directory}: {len(files.run_logs)} run logs, using "
                                 f"{Path(files.run_logs[0]).name}")
-    cap.converted = [read_converted_trace(p) for p in files.converted]
+    if converted:
+        cap.converted = [read_converted_trace(p) for p in files.converted]
     if files.host_phase_records:
         cap.host_phases = read_host_phase_records(files.host_phase_records)
     for p in files.listed_only:
