@@ -13,19 +13,22 @@ follow one another like consecutive runs of one long session. deps.json is repea
 way (tasks and edges, tensor list once).
 
 Each merge runs `tools/merge_traces.py` in a child process (the real CLI, JSON then protobuf)
-under a small wrapper that reports `resource.getrusage(RUSAGE_CHILDREN).ru_maxrss`, so every
-figure is the peak RSS of that one merge. Note: the merge forks helpers (deps.json is read
-in a child beside the records; big exports write half the events in a child); `ru_maxrss`
-of children is the peak of the largest single process, not the sum, and the CPU time
-includes the helpers. Printed: wall time, CPU time (user+sys: what the
-wall time would be on an idle machine, single-threaded), peak RSS, output size, and the
-targets (100k: JSON < 4 s and < 600 MB; 1M: < 40 s and < 3 GB).
+under a small wrapper that reports `resource.getrusage(RUSAGE_CHILDREN)`: the merge is one
+process (no helpers), so `ru_maxrss` is its peak RSS and the CPU time all of its work.
+
+The baseline, run the same way in the same session: a plain program that `orjson.loads` the
+records file and `orjson.dumps` as many Chrome X events as the merge writes slices (one dict
+per record, its fields as args), in chunks, to a file. Printed: wall time, CPU time
+(user+sys), peak RSS and output size of each, the merge/baseline ratios and the targets:
+merge CPU <= 1.0x and peak RSS <= 1.0x the baseline's; at 1M tasks JSON <= 20 s wall and
+< 2 GB peak; protobuf <= 1.5x the JSON wall time.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -36,7 +39,38 @@ REPO = Path(__file__).resolve().parent.parent
 # the real capture lies in shared/ beside the checkout
 SOURCE = REPO.parent / "shared" / "fixtures" / "simpler" / "tmr_bgemm_case0_l4_depgen"
 GAP_NS = 1_000_000
-TARGETS = {100_000: (4.0, 600), 1_000_000: (40.0, 3000)}
+TARGETS = {1_000_000: (20.0, 2000)}      # JSON wall s, peak MB
+RATIO_TARGET = 1.0                        # merge CPU and peak RSS / the baseline's
+PROTO_TARGET = 1.5                        # protobuf wall / JSON wall
+
+_BASELINE = """
+import sys, orjson
+records, out, n_events = sys.argv[1], sys.argv[2], int(sys.argv[3])
+with open(records, "rb") as f:
+    doc = orjson.loads(f.read())
+def events():
+    for i, r in enumerate(doc["aicore_tasks"]):
+        yield {"ph": "X", "pid": 1, "tid": r[0], "ts": r[3] / 50, "dur": (r[4] - r[3]) / 50,
+               "name": f"task({r[1]})", "cat": "aicore",
+               "args": {"core_id": r[0], "task_id": r[1], "reg_task_id": r[2],
+                        "start_cycles": r[3], "end_cycles": r[4], "receive_to_start_cycles": r[5]}}
+    for key in ("aicpu_scheduler_phases", "aicpu_orchestrator_phases"):
+        for t, thread in enumerate(doc.get(key, [])):
+            for ph in thread:
+                yield {"ph": "X", "pid": 2, "tid": t, "ts": ph["start_cycles"] / 50,
+                       "dur": (ph["end_cycles"] - ph["start_cycles"]) / 50,
+                       "name": ph.get("kind", "submit"), "cat": key, "args": ph}
+with open(out, "wb") as f:
+    f.write(b'{"traceEvents":[')
+    chunk, first = [], True
+    for k, ev in zip(range(n_events), events()):
+        chunk.append(ev)
+        if len(chunk) == 50000:
+            f.write((b"" if first else b",") + orjson.dumps(chunk)[1:-1]); chunk, first = [], False
+    if chunk:
+        f.write((b"" if first else b",") + orjson.dumps(chunk)[1:-1])
+    f.write(b"]}")
+"""
 
 _WRAPPER = """
 import resource, subprocess, sys, time
@@ -137,15 +171,33 @@ def build_capture(source: Path, out_dir: Path, tasks: int, with_deps: bool = Tru
 
 
 def run_merge(capture: Path, output: Path) -> dict:
-    cmd = [sys.executable, "-c", _WRAPPER, sys.executable, str(REPO / "tools" / "merge_traces.py"),
-           str(capture), "-o", str(output)]
+    return _measured([sys.executable, str(REPO / "tools" / "merge_traces.py"), str(capture),
+                      "-o", str(output)], output)
+
+
+def run_baseline(capture: Path, output: Path, n_events: int) -> dict:
+    return _measured([sys.executable, "-c", _BASELINE, str(capture / "chip_swimlane_records.json"),
+                      str(output), str(n_events)], output)
+
+
+def _measured(command: list[str], output: Path) -> dict:
+    cmd = [sys.executable, "-c", _WRAPPER, *command]
     r = subprocess.run(cmd, capture_output=True, text=True, check=False)
     code, wall, rss_kb, cpu = r.stdout.split()
     if code != "0":
-        raise SystemExit(f"merge failed ({code}):\n{r.stderr}")
+        raise SystemExit(f"{command[1]} failed ({code}):\n{r.stderr}")
     summary = [ln for ln in r.stderr.splitlines() if ln.startswith("wrote ")]
     return {"wall_s": float(wall), "cpu_s": float(cpu), "peak_rss_mb": int(rss_kb) / 1024,
             "size_mb": output.stat().st_size / 1e6, "summary": summary[0] if summary else ""}
+
+
+def _met(ok: bool) -> str:
+    return "met" if ok else "MISSED"
+
+
+def _print(what: str, res: dict) -> None:
+    print(f"{what:8s}: {res['wall_s']:6.2f} s wall ({res['cpu_s']:.2f} s CPU), "
+          f"peak RSS {res['peak_rss_mb']:7.0f} MB, output {res['size_mb']:8.1f} MB")
 
 
 def main() -> int:
@@ -176,24 +228,35 @@ def main() -> int:
                      if not args.no_deps else "no deps.json, ")
                   + f"{size:.0f} MB "
                   f"on disk (built in {time.perf_counter() - t:.1f} s)")
-        target = TARGETS.get(args.tasks)
         results = {}
         for fmt in args.formats.split(","):
             out = base / ("merged.json" if fmt == "json" else "merged.pftrace")
             res = results[fmt] = run_merge(cap, out)
-            print(f"{fmt:8s}: {res['wall_s']:6.2f} s wall ({res['cpu_s']:.2f} s CPU), "
-                  f"peak RSS {res['peak_rss_mb']:7.0f} MB, "
-                  f"output {res['size_mb']:8.1f} MB")
+            _print(fmt, res)
             print(f"          {res['summary']}")
-        if target and "json" in results:
-            ok_t = results["json"]["wall_s"] < target[0]
-            ok_m = results["json"]["peak_rss_mb"] < target[1]
-            print(f"target JSON < {target[0]:g} s: {'met' if ok_t else 'MISSED'}; "
-                  f"< {target[1]} MB: {'met' if ok_m else 'MISSED'}")
+        if "json" in results:
+            m = re.search(r"(\d+) slices", results["json"]["summary"])
+            n_events = int(m.group(1)) if m else 0
+            base_res = run_baseline(cap, base / "baseline.json", n_events)
+            _print("baseline", base_res)
+            print(f"          orjson.loads of the records file + orjson.dumps of {n_events:,} "
+                  "Chrome X events")
+            j = results["json"]
+            cpu_r = j["cpu_s"] / base_res["cpu_s"]
+            rss_r = j["peak_rss_mb"] / base_res["peak_rss_mb"]
+            print(f"merge/baseline: CPU {cpu_r:.2f}x ({_met(cpu_r <= RATIO_TARGET)} <= "
+                  f"{RATIO_TARGET}x), peak RSS {rss_r:.2f}x ({_met(rss_r <= RATIO_TARGET)} <= "
+                  f"{RATIO_TARGET}x)")
+            target = TARGETS.get(args.tasks)
+            if target:
+                print(f"target JSON <= {target[0]:g} s wall: {_met(j['wall_s'] <= target[0])}; "
+                      f"< {target[1]} MB peak: {_met(j['peak_rss_mb'] < target[1])}")
         if "json" in results and "perfetto" in results:
             j, p = results["json"], results["perfetto"]
+            ratio = p["wall_s"] / j["wall_s"]
             print(f"protobuf vs JSON: {p['size_mb'] / j['size_mb']:.2f}x the size, "
-                  f"{p['wall_s'] / j['wall_s']:.2f}x the wall time")
+                  f"{ratio:.2f}x the wall time ({_met(ratio <= PROTO_TARGET)} <= "
+                  f"{PROTO_TARGET}x)")
     return 0
 
 

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 from simpler_fixtures import FIXTURES
 
-from pypto.compile_profiling import clock_alignment as ca
-from pypto.compile_profiling import simpler_readers as sr
+from pypto.compile_profiling.trace_merge import clock_alignment as ca
+from pypto.compile_profiling.trace_merge.read_run_log import read_run_log
+from pypto.compile_profiling.trace_merge.read_simpler import read_records
 
 HBG = ["hbg_vector_example_l4_depgen", "hbg_bgemm_l4_depgen", "hbg_benchmark_bgemm_case0_l4_depgen"]
 pytestmark = pytest.mark.skipif(not FIXTURES.is_dir(), reason="Simpler fixtures not present")
@@ -22,8 +23,8 @@ def _anchors(case):
 
 @pytest.mark.parametrize("case", HBG)
 def test_fixture_anchors_calibrate_like_simplers_own_converter(case):
-    rec = sr.read_swimlane_records(FIXTURES / case / "chip_swimlane_records.json")
-    m = ca.build_clock_mapping(rec.metadata.clock_anchors, rec.metadata.clock_freq_hz)
+    rec = read_records(FIXTURES / case / "chip_swimlane_records.json")
+    m = ca.build_clock_mapping(rec.clock_anchors, rec.freq_hz)
     merged = json.loads((FIXTURES / case / "merged_swimlane.json").read_text())["metadata"]
     simpler = merged["clock_alignment"]
     assert simpler["status"] == "calibrated" and m.method == simpler["method"]
@@ -35,7 +36,7 @@ def test_fixture_anchors_calibrate_like_simplers_own_converter(case):
     assert m.to_host_ns(m.start.device_cycles) == pytest.approx(m.start.host_mid_ns, abs=1e-3)
     assert m.to_host_ns(m.end.device_cycles) == pytest.approx(m.end.host_mid_ns, abs=1e-3)
     # Vectorised and scalar forms agree.
-    cyc = rec.aicore[:, sr.AIC_START]
+    cyc = rec.aicore["start_cycles"]
     vec = m.to_host_ns(cyc)
     assert vec.dtype == np.float64
     assert vec[:5].tolist() == pytest.approx([m.to_host_ns(int(c)) for c in cyc[:5]], abs=1e-3)
@@ -138,7 +139,7 @@ def test_device_uptime_us_raw_unit_adds_a_microsecond_of_uncertainty():
 
 
 def test_wall_clock_offsets_between_hosts():
-    hl = sr.read_host_log(FIXTURES / "hbg_vector_example_l4_depgen" / "host_log.txt")
+    hl = read_run_log(FIXTURES / "hbg_vector_example_l4_depgen" / "host_log.txt")
     simpler = ca.wall_anchor_from_log(hl.clock_anchors[0])
     # Our trace on another host whose monotonic clock is 5 s behind for the same wall time.
     ours = ca.wall_anchor_from_other_data(

@@ -286,9 +286,9 @@ def test_merge_api_is_exported_without_loading_it_eagerly():
     import sys
 
     code = ("import sys, pypto.compile_profiling as cp\n"
-            "assert 'pypto.compile_profiling.merge' not in sys.modules\n"
+            "assert 'pypto.compile_profiling.trace_merge' not in sys.modules\n"
             "from pypto.compile_profiling import merge_traces, write_timeline\n"
-            "assert merge_traces.__module__ == 'pypto.compile_profiling.merge'\n")
+            "assert merge_traces.__module__ == 'pypto.compile_profiling.trace_merge'\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     assert proc.returncode == 0, proc.stderr

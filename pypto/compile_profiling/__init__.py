@@ -15,8 +15,8 @@ from pypto.compile_profiling.profiler import (
     refresh_from_environment,
 )
 
-# The merge library pulls in NumPy and the Simpler readers: load it on first use, so that
-# importing the profiler (done by every `@pl.program`) stays cheap.
+# The merge (`trace_merge`) pulls in NumPy, msgspec and the Simpler readers: load it on first
+# use, so that importing the profiler (done by every `@pl.program`) stays cheap.
 _MERGE_API = {
     "MergeResult", "format_for_path", "merge_traces", "profile_to_timeline",
     "write_profile_perfetto", "write_timeline",
@@ -25,9 +25,9 @@ _MERGE_API = {
 
 def __getattr__(name: str):
     if name in _MERGE_API:
-        from pypto.compile_profiling import merge
+        from pypto.compile_profiling import trace_merge
 
-        return getattr(merge, name)
+        return getattr(trace_merge, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -193,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command; return the exit status."""
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.ERROR, format="%(message)s")
-    from pypto.compile_profiling.merge import format_for_path, merge_traces, write_timeline
+    from pypto.compile_profiling.trace_merge import format_for_path, merge_traces, write_timeline
 
     err = sys.stderr
     try:
@@ -207,9 +207,7 @@ def main(argv: list[str] | None = None) -> int:
         result = merge_traces(args.inputs, offset_us=args.offset_us, progress=progress)
         tl = result.timeline
         progress(f"writing {args.output}")
-        # a second process renders part of a big timeline (safe with the progress thread:
-        # see _PROGRESS_LOCK)
-        size = write_timeline(tl, args.output, fmt, parallel=True)
+        size = write_timeline(tl, args.output, fmt)
     except TraceInputError as e:
         progress.stop()
         print(str(e), file=err)
@@ -233,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
             print(line, file=err)
         lanes = len(tl.tracks)
         print(f"wrote {args.output} ({'Chrome JSON' if fmt == 'json' else 'Perfetto protobuf'}, "
-              f"{_size(size)}) in {elapsed:.1f} s: {len(tl.slices)} slices, {len(tl.flows)} "
+              f"{_size(size)}) in {elapsed:.1f} s: {tl.slice_count} slices, {tl.flow_count} "
               f"flows, {len(tl.processes)} processes, {lanes} lanes", file=err)
     for w in result.warnings:
         print(f"warning: {w}", file=err)

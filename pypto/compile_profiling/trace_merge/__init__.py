@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from pypto.compile_profiling.trace_merge.timeline import Timeline
 from pypto.errors import ProfileWriteError
 
-__all__ = ["FORMATS", "MergeResult", "format_for_path", "merge_traces", "write_timeline"]
+__all__ = ["FORMATS", "MergeResult", "format_for_path", "merge_traces", "profile_to_timeline",
+           "write_profile_perfetto", "write_timeline"]
 
 FORMATS = ("json", "perfetto")
 _EXTENSIONS = {".json": "json", ".json.gz": "json", ".pftrace": "perfetto",
@@ -102,3 +103,15 @@ def write_timeline(timeline: Timeline, path: str | os.PathLike, format: str | No
 
             write_perfetto_trace(timeline, path)
     return os.path.getsize(path)
+
+
+def profile_to_timeline(profiler) -> Timeline:
+    """A `CompileProfiler`'s stages as a Timeline (same processes/threads as its trace.json)."""
+    from pypto.compile_profiling.trace_merge.profile_timeline import profile_to_timeline as build
+
+    return build(profiler)
+
+
+def write_profile_perfetto(profiler, path: str | os.PathLike) -> int:
+    """Write a `CompileProfiler`'s stages as a Perfetto protobuf trace; return its size."""
+    return write_timeline(profile_to_timeline(profiler), path, "perfetto")

@@ -156,7 +156,7 @@ def _add_file(inputs: Inputs, p: Path, loose: dict, forced: str | None = None) -
         if kind == "profile" and sniffed != "profile":
             raise TraceInputError(p, "not a pipeline_profile.json (needs a 'stages' list)")
         if sniffed == "trace":
-            inputs.traces.append(_compile_trace(p, doc))
+            inputs.traces.append(compile_trace_from_doc(p, doc))
         elif sniffed == "profile":
             inputs.reports.append(ProfileReport(str(p), _stages(doc["stages"], p, "stages", 0)))
         elif sniffed == "chrome":
@@ -238,7 +238,8 @@ def _int_field(ev: dict, key: str, path, i: int) -> int:
     return v
 
 
-def _compile_trace(path: Path, doc: dict) -> CompileTrace:
+def compile_trace_from_doc(path: str | os.PathLike, doc: dict) -> CompileTrace:
+    """Our trace.json's parsed document -> `CompileTrace` (checked; errors name `path`)."""
     other = doc["otherData"]
     host = other.get("host") if isinstance(other.get("host"), str) else None
     ct = CompileTrace(str(path), host, wall_anchor_from_other_data(other, str(path)), other)
@@ -250,9 +251,11 @@ def _compile_trace(path: Path, doc: dict) -> CompileTrace:
             pid, tid = _int_field(ev, "pid", path, i), _int_field(ev, "tid", path, i)
             start = _time_ns(ev, "ts", path, i)
             dur = ev.get("dur", 0)
-            if type(dur) not in (int, float) or not math.isfinite(dur) or dur < 0:
+            if type(dur) in (int, float) and dur < 0:
+                raise TraceInputError(path, f"traceEvents[{i}].dur: negative duration {dur!r}")
+            if type(dur) not in (int, float) or not math.isfinite(dur):
                 raise TraceInputError(path, f"traceEvents[{i}].dur: expected a finite number "
-                                            f"of microseconds >= 0, got {dur!r}")
+                                            f"of microseconds, got {dur!r}")
             end = _time_ns(ev, "ts", path, i) if dur == 0 else round((ev["ts"] + dur) * 1000)
             if end >= _MAX_NS:
                 raise TraceInputError(path, f"traceEvents[{i}].dur: {dur!r} us is out of range")

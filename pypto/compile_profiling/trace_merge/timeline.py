@@ -49,7 +49,8 @@ class Track:
 class ArgColumn:
     """One slice argument as a column: `values[i]` is row i's value.
 
-    `values` is a NumPy int64/float64/bool array, or a list of JSON values (str, dicts...).
+    `values` is a NumPy int64/float64/bool array, a 2D NumPy array (row i's value is the
+    list `values[i]`), or a list of JSON values (str, dicts...).
     `present` (bool array) marks the rows that have the argument; None means all do.
     """
 

@@ -1,0 +1,379 @@
+"""merge_traces on every real capture: reading, placement rules, layout, ids."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import shutil
+
+import pytest
+from test_merge_inputs import (
+    CALIBRATED,
+    CASES,
+    ESTIMATED,
+    FIXTURES,
+    capture_host_facts,
+    compile_trace_around,
+    kernel_names,
+)
+
+from pypto.compile_profiling.trace_merge import format_for_path, merge_traces, write_timeline
+from pypto.errors import ProfileWriteError, TraceInputError
+
+pytestmark = pytest.mark.skipif(not CASES, reason="no Simpler fixtures on this machine")
+
+STRACE = re.compile(r"\[STRACE\] .*?name=(\S+) ts=(\d+) dur=(\d+)(.*)")
+
+
+def strace_spans(case) -> dict[str, tuple[int, int, bool]]:
+    """name -> (ts, dur, clk=dev) of the capture's run log."""
+    out = {}
+    for line in (FIXTURES / case / "host_log.txt").read_text().splitlines():
+        m = STRACE.search(line)
+        if m:
+            out[m.group(1)] = (int(m.group(2)), int(m.group(3)), "clk=dev" in m.group(4))
+    return out
+
+
+def records(case) -> dict:
+    return json.loads((FIXTURES / case / "chip_swimlane_records.json").read_text())
+
+
+def device_rows(tl, view="AICore"):
+    return [s for s in tl.slices() if s.process.name.startswith("Device") and view in
+            s.process.name]
+
+
+def check_nesting(tl):
+    """Slices of each track nest properly (what both exporters and Perfetto need)."""
+    by_track = {}
+    for s in tl.slices():
+        by_track.setdefault(id(s.track), []).append(s)
+    for rows in by_track.values():
+        stack = []
+        for s in sorted(rows, key=lambda s: (s.start_ns, -s.dur_ns)):
+            while stack and stack[-1] <= s.start_ns:
+                stack.pop()
+            assert not stack or s.end_ns <= stack[-1], f"{s.name} sticks out of its parent"
+            stack.append(s.end_ns)
+
+
+def uncertainty_ns(proc) -> float:
+    return proc.args["alignment"]["uncertainty_ns"]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_each_capture_merges_alone_with_its_alignment_stated(case):
+    r = merge_traces([FIXTURES / case])
+    tl = r.timeline
+    assert len(device_rows(tl)) == len(records(case)["aicore_tasks"])
+    check_nesting(tl)
+    procs = [p for p in tl.processes if p.name.startswith("Device")]
+    if case in CALIBRATED:
+        assert all("(calibrated ±" in p.name for p in procs if "Orchestrator" not in p.name)
+        assert not tl.metadata["estimated"]
+    else:
+        # bounded by its own run log: a stated half-width, not a bare "estimated"
+        assert all(p.estimated and re.search(r"\(estimated ±[\d.]+ ms\)", p.name) for p in procs)
+        assert tl.metadata["estimated"] is True
+        assert any("ESTIMATED ±" in w for w in r.warnings)
+    facts = capture_host_facts(FIXTURES / case)
+    assert any(p.os_pid == facts["pid"] and p.pid == facts["pid"] for p in tl.processes)
+
+
+@pytest.mark.parametrize("case", ESTIMATED)
+def test_device_orchestrated_capture_lies_inside_its_runner_run_and_the_truth_is_covered(case):
+    """Placement rule 2. On this simulator the device counter is the host's monotonic clock,
+    so the true position is known: it must lie within the stated uncertainty."""
+    tl = merge_traces([FIXTURES / case]).timeline
+    spans = strace_spans(case)
+    rr_ts, rr_dur, _ = spans["chip.run.runner_run"]
+    rec = records(case)
+    freq = rec["metadata"]["clock_freq_hz"]
+    true_first = min(r[3] for r in rec["aicore_tasks"]) * 1e9 / freq
+    rows = device_rows(tl)
+    first = min(s.start_ns for s in rows)
+    assert rr_ts <= first and max(s.end_ns for s in rows) <= rr_ts + rr_dur
+    proc = rows[0].process
+    assert abs(first - true_first) <= uncertainty_ns(proc) + 1
+    assert uncertainty_ns(proc) < rr_dur / 2     # the log bounded it
+
+
+@pytest.mark.parametrize("case", ESTIMATED)
+def test_clk_dev_spans_are_drawn_on_a_device_clock_lane_inside_runner_run(case):
+    """Placement rule 3: device_wall starts inside chip.run.runner_run and its children (orch,
+    sched, ...) lie inside both; device_wall itself may end after runner_run (it does, by
+    60 ms, in tmr_vector_example), so its end is not asserted."""
+    tl = merge_traces([FIXTURES / case]).timeline
+    spans = strace_spans(case)
+    dev = [s for s in tl.slices() if s.track.name.startswith("device clock")]
+    assert sorted(s.name for s in dev) == sorted(n for n, v in spans.items() if v[2])
+    by = {s.name: s for s in tl.slices() if s.cat == "simpler_host"}
+    rr = by["chip.run.runner_run"]
+    wall = next(s for s in dev if s.name == "chip.run.runner_run.device_wall")
+    assert rr.start_ns <= wall.start_ns <= rr.end_ns
+    for s in dev:
+        assert s.dur_ns == spans[s.name][1]
+        if s is not wall:
+            assert wall.start_ns <= s.start_ns and s.end_ns <= min(wall.end_ns, rr.end_ns)
+    check_nesting(tl)
+
+
+def test_two_anchorless_ranks_are_each_placed_against_their_own_run(tmp_path):
+    """Placement rule 1: each rank inside its own run's runner_run span, never another's."""
+    dfx = tmp_path / "work" / "dfx_outputs"
+    cases = ("tmr_vector_example_l4_depgen", "tmr_mixed_example_case1_l4_depgen")
+    for r, case in enumerate(cases):
+        shutil.copytree(FIXTURES / case, dfx / f"rank{r}" / "d0")
+    tl = merge_traces([tmp_path / "work"]).timeline
+    for r, case in enumerate(cases):
+        rr_ts, rr_dur, _ = strace_spans(case)["chip.run.runner_run"]
+        rows = [s for s in device_rows(tl) if f"r{r}d0" in s.process.name]
+        assert rows
+        assert rr_ts <= min(s.start_ns for s in rows)
+        assert max(s.end_ns for s in rows) <= rr_ts + rr_dur
+    ids = [p.pid for p in tl.processes] + [t.tid for t in tl.tracks]
+    assert len(ids) == len(set(ids))
+
+
+@pytest.mark.parametrize("case", CALIBRATED)
+def test_calibrated_capture_lands_inside_device_execution_with_codegen_flows(tmp_path, case):
+    info = compile_trace_around(FIXTURES / case, tmp_path / "trace.json")
+    r = merge_traces([tmp_path / "trace.json", FIXTURES / case])
+    tl = r.timeline
+    rows = device_rows(tl)
+    assert rows
+    for s in rows:
+        assert info["exec_start"] <= s.start_ns and s.end_ns <= info["exec_end"], s.name
+    order = sorted(tl.processes, key=lambda p: p.sort_index)
+    assert order[0].name == "PyPTO compile" and order[-1].name.startswith("Device")
+    kflows = [f for f in tl.flows if f.cat == "kernel_codegen"]
+    kernels = kernel_names(FIXTURES / case)
+    assert sum(len(f) for f in kflows) == len(kernels)
+    for f in kflows:
+        for sr_, dr in zip(f.src_row.tolist(), f.dst_row.tolist()):
+            kernel = f.src.names[f.src.name[sr_]].split(":", 1)[1]
+            assert f.dst.names[f.dst.name[dr]].startswith(kernel + "(")
+            same = [s for s in rows if s.name.startswith(kernel + "(")]
+            assert f.dst.start_ns[dr] == min(s.start_ns for s in same)
+    src = {m["kind"]: m for m in tl.metadata["sources"]}
+    assert src["swimlane_records"]["estimated"] is False
+    assert 0 < src["swimlane_records"]["uncertainty_ns"] < 1000
+    # the compile trace and the Simpler run log are one process: its real pid
+    comp = next(p for p in tl.processes if p.name == "PyPTO compile")
+    assert comp.pid == info["pid"] == comp.os_pid
+    assert {s.name for s in tl.slices() if s.process is comp} >= {"device_execution", "chip.run"}
+    check_nesting(tl)
+
+
+@pytest.mark.parametrize("case", ESTIMATED)
+def test_estimated_capture_is_bounded_by_device_execution_and_offset_us_overrides(tmp_path,
+                                                                                  case):
+    info = compile_trace_around(FIXTURES / case, tmp_path / "trace.json")
+    tl = merge_traces([tmp_path / "trace.json", FIXTURES / case]).timeline
+    rows = device_rows(tl)
+    first = min(s.start_ns for s in rows)
+    assert info["exec_start"] <= first and max(s.end_ns for s in rows) <= info["exec_end"]
+    tl2 = merge_traces([tmp_path / "trace.json", FIXTURES / case], offset_us=250).timeline
+    assert min(s.start_ns for s in device_rows(tl2, "")) == info["exec_start"] + 250_000
+    meta = {m["kind"]: m for m in tl2.metadata["sources"]}["swimlane_records"]
+    assert meta["estimated"] and "--offset-us" in meta["alignment"]
+
+
+def test_real_pids_and_tids_of_the_compile_trace_are_kept(tmp_path):
+    """Placement rule 4: the merged files carry the real pid and native tids."""
+    case = FIXTURES / CALIBRATED[0]
+    info = compile_trace_around(case, tmp_path / "trace.json", worker_tid=777001)
+    tl = merge_traces([tmp_path / "trace.json", case]).timeline
+    comp = next(p for p in tl.processes if p.name == "PyPTO compile")
+    tids = {t.tid for t in tl.tracks if t.process is comp}
+    assert comp.pid == info["pid"] and 777001 in tids
+    write_timeline(tl, tmp_path / "m.json")
+    doc = json.loads((tmp_path / "m.json").read_text())
+    xs = [e for e in doc["traceEvents"] if e.get("name") == "device_execution"]
+    assert xs[0]["pid"] == info["pid"]
+
+
+def test_same_pid_from_another_host_is_kept_apart_and_named(tmp_path):
+    case = FIXTURES / CALIBRATED[0]
+    compile_trace_around(case, tmp_path / "a.json", host="hostA")
+    doc = json.loads((tmp_path / "a.json").read_text())
+    doc["otherData"]["host"] = "hostB"
+    (tmp_path / "b.json").write_text(json.dumps(doc))
+    tl = merge_traces([tmp_path / "a.json", tmp_path / "b.json"]).timeline
+    a, b = tl.processes
+    assert a.pid == a.os_pid and b.pid != b.os_pid == a.os_pid
+    assert f"pid {a.os_pid} on hostB" in b.name
+
+
+def test_converted_trace_keeps_touching_slices_on_one_lane(tmp_path):
+    """Placement rule 5: times are integer ns before any comparison (no overlap lanes)."""
+    case = FIXTURES / "tmr_bgemm_case0_l4_depgen"
+    r = merge_traces([case / "merged_swimlane.json"])
+    assert not [t for t in r.timeline.tracks if "(overlap" in t.name]
+    assert not [w for w in r.warnings if "sub-lanes" in w]
+    procs = [p for p in r.timeline.processes if p.name.startswith("Device")]
+    assert procs and all(p.estimated for p in procs)
+
+
+def test_loose_files_of_one_directory_form_one_capture():
+    case = FIXTURES / "tmr_bgemm_case0_l4_depgen"
+    r = merge_traces([case / "chip_swimlane_records.json", case / "deps.json",
+                      next(case.glob("name_map_*.json"))])
+    names = {s.name.split("(")[0] for s in device_rows(r.timeline)}
+    assert names == {"GEMM", "ADD"}
+    assert r.timeline.flow_count > 0
+
+
+def test_pipeline_profile_is_placed_and_labelled_estimated(tmp_path):
+    report = tmp_path / "report"
+    report.mkdir()
+    (report / "pipeline_profile.json").write_text(json.dumps({
+        "total_seconds": 3.0, "stages": [
+            {"name": "parse", "seconds": 0.5, "children": []},
+            {"name": "codegen", "seconds": 1.0, "children": [
+                {"name": "kernel_codegen:GEMM", "seconds": 0.4, "children": []},
+                {"name": "orchestration_codegen", "seconds": 0.6000001, "children": []}]},
+            {"name": "device_execution", "seconds": 1.5, "children": []}]}))
+    case = FIXTURES / "hbg_benchmark_bgemm_case0_l4_depgen"
+    r = merge_traces([report, case])
+    tl = r.timeline
+    rep = next(p for p in tl.processes if "pipeline_profile" in p.name)
+    assert rep.estimated and rep.sort_index == 0
+    stages = {s.name: s for s in tl.slices() if s.process is rep}
+    assert stages["codegen"].start_ns == stages["parse"].start_ns + 500_000_000
+    assert stages["kernel_codegen:GEMM"].start_ns == stages["codegen"].start_ns
+    check_nesting(tl)  # the over-long last child is clipped to its parent
+    # the first record on the device clock (the host orchestrator's phases come before)
+    first_dev = min(s.start_ns for s in device_rows(tl, "") if "Orchestrator" not in
+                    s.process.name)
+    assert abs(stages["device_execution"].start_ns - first_dev) <= 1
+    assert any("pipeline_profile.json" in w and "ESTIMATED" in w for w in r.warnings)
+    assert any(f.cat == "kernel_codegen" for f in tl.flows)
+
+
+def test_report_dir_prefers_trace_json_over_profile(tmp_path):
+    report = tmp_path / "report"
+    report.mkdir()
+    compile_trace_around(FIXTURES / CALIBRATED[0], report / "trace.json")
+    (report / "pipeline_profile.json").write_text('{"total_seconds": 1, "stages": []}')
+    r = merge_traces([tmp_path])
+    assert [p.name for p in r.timeline.processes] == ["PyPTO compile"]
+    assert "exact" in r.summary_lines[0]
+
+
+def test_trace_from_another_host_is_moved_by_wall_clock_anchors(tmp_path):
+    case = FIXTURES / CALIBRATED[0]
+    compile_trace_around(case, tmp_path / "a.json", host="hostA")
+    doc = json.loads((tmp_path / "a.json").read_text())
+    shift = 5_000_000_000_000
+    for ev in doc["traceEvents"]:
+        if ev["ph"] == "X":
+            ev["ts"] += shift / 1000
+        ev["pid"] = 99
+    doc["otherData"]["host"] = "hostB"
+    doc["otherData"]["clock_anchor"]["monotonic_ns"] += shift
+    (tmp_path / "b.json").write_text(json.dumps(doc))
+    tl = merge_traces([tmp_path / "a.json", tmp_path / "b.json"]).timeline
+    a, b = tl.processes
+    ea = next(s for s in tl.slices() if s.process is a and s.name == "device_execution")
+    eb = next(s for s in tl.slices() if s.process is b and s.name == "device_execution")
+    assert abs(eb.start_ns - ea.start_ns) <= 1
+    assert "cross-host" in b.args["alignment"]
+
+
+def test_capture_from_another_host_is_moved_by_its_clock_anchor(tmp_path):
+    case = FIXTURES / "hbg_vector_example_l4_depgen"
+    compile_trace_around(case, tmp_path / "trace.json")
+    same = merge_traces([tmp_path / "trace.json", case]).timeline
+    other = tmp_path / "other_host"
+    shutil.copytree(case, other)
+    log = (other / "host_log.txt").read_text()
+    delta = 7_000_000_000_000
+    log = re.sub(r"(\[CLOCK_ANCHOR\] .*?wall_ns=)(\d+)",
+                 lambda m: m.group(1) + str(int(m.group(2)) + delta), log)
+    (other / "host_log.txt").write_text(log)
+    r = merge_traces([tmp_path / "trace.json", other])
+    a = sorted(s.start_ns for s in device_rows(same))
+    b = sorted(s.start_ns for s in device_rows(r.timeline))
+    assert len(a) == len(b) and all(abs(y - x - delta) <= 1 for x, y in zip(a, b))
+    assert any("cross-host" in line for line in r.summary_lines)
+
+
+def test_diagnostics_that_are_not_timelines_are_listed(tmp_path):
+    leaf = tmp_path / "dfx_outputs"
+    shutil.copytree(FIXTURES / CALIBRATED[0], leaf)
+    (leaf / "pmu.csv").write_text("core,cycles\n0,1\n")
+    (leaf / "args_dump").mkdir()
+    r = merge_traces([tmp_path])
+    listed = [line for line in r.summary_lines if "listed only" in line]
+    assert len(listed) == 2 and any("pmu.csv" in line for line in listed)
+
+
+def test_bad_inputs_raise_trace_input_error_naming_the_file(tmp_path):
+    bad = tmp_path / "trace.json"
+    bad.write_text('{"traceEvents": [{"ph": "X", "ts": 1, "dur": -2, "pid": 1, "tid": 1, '
+                   '"name": "a"}], "otherData": {"clock": "CLOCK_MONOTONIC"}}')
+    with pytest.raises(TraceInputError, match=r"traceEvents\[0\]\.dur: negative duration") as e:
+        merge_traces([bad])
+    assert e.value.path == str(bad)
+    with pytest.raises(TraceInputError, match="no such file"):
+        merge_traces([tmp_path / "missing.json"])
+    (tmp_path / "strace.json").write_text('{"traceEvents": []}')
+    with pytest.raises(TraceInputError, match="clock is unknown"):
+        merge_traces([tmp_path / "strace.json"])
+
+
+def test_write_timeline_chooses_format_by_extension(tmp_path):
+    tl = merge_traces([FIXTURES / CALIBRATED[0]]).timeline
+    n_json = write_timeline(tl, tmp_path / "m.json")
+    n_pb = write_timeline(tl, tmp_path / "m.pftrace")
+    write_timeline(tl, tmp_path / "m.json.gz")
+    assert json.loads((tmp_path / "m.json").read_text())["traceEvents"]
+    assert json.loads(gzip.decompress((tmp_path / "m.json.gz").read_bytes())) == json.loads(
+        (tmp_path / "m.json").read_text())
+    assert (tmp_path / "m.pftrace").read_bytes()[:1] == b"\x0a"  # Trace.packet, field 1
+    assert n_pb < n_json
+    assert format_for_path("x.perfetto-trace") == "perfetto"
+    assert format_for_path("x.bin", "json") == "json"
+    with pytest.raises(ProfileWriteError, match="extension"):
+        format_for_path("x.bin")
+
+
+def _walk_all(start, end, allow_nesting):
+    """The definition: every row in (start, longest first) order, first lane it fits."""
+    stacks, lane = [[]], {}
+    for i in sorted(range(len(start)), key=lambda i: (start[i], -end[i])):
+        for j, stack in enumerate(stacks):
+            while stack and stack[-1] <= start[i]:
+                stack.pop()
+            if not stack or (allow_nesting and end[i] <= stack[-1]):
+                stack.append(end[i])
+                lane[i] = j
+                break
+        else:
+            stacks.append([end[i]])
+            lane[i] = len(stacks) - 1
+    return [lane[i] for i in range(len(start))]
+
+
+@pytest.mark.parametrize("allow_nesting", [True, False])
+def test_sublanes_follow_the_first_fit_definition(allow_nesting):
+    import numpy as np
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from pypto.compile_profiling.trace_merge.lanes import sublanes
+
+    spans = st.lists(st.tuples(st.integers(0, 60), st.integers(0, 25)), max_size=40)
+
+    @settings(max_examples=300, deadline=None, derandomize=True)
+    @given(spans)
+    def check(rows):
+        start = np.array([a for a, _ in rows], dtype=np.int64)
+        end = start + np.array([d for _, d in rows], dtype=np.int64)
+        got = sublanes(start, end, allow_nesting=allow_nesting).tolist()
+        assert got == _walk_all(start.tolist(), end.tolist(), allow_nesting)
+
+    check()
