@@ -12,6 +12,8 @@ import os
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 from pypto.compile_profiling.trace_merge import write_proto
@@ -554,3 +556,74 @@ def test_both_formats_load_in_perfetto(perfetto_ui, tmp_path, suffix):
     if suffix == ".pftrace":  # chrome_events metadata lands in the metadata table
         meta = t.metadata()
         assert meta["cr-clock"] == "CLOCK_MONOTONIC" and meta["cr-note"] == TRICKY
+
+
+# ---------------------------------------------------------------- properties
+
+
+@st.composite
+def nested_timelines(draw):
+    """Lanes of properly nested slices, each slice in one of two blocks, plus flows."""
+    proc = Process(7, draw(st.text(max_size=6)), 0)
+    lanes = [Track(100 + i, proc, f"lane{i}", i, os_tid=draw(st.sampled_from([None, 500 + i])))
+             for i in range(draw(st.integers(1, 3)))]
+    rows: list[tuple] = []  # (block, lane, start, dur, name)
+
+    def fill(lane: int, start: int, end: int, depth: int) -> None:
+        cur = start
+        for _ in range(draw(st.integers(0, 3 if depth < 3 else 0))):
+            s0 = cur + draw(st.sampled_from([0, 0, 1, 37]))  # children sharing starts, too
+            if s0 > end:
+                return
+            s1 = min(s0 + draw(st.sampled_from([0, 1, 60, 500, 5000])), end)
+            rows.append((draw(st.integers(0, 1)), lane, s0, s1 - s0,
+                         draw(st.text(min_size=1, max_size=8))))
+            fill(lane, s0, s1, depth + 1)
+            cur = s1
+
+    for lane in range(len(lanes)):
+        t0 = draw(st.integers(0, 10**15))
+        fill(lane, t0, t0 + 5000, 0)
+    blocks = []
+    for b in (0, 1):
+        mine = [r for r in rows if r[0] == b] or [(b, 0, 0, 0, "pad")]
+        names = sorted({r[4] for r in mine})
+        n = len(mine)
+        blocks.append(SliceBlock(
+            f"cat{b}", lanes, np.array([r[1] for r in mine], np.int32),
+            np.array([r[2] for r in mine], np.int64), np.array([r[3] for r in mine], np.int64),
+            names, np.array([names.index(r[4]) for r in mine], np.int32),
+            [ArgColumn("i", np.arange(n), np.arange(n) % 2 == 0)]))
+    n_flows = draw(st.integers(0, 4))
+    src = draw(st.lists(st.integers(0, len(blocks[0]) - 1), min_size=n_flows,
+                        max_size=n_flows))
+    dst = draw(st.lists(st.integers(0, len(blocks[1]) - 1), min_size=n_flows,
+                        max_size=n_flows))
+    flow = FlowBlock("f", "flow", blocks[0], np.array(src, np.int64), blocks[1],
+                     np.array(dst, np.int64))
+    return Timeline([proc], lanes, blocks, [flow])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tl=nested_timelines())
+def test_property_both_writers_keep_every_slice_nesting_and_flow(tl):
+    expected = sorted((b.tracks[t].tid, b.names[n], s, s + d)
+                      for b in tl.blocks for t, s, d, n in zip(b.track.tolist(),
+                                                               b.start_ns.tolist(),
+                                                               b.dur_ns.tolist(),
+                                                               b.name.tolist()))
+    js, pf = io.BytesIO(), io.BytesIO()
+    write_chrome_json(tl, js)
+    events = load_json(js.getvalue())["traceEvents"]
+    assert sorted((e["tid"], e["name"], ns(e["ts"]), ns(e["ts"]) + ns(e["dur"]))
+                  for e in events if e["ph"] == "X") == expected
+    assert sum(e["ph"] == "s" for e in events) == sum(e["ph"] == "f" for e in events) \
+        == tl.flow_count
+    write_perfetto_trace(tl, pf)
+    tracks, slices = decode_slices(read_packets(pf.getvalue()))
+    tid = {u: t.thread.tid if t.HasField("thread") else 100 + int(t.name[4:])
+           for u, t in tracks.items() if not t.HasField("process")}
+    assert sorted((tid[s["track"]], s["name"], s["ts"], s["end"]) for s in slices) == expected
+    assert sorted(i for s in slices for i in s["flow_ids"]) == \
+        sorted(i for s in slices for i in s["terminating_flow_ids"]) == \
+        list(range(1, tl.flow_count + 1))

@@ -333,7 +333,7 @@ def _track_slices(seq: _Sequence, track: Track, uuid: int, parts: list, timeline
         raise ProfileWriteError(
             f"track {track.name!r}: a slice starts before time 0 ({int(start.min())} ns); "
             "protobuf timestamps are unsigned")
-    order = np.lexsort((dur, start))  # stable: ties keep block, then row order
+    order = np.lexsort((-dur, start))  # stable: ties keep block, then row order
     blk, row, start, end = blk[order], row[order], start[order], (start + dur)[order]
     leaf = np.empty(len(start), bool)  # no child: the next slice starts after its end
     leaf[:-1] = start[1:] >= end[:-1]
