@@ -53,6 +53,10 @@ def lay_out(plan: Plan) -> tuple[Timeline, list[str], list[str]]:
         for other in cp.capture.files.listed_only:
             b.summary.append(f"{other}: not a timeline, listed only")
         if cp.capture.records is not None:
+            for conv in cp.capture.files.converted:
+                b.summary.append(f"{conv}: Simpler's rendering of the records beside it, "
+                                 "not read (the records are drawn)")
+        if cp.capture.records is not None:
             add_capture(b, cp, warnings)
         elif cp.converted is not None:
             for conv in cp.capture.converted:

@@ -132,7 +132,8 @@ def read_inputs(paths: list[str | os.PathLike]) -> Inputs:
                     raise
     leaves.extend(loose.values())
     for files in leaves:
-        inputs.captures.append(rs.read_capture(files))
+        # Simpler's converted trace renders the records: beside them it adds nothing
+        inputs.captures.append(rs.read_capture(files, converted=not files.records))
     return inputs
 
 
