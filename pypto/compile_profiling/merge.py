@@ -40,6 +40,7 @@ import json
 import logging
 import math
 import os
+import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,6 +55,7 @@ from pypto.compile_profiling.clock_alignment import (
     wall_anchor_from_log,
     wall_anchor_from_other_data,
 )
+from pypto.compile_profiling.input_files import list_input_dir, stat_input
 from pypto.compile_profiling.timeline import Process, Slice, Timeline
 from pypto.compile_profiling.timeline_json import gc_paused
 from pypto.errors import ProfileWriteError, TraceInputError
@@ -333,10 +335,11 @@ def _kind_by_name(name: str) -> str | None:
 def _add_report_dir(inputs: _Inputs, d: Path) -> bool:
     """A `report/` dir: its trace.json (exact) wins over pipeline_profile.json (estimated)."""
     trace, profile = d / "trace.json", d / "pipeline_profile.json"
-    if trace.is_file():
+    # lexists: a trace.json that is a FIFO, a loop... is read, hence refused by name
+    if os.path.lexists(trace):
         _add_file(inputs, trace, forced="trace")
         return True
-    if profile.is_file():
+    if os.path.lexists(profile):
         _add_file(inputs, profile, forced="profile")
         return True
     return False
@@ -398,9 +401,8 @@ def _classify(paths: Iterable[str | os.PathLike]) -> _Inputs:
     loose: dict[str, sr.CaptureFiles] = {}
     for raw in paths:
         p = Path(raw)
-        if not p.exists():
-            raise TraceInputError(raw, "no such file or directory")
-        if p.is_dir():
+        if stat.S_ISDIR(stat_input(p).st_mode):   # special files, loops: refused here
+            list_input_dir(p)                       # so is a directory we cannot list
             found = _add_report_dir(inputs, p)
             if not found and (p / "report").is_dir():
                 found = _add_report_dir(inputs, p / "report")

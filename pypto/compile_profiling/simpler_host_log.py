@@ -7,8 +7,8 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
+from pypto.compile_profiling.input_files import read_input_bytes, sniff_json, sniff_text
 from pypto.compile_profiling.simpler_json import (
     _is_int,
     _kind,
@@ -125,12 +125,7 @@ def read_host_log(path: str | os.PathLike) -> HostLog:
 
     Other lines are ignored; the markers may be preceded by any prefix.
     """
-    try:
-        text = Path(path).read_text(encoding="utf-8", errors="replace")
-    except IsADirectoryError:
-        raise TraceInputError(path, "is a directory, expected a log file") from None
-    except OSError as exc:
-        raise TraceInputError(path, f"cannot read file: {exc.strerror or exc}") from None
+    text = read_input_bytes(path, sniff=sniff_text).decode("utf-8", errors="replace")
     spans: list[StraceSpan] = []
     anchors: list[LogClockAnchor] = []
     for lineno, line in enumerate(text.splitlines(), 1):
@@ -203,10 +198,7 @@ class HostPhaseBatch:
 
 
 def read_host_phase_records(path: str | os.PathLike) -> list[HostPhaseBatch]:
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise TraceInputError(path, f"cannot read file: {exc.strerror or exc}") from None
+    data = read_input_bytes(path, sniff=sniff_json)
     out = []
     for lineno, line in enumerate(data.splitlines(), 1):
         if not line.strip():

@@ -8,10 +8,10 @@ from __future__ import annotations
 import json
 import os
 import re
-from pathlib import Path
 
 import numpy as np
 
+from pypto.compile_profiling.input_files import read_input_bytes, sniff_json
 from pypto.errors import TraceInputError
 
 try:  # orjson parses the big record files ~2-3x faster; plain json is the fallback.
@@ -24,13 +24,7 @@ except ImportError:  # pragma: no cover - exercised only where orjson is absent
 
 def load_json_file(path: str | os.PathLike) -> object:
     """Parse one JSON file; any read or syntax problem becomes a TraceInputError."""
-    try:
-        data = Path(path).read_bytes()
-    except IsADirectoryError:
-        raise TraceInputError(path, "is a directory, expected a JSON file") from None
-    except OSError as exc:
-        raise TraceInputError(path, f"cannot read file: {exc.strerror or exc}") from None
-    return parse_json_bytes(data, path)
+    return parse_json_bytes(_read_file_bytes(path), path)
 
 
 def parse_json_bytes(data: bytes, path: str | os.PathLike) -> object:
@@ -241,12 +235,9 @@ _SEP_ROWS = re.compile(rb"\]\s*,\s*(\[)")
 
 
 def _read_file_bytes(path) -> bytes:
-    try:
-        return Path(path).read_bytes()
-    except IsADirectoryError:
-        raise TraceInputError(path, "is a directory, expected a JSON file") from None
-    except OSError as exc:
-        raise TraceInputError(path, f"cannot read file: {exc.strerror or exc}") from None
+    """A JSON file's bytes; special files, garbage and unreadable files are refused (see
+    `input_files`)."""
+    return read_input_bytes(path, sniff=sniff_json)
 
 
 # --------------------------------------------------------------------------- helpers

@@ -37,9 +37,11 @@ from __future__ import annotations
 import logging
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pypto.compile_profiling.input_files import entry_is_dir, list_input_dir, stat_input
 from pypto.compile_profiling.simpler_deps import (
     _STRIP_TASK_ARGS as _STRIP_TASK_ARGS,
 )
@@ -159,13 +161,9 @@ def _classify_dir(directory: Path) -> CaptureFiles:
         files.dispatch = int(_DISPATCH_RE.match(parts[-1]).group(1))
     elif parts and _RANK_RE.match(parts[-1]):
         files.rank = int(_RANK_RE.match(parts[-1]).group(1))
-    try:
-        entries = sorted(os.scandir(directory), key=lambda e: e.name)
-    except OSError as exc:
-        raise TraceInputError(directory, f"cannot list directory: {exc.strerror or exc}") from None
-    for e in entries:
+    for e in list_input_dir(directory):
         name = e.name
-        if e.is_dir():
+        if entry_is_dir(e):
             if name in LISTED_ONLY_NAMES:
                 files.listed_only.append(e.path)
             continue
@@ -196,14 +194,18 @@ def discover_captures(path: str | os.PathLike) -> list[CaptureFiles]:
     A directory with nothing usable is an error.
     """
     root = Path(path)
-    if not root.exists():
-        raise TraceInputError(path, "no such file or directory")
-    if not root.is_dir():
+    if not stat.S_ISDIR(stat_input(root).st_mode):
         raise TraceInputError(path, "expected a directory")
+    list_input_dir(root)   # an unreadable directory fails here, naming it
     if (root / "dfx_outputs").is_dir():
         root = root / "dfx_outputs"
+
+    def unreadable(exc: OSError) -> None:   # os.walk would skip it silently
+        list_input_dir(exc.filename)
+        raise TraceInputError(exc.filename, f"cannot list directory: {exc.strerror or exc}")
+
     found = []
-    for dirpath, dirnames, _ in os.walk(root):
+    for dirpath, dirnames, _ in os.walk(root, onerror=unreadable):
         dirnames[:] = sorted(d for d in dirnames if d not in LISTED_ONLY_NAMES)
         files = _classify_dir(Path(dirpath))
         if files.usable():

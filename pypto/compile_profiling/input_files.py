@@ -1,0 +1,168 @@
+"""Opening trace inputs safely: the one place the merge's readers open and list files.
+
+A trace input may be anything a path can name. Before a file is opened it is `stat`ed, and
+anything but a regular file (a FIFO, whose `open` blocks until a writer comes; a device
+such as `/dev/zero`, endless; a socket) is refused; so are symlink loops, missing and
+unreadable paths. The open itself uses `O_NONBLOCK` and the opened file is checked again,
+so a FIFO swapped in between the two never blocks. A file's size is known before it is
+read, so a file too big for this machine is refused before any memory is used, and
+`sniff` rejects garbage (a sparse file of zeros, a binary blob) from its first bytes.
+
+Every problem is a `TraceInputError(path, problem)`: one line, naming the path.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+
+from pypto.errors import TraceInputError
+
+__all__ = ["MAX_INPUT_BYTES", "entry_is_dir", "list_input_dir", "read_input_bytes",
+           "sniff_json", "sniff_text", "stat_input"]
+
+_O_FLAGS = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+            | getattr(os, "O_NOCTTY", 0))
+_SNIFF_BYTES = 4096
+
+
+def _physical_memory() -> int | None:
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+# A file bigger than the machine's memory cannot be parsed here: say so before reading it.
+MAX_INPUT_BYTES: int | None = _physical_memory()
+
+
+def _kind_of(mode: int) -> str | None:
+    """What a non-regular, non-directory file is, in words; None for regular files/dirs."""
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    return "not a regular file"
+
+
+def _os_problem(path, exc: OSError, action: str) -> TraceInputError:
+    """`cannot <action>: <why>`, in words for the usual reasons."""
+    if exc.errno == errno.ELOOP:
+        why = "symlink loop (too many levels of symbolic links)"
+    elif exc.errno == errno.ENOENT and os.path.islink(path):
+        why = f"broken symlink (no such file: {os.readlink(path)})"
+    elif exc.errno == errno.ENOENT:
+        why = "no such file or directory"
+    elif exc.errno in (errno.EACCES, errno.EPERM):
+        why = "permission denied"
+    else:
+        why = exc.strerror or str(exc)
+    return TraceInputError(path, f"cannot {action}: {why}")
+
+
+def stat_input(path: str | os.PathLike) -> os.stat_result:
+    """`stat` of an input that must be a regular file or a directory, else TraceInputError."""
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise _os_problem(path, exc, "read") from None
+    kind = _kind_of(st.st_mode)
+    if kind is not None:
+        raise TraceInputError(path, f"is {kind}, expected a regular file or a directory")
+    return st
+
+
+def list_input_dir(path: str | os.PathLike) -> list[os.DirEntry]:
+    """The entries of an input directory sorted by name; any failure is a TraceInputError."""
+    try:
+        with os.scandir(path) as it:
+            return sorted(it, key=lambda e: e.name)
+    except OSError as exc:
+        raise _os_problem(path, exc, "list directory") from None
+
+
+def _open_regular(path) -> int:
+    """A read-only fd of `path`, which must be a regular file (checked before and after the
+    open, which never blocks)."""
+    st = stat_input(path)
+    if stat.S_ISDIR(st.st_mode):
+        raise TraceInputError(path, "is a directory, expected a file")
+    try:
+        fd = os.open(path, _O_FLAGS)
+    except OSError as exc:
+        raise _os_problem(path, exc, "read") from None
+    try:
+        now = os.fstat(fd)
+        if not stat.S_ISREG(now.st_mode):  # swapped between stat and open
+            raise TraceInputError(path, f"is {_kind_of(now.st_mode) or 'a directory'}, "
+                                        "expected a regular file")
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_input_bytes(path: str | os.PathLike, *, sniff=None) -> bytes:
+    """The bytes of the regular file `path`, read in one piece of its known size.
+
+    `sniff(head) -> problem | None` looks at the first bytes before the rest is read, so
+    garbage is refused early. Too big (`MAX_INPUT_BYTES`), special or unreadable files
+    raise TraceInputError.
+    """
+    fd = _open_regular(path)
+    with os.fdopen(fd, "rb", buffering=0) as f:
+        try:
+            size = os.fstat(fd).st_size
+            if MAX_INPUT_BYTES is not None and size > MAX_INPUT_BYTES:
+                raise TraceInputError(path, f"{_size(size)}: larger than this machine's "
+                                            f"memory ({_size(MAX_INPUT_BYTES)}), cannot read "
+                                            "it")
+            if sniff is not None and size:
+                problem = sniff(os.pread(fd, _SNIFF_BYTES, 0))
+                if problem:
+                    raise TraceInputError(path, problem)
+            return f.readall()
+        except OSError as exc:
+            raise _os_problem(path, exc, "read") from None
+
+
+def _size(n: int) -> str:
+    return f"{n / 1e9:.1f} GB" if n >= 1e9 else f"{n / 1e6:.1f} MB"
+
+
+_JSON_STARTS = frozenset(b'{["-0123456789tfn')
+
+
+def sniff_json(head: bytes) -> str | None:
+    """Why `head` cannot start a JSON document (e.g. NUL bytes), or None."""
+    text = head.lstrip(b" \t\r\n")
+    if not text:
+        return None   # all whitespace so far: the parser decides
+    if text[0] not in _JSON_STARTS:
+        return f"not JSON: starts with byte 0x{text[0]:02x} ({text[:8]!r})"
+    return None
+
+
+def sniff_text(head: bytes) -> str | None:
+    """Why `head` cannot start a text log (NUL bytes: a binary file), or None."""
+    if b"\0" in head:
+        return "not a text file (contains NUL bytes)"
+    return None
+
+
+def entry_is_dir(entry: os.DirEntry) -> bool:
+    """`entry.is_dir()`, False where that cannot be told (a symlink loop, no permission):
+    such an entry is then refused by name if it is read at all."""
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
