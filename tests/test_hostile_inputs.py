@@ -25,6 +25,7 @@ import contextlib
 import hashlib
 import io
 import json
+import math
 import os
 import re
 import shutil
@@ -933,3 +934,33 @@ def test_stale_temp_of_a_killed_merge_is_removed_by_the_next_run(sources):
         assert code == 0, err
         assert temp_leftovers(work / "out") == [str(live)]
         assert_strict_json(out)
+
+
+# ---------------------------------------------------------------- run-log parsing cost
+
+def test_run_log_line_with_a_huge_token_parses_in_linear_time(tmp_path):
+    """A `[STRACE]` line with one 50,000-character token costs about what the same line
+    with its 50,000 characters in short tokens costs (a backtracking pattern made the long
+    token quadratic: 25 s). A ratio measured in one run, not a wall-clock limit."""
+    import time
+
+    from pypto.compile_profiling.simpler_host_log import read_host_log
+
+    head = "[STRACE] v=1 pid=1 tid=1 inv=1 hid=0 depth=0 name=x ts=100 dur=5 "
+
+    def cost(tail: str) -> float:
+        p = tmp_path / "host_log.txt"
+        p.write_text(head + tail + "\n")
+        best = math.inf
+        for _ in range(5):
+            t0 = time.perf_counter()
+            log = read_host_log(p)
+            best = min(best, time.perf_counter() - t0)
+            if best > 1.0:       # already clearly too slow: no need to repeat it
+                break
+        assert [s.dur_ns for s in log.spans] == [5]
+        return best
+
+    short_tokens = cost("abcd " * 10_000)
+    one_token = cost("a" * 50_000)
+    assert one_token < 10 * short_tokens, (one_token, short_tokens)
