@@ -2,6 +2,11 @@
 
 Everything goes to a temporary file in the target directory and is renamed into place
 only once complete; on any failure the temporary file is removed.
+
+The rename replaces a regular file or a symlink at the target (the symlink itself: the file
+it pointed to is left alone). Anything else there (a directory, FIFO, socket or device,
+e.g. `/dev/null` for root) is refused with `OutputPathError` before anything is written,
+since the rename would silently put a regular file in its place.
 """
 
 from __future__ import annotations
@@ -9,11 +14,13 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
-from pypto.errors import ProfileWriteError
+from pypto.compile_profiling.input_files import special_kind
+from pypto.errors import OutputPathError, ProfileWriteError
 
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
@@ -30,6 +37,20 @@ def ensure_dir(path: str | os.PathLike) -> Path:
     if not p.is_dir():
         raise ProfileWriteError(f"{p}: not a directory")
     return p
+
+
+def check_output_path(path: str | os.PathLike) -> None:
+    """Raise `OutputPathError` when something an atomic write must not replace is at `path`:
+    anything but a regular file or a symlink (which is replaced, its target left alone)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise ProfileWriteError(f"{path}: cannot write: {e.strerror or e}") from None
+    kind = None if stat.S_ISLNK(mode) else special_kind(mode)
+    if kind is not None:
+        raise OutputPathError(path, f"is {kind}, not a regular file: refusing to replace it")
 
 
 _counter = itertools.count()
@@ -50,6 +71,7 @@ def atomic_writer(path: str | os.PathLike, mode: str = "w",
                   encoding: str | None = "utf-8") -> Iterator[IO]:
     """Open a temp file beside `path`; rename it over `path` only if the block succeeds."""
     target = Path(path)
+    check_output_path(target)
     directory = ensure_dir(target.parent if str(target.parent) else ".")
     binary = "b" in mode
     try:
@@ -61,6 +83,7 @@ def atomic_writer(path: str | os.PathLike, mode: str = "w",
                        encoding=None if binary else encoding,
                        newline=None if binary else "") as f:
             yield f
+        check_output_path(target)   # again: something may have appeared there meanwhile
         os.replace(tmp, target)
     except BaseException as e:
         with contextlib.suppress(OSError):

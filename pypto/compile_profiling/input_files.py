@@ -16,11 +16,13 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Iterable
 
-from pypto.errors import TraceInputError
+from pypto.errors import OutputPathError, TraceInputError
 
 __all__ = ["MAX_INPUT_BYTES", "entry_is_dir", "list_input_dir", "read_input_bytes",
-           "sniff_json", "sniff_text", "stat_input"]
+           "refuse_output_among_inputs", "sniff_json", "sniff_text", "special_kind",
+           "stat_input"]
 
 _O_FLAGS = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
             | getattr(os, "O_NOCTTY", 0))
@@ -38,19 +40,17 @@ def _physical_memory() -> int | None:
 MAX_INPUT_BYTES: int | None = _physical_memory()
 
 
-def _kind_of(mode: int) -> str | None:
-    """What a non-regular, non-directory file is, in words; None for regular files/dirs."""
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe)"
-    if stat.S_ISCHR(mode):
-        return "a character device"
-    if stat.S_ISBLK(mode):
-        return "a block device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a symlink"))
+
+
+def special_kind(mode: int) -> str | None:
+    """What a file that is not a regular file is, in words ("a FIFO (named pipe)"...);
+    None for a regular file."""
+    if stat.S_ISREG(mode):
         return None
-    return "not a regular file"
+    return next((words for test, words in _KINDS if test(mode)), "a special file")
 
 
 def _os_problem(path, exc: OSError, action: str) -> TraceInputError:
@@ -74,7 +74,7 @@ def stat_input(path: str | os.PathLike) -> os.stat_result:
         st = os.stat(path)
     except OSError as exc:
         raise _os_problem(path, exc, "read") from None
-    kind = _kind_of(st.st_mode)
+    kind = None if stat.S_ISDIR(st.st_mode) else special_kind(st.st_mode)
     if kind is not None:
         raise TraceInputError(path, f"is {kind}, expected a regular file or a directory")
     return st
@@ -102,8 +102,8 @@ def _open_regular(path) -> int:
     try:
         now = os.fstat(fd)
         if not stat.S_ISREG(now.st_mode):  # swapped between stat and open
-            raise TraceInputError(path, f"is {_kind_of(now.st_mode) or 'a directory'}, "
-                                        "expected a regular file")
+            raise TraceInputError(path, f"is {special_kind(now.st_mode)}, expected a "
+                                        "regular file")
         os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)
@@ -166,3 +166,21 @@ def entry_is_dir(entry: os.DirEntry) -> bool:
         return entry.is_dir()
     except OSError:
         return False
+
+
+def refuse_output_among_inputs(output: str | os.PathLike,
+                               inputs: Iterable[str | os.PathLike]) -> None:
+    """Raise `OutputPathError` when writing `output` would replace one of the `inputs`
+    files: the same file by name, hard link or symlink (compared by device and inode)."""
+    try:
+        out = {(s.st_dev, s.st_ino) for s in (os.lstat(output), os.stat(output))}
+    except OSError:
+        return   # nothing there yet (or a broken link): it cannot be an input
+    for path in inputs:
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue   # its reader names the problem
+        if (st.st_dev, st.st_ino) in out:
+            raise OutputPathError(output, f"is one of the inputs ({path}): refusing to "
+                                          "overwrite it")

@@ -55,7 +55,11 @@ from pypto.compile_profiling.clock_alignment import (
     wall_anchor_from_log,
     wall_anchor_from_other_data,
 )
-from pypto.compile_profiling.input_files import list_input_dir, stat_input
+from pypto.compile_profiling.input_files import (
+    list_input_dir,
+    refuse_output_among_inputs,
+    stat_input,
+)
 from pypto.compile_profiling.timeline import Process, Slice, Timeline
 from pypto.compile_profiling.timeline_json import gc_paused
 from pypto.errors import ProfileWriteError, TraceInputError
@@ -295,6 +299,15 @@ class _Inputs:
     preloaded: dict[str, object] = field(default_factory=dict)   # path -> parsed JSON
     read_lines: list[str] = field(default_factory=list)
 
+    def files(self) -> list[str]:
+        """Every input file found (read now, or a capture file beside them)."""
+        out = [t.path for t in self.traces] + [r.path for r in self.reports]
+        for c in self.capture_files:
+            out += [f for f in (c.records, c.deps, c.host_phase_records, c.dispatch_program)
+                    if f]
+            out += c.name_maps + c.merged_swimlanes + c.host_logs
+        return out
+
 
 _LOOSE_KINDS = ("records", "deps", "name_map", "merged", "host_log")
 
@@ -465,24 +478,30 @@ def _shift_processes(timeline: Timeline, processes: Iterable[Process], offset_ns
 
 
 def merge_traces(inputs: Iterable[str | os.PathLike], *, offset_us: float | None = None,
-                 progress: Callable[[str], None] | None = None) -> MergeResult:
+                 progress: Callable[[str], None] | None = None,
+                 output: str | os.PathLike | None = None) -> MergeResult:
     """Read every input, align each source on one host CLOCK_MONOTONIC axis, lay them out.
 
     Raises `TraceInputError` (naming the file) for unreadable or invalid input.
     `progress(message)` is called as each step starts (the CLI shows slow steps).
+    `output`: the path the result will be written to; `OutputPathError` if it is one of
+    the input files (found before the big files are read).
     """
     # Reading and laying out a big capture makes millions of objects that live to the end:
     # with the cyclic GC on, each full collection rescans all of them, for no garbage.
     with gc_paused():
-        return _merge(list(inputs), offset_us, progress or (lambda _msg: None))
+        return _merge(list(inputs), offset_us, progress or (lambda _msg: None), output)
 
 
-def _merge(inputs: list, offset_us: float | None, say: Callable[[str], None]) -> MergeResult:
+def _merge(inputs: list, offset_us: float | None, say: Callable[[str], None],
+           output: str | os.PathLike | None = None) -> MergeResult:
     """The body of `merge_traces`."""
     if not inputs:
         raise TraceInputError("<inputs>", "no inputs given")
     say("scanning inputs")
     found = _classify(inputs)
+    if output is not None:
+        refuse_output_among_inputs(output, found.files())
     timeline = Timeline()
     summary: list[str] = []
     warnings: list[str] = []
