@@ -82,16 +82,6 @@ READER_REWRITE_XFAIL = {
     ("test_known_hostile_field", "trace_args_1000_deep"),
 }
 
-# Cases of this issue's own fixes (input files, output paths, signals), flipped by its next
-# commits.
-_OWN = "issue 11: input files, output paths, signals (next commits)"
-OWN_XFAIL = {
-    ("test_signal_during_merge_removes_temp_output", "SIGTERM-143"),
-}
-# ...of which these hang or read until memory runs out today: not run.
-OWN_NOT_RUN: set[tuple[str, str]] = set()
-
-
 def fuzz_seed(case_id: str) -> int:
     return zlib.crc32(case_id.encode())
 
@@ -103,9 +93,6 @@ def _xfail(test: str, ids: list[str]) -> list:
         marks = []
         if (test, i) in READER_REWRITE_XFAIL:
             marks.append(pytest.mark.xfail(strict=True, reason=_REWRITE))
-        elif (test, i) in OWN_XFAIL | OWN_NOT_RUN:
-            marks.append(pytest.mark.xfail(strict=True, reason=_OWN,
-                                           run=(test, i) not in OWN_NOT_RUN))
         params.append(pytest.param(i, marks=marks, id=i))
     return params
 
@@ -922,7 +909,6 @@ def test_signal_during_merge_removes_temp_output(sources, case):
         assert tree_state(work / "in") == before
 
 
-@pytest.mark.xfail(strict=True, reason=_OWN)
 def test_stale_temp_of_a_killed_merge_is_removed_by_the_next_run(sources):
     files, _, _ = sources["records_estimated"]
     with workspace(files) as work:

@@ -18,6 +18,7 @@ import logging
 import math
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import threading
@@ -31,7 +32,16 @@ from pypto.errors import OutputPathError, ProfileWriteError, PyptoError, TraceIn
 PROGRESS_AFTER_S = 2.0
 PERFETTO_UI = "https://ui.perfetto.dev"
 DEFAULT_PORT = 9001  # the one local port ui.perfetto.dev is allowed to fetch from
-EXIT_INPUT, EXIT_WRITE, EXIT_INTERRUPTED = 2, 1, 130
+EXIT_INPUT, EXIT_WRITE, EXIT_INTERRUPTED, EXIT_TERMINATED = 2, 1, 130, 143
+
+
+class _Terminated(BaseException):
+    """SIGTERM, raised where the main thread is, so the temp output is removed on the way out
+    (as for Ctrl-C's KeyboardInterrupt)."""
+
+
+def _raise_terminated(signum, frame) -> None:
+    raise _Terminated(signum)
 
 
 MAX_OFFSET_US = 1e12   # 11.6 days: anything beyond is a typo, and overflows timestamps
@@ -227,9 +237,35 @@ def _write_to_stdout(timeline, fmt: str, write_timeline) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the command; return the exit status."""
+    """Run the command; return the exit status.
+
+    SIGINT (Ctrl-C) and SIGTERM stop it with one line and status 130 / 143; the output is
+    then either not written at all (its temp file removed) or, once renamed, complete.
+    """
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _raise_terminated) if in_main_thread else None
+    state = {"output": None, "written": False}
+    try:
+        return _main(argv, state)
+    except (KeyboardInterrupt, _Terminated) as e:
+        name, code = (("SIGINT", EXIT_INTERRUPTED) if isinstance(e, KeyboardInterrupt)
+                      else ("SIGTERM", EXIT_TERMINATED))
+        if state["output"] is None:
+            print(f"interrupted by {name}", file=sys.stderr)
+        elif state["written"]:
+            print(f"{state['output']}: written, then interrupted by {name}", file=sys.stderr)
+        else:
+            print(f"{state['output']}: not written (interrupted by {name})", file=sys.stderr)
+        return code
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _main(argv: list[str] | None, state: dict) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    state["output"] = args.output
     to_stdout = args.output == "-"
     if to_stdout and args.open:
         parser.error("--open needs an output file, not '-o -'")
@@ -263,22 +299,17 @@ def main(argv: list[str] | None = None) -> int:
         else:
             size = write_timeline(tl, args.output, fmt, parallel=True)
     except (TraceInputError, OutputPathError) as e:
-        progress.stop()
         print(str(e), file=err)
         return EXIT_INPUT
     except ProfileWriteError as e:
-        progress.stop()
         print(str(e), file=err)
         return EXIT_WRITE
     except PyptoError as e:
-        progress.stop()
         print(f"{args.output}: {e}", file=err)
         return EXIT_INPUT
-    except KeyboardInterrupt:
+    finally:
         progress.stop()
-        print("interrupted", file=err)
-        return EXIT_INTERRUPTED
-    progress.stop()
+    state["written"] = True
     elapsed = time.perf_counter() - t0
     if not args.quiet:
         for line in result.summary_lines:
