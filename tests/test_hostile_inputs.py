@@ -296,6 +296,18 @@ def workspace(files: dict[str, bytes]):
         shutil.rmtree(work, ignore_errors=True)
 
 
+def merge_changed(files: dict[str, bytes], args: list[str], mutated: str, data: bytes,
+                  expect: str = "either") -> tuple[str, str]:
+    """Merge `files` (`args` on the command line) with `mutated` holding `data` instead;
+    check the contract (`assert_outcome`); return the outcome and stderr."""
+    with workspace({**files, mutated: data}) as work:
+        before = tree_state(work / "in")
+        out = work / "out" / "merged.json"
+        code, err = run_main(*(work / "in" / a for a in args), "-o", out, "-q")
+        return assert_outcome(code, err, out=out, blamed=[work / "in" / mutated], work=work,
+                              before=before, expect=expect), err
+
+
 # ---------------------------------------------------------------- mutation strategies
 
 DELETE = object()
@@ -411,14 +423,7 @@ def test_field_mutation(sources, case):
         doc = json.loads(files[mutated])   # a fresh copy per example
         path, value, ascii_only = data.draw(json_mutation(paths, family))
         doc = apply_mutation(doc, path, value)
-        changed = dict(files)
-        changed[mutated] = dump_json(doc, ascii_only)
-        with workspace(changed) as work:
-            before = tree_state(work / "in")
-            out = work / "out" / "merged.json"
-            code, err = run_main(*(work / "in" / a for a in args), "-o", out, "-q")
-            assert_outcome(code, err, out=out, blamed=[work / "in" / mutated], work=work,
-                           before=before)
+        merge_changed(files, args, mutated, dump_json(doc, ascii_only))
 
     check()
 
@@ -431,14 +436,7 @@ def test_host_log_mutation(sources):
     @seed(fuzz_seed("host_log"))
     @given(m=log_mutation(lines))
     def check(m):
-        changed = dict(files)
-        changed[mutated] = apply_log_mutation(lines, m)
-        with workspace(changed) as work:
-            before = tree_state(work / "in")
-            out = work / "out" / "merged.json"
-            code, err = run_main(*(work / "in" / a for a in args), "-o", out, "-q")
-            assert_outcome(code, err, out=out, blamed=[work / "in" / mutated], work=work,
-                           before=before)
+        merge_changed(files, args, mutated, apply_log_mutation(lines, m))
 
     check()
 
@@ -528,16 +526,11 @@ KNOWN = {
 def test_known_hostile_field(sources, case):
     target, mutate, expect, word = KNOWN[case]
     files, mutated, args = sources[target]
-    changed = dict(files)
-    changed[mutated] = dump_json(mutate(json.loads(files[mutated])), ensure_ascii=True)
-    with workspace(changed) as work:
-        before = tree_state(work / "in")
-        out = work / "out" / "merged.json"
-        code, err = run_main(*(work / "in" / a for a in args), "-o", out, "-q")
-        outcome = assert_outcome(code, err, out=out, blamed=[work / "in" / mutated],
-                                 work=work, before=before, expect=expect)
-        if outcome == "rejected":
-            assert word in err, err
+    outcome, err = merge_changed(files, args, mutated,
+                                 dump_json(mutate(json.loads(files[mutated])), ensure_ascii=True),
+                                 expect=expect)
+    if outcome == "rejected":
+        assert word in err, err
 
 
 # ---------------------------------------------------------------- file kinds
@@ -567,9 +560,9 @@ def _link_loop(p: Path) -> None:
     (p.parent / (p.name + ".other")).symlink_to(p.name)
 
 
-def _sparse(p: Path) -> None:
+def _sparse(p: Path, size: int = 8 << 20) -> None:
     with open(p, "wb") as f:
-        f.truncate(64 << 20)   # 64 MB of zeros, no blocks on disk
+        f.truncate(size)   # zeros, no blocks on disk
 
 
 FILE_KINDS = {
@@ -615,6 +608,27 @@ def test_file_kind(sources, case):
         assert word.lower() in err.lower(), err
 
 
+def test_real_command_line_with_a_fifo_input_and_a_fifo_output(sources):
+    """The installed command as a user runs it (a subprocess, not `main` in-process): a
+    FIFO among the capture files, then a FIFO as the output."""
+    files, _, _ = sources["records_estimated"]
+    with workspace({k: v for k, v in files.items() if "deps" not in k}) as work:
+        os.mkfifo(work / "in" / "cap" / "deps.json")
+        before = tree_state(work / "in")
+        out = work / "out" / "merged.json"
+        r = run_subprocess(work / "in" / "cap", "-o", out)
+        assert (r.returncode, r.stderr) == (
+            2, (f"{work / 'in' / 'cap' / 'deps.json'}: is a FIFO (named pipe), expected a "
+               "regular file or a directory\n"))
+        os.unlink(work / "in" / "cap" / "deps.json")
+        os.mkfifo(out)
+        r = run_subprocess(work / "in" / "cap", "-o", out)
+        assert r.returncode == 2 and r.stderr.startswith(f"{out}: is a FIFO"), r.stderr
+        assert r.stderr.count("\n") == 1 and stat.S_ISFIFO(os.lstat(out).st_mode)
+        assert temp_leftovers(work) == [] and tree_state(work / "in") == {
+            k: v for k, v in before.items() if not k.endswith("deps.json")}
+
+
 def test_garbage_input_is_rejected_after_reading_its_start_only(sources):
     """A 64 MB sparse file of zeros named like a capture file: refused from its first bytes,
     not after reading it whole (peak Python memory stays far below the file size)."""
@@ -622,7 +636,7 @@ def test_garbage_input_is_rejected_after_reading_its_start_only(sources):
 
     files, _, _ = sources["records_estimated"]
     with workspace({k: v for k, v in files.items() if "chip_swimlane" not in k}) as work:
-        _sparse(work / "in" / "cap" / "chip_swimlane_records.json")
+        _sparse(work / "in" / "cap" / "chip_swimlane_records.json", 64 << 20)
         tracemalloc.start()
         try:
             code, err = run_main(work / "in" / "cap", "-o", work / "out" / "m.json", "-q")

@@ -144,7 +144,7 @@ _JSON_STARTS = frozenset(b'{["-0123456789tfn')
 
 def sniff_json(head: bytes) -> str | None:
     """Why `head` cannot start a JSON document (e.g. NUL bytes), or None."""
-    text = head.lstrip(b" \t\r\n")
+    text = head.removeprefix(b"\xef\xbb\xbf").lstrip(b" \t\r\n")   # a UTF-8 BOM is fine
     if not text:
         return None   # all whitespace so far: the parser decides
     if text[0] not in _JSON_STARTS:
