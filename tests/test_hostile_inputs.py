@@ -698,6 +698,10 @@ def _as_user_without_root_powers():
         nobody = pwd.getpwnam("nobody")
     except KeyError:
         pytest.skip("running as root and there is no user nobody to drop to")
+    # what the merge imports lazily, imported while the installation is still readable
+    import pypto.compile_profiling.merge
+    import pypto.compile_profiling.timeline_json  # noqa: F401
+
     groups = os.getgroups()
     os.setgroups([])
     os.setegid(nobody.pw_gid)
@@ -710,7 +714,9 @@ def _as_user_without_root_powers():
         os.setgroups(groups)
 
 
-def test_unreadable_capture_directory_is_one_line(sources):
+@pytest.mark.parametrize("mode", [0o000, 0o444, 0o111], ids=["none", "read_only",
+                                                             "search_only"])
+def test_unreadable_capture_directory_is_one_line(sources, mode):
     files, _, _ = sources["records_estimated"]
     with workspace(files) as work:
         os.chmod(work, 0o755)
@@ -718,7 +724,7 @@ def test_unreadable_capture_directory_is_one_line(sources):
         os.chmod(work / "out", 0o777)
         cap = work / "in" / "cap"
         before = tree_state(work / "in")
-        os.chmod(cap, 0o000)
+        os.chmod(cap, mode)
         try:
             with _as_user_without_root_powers():
                 code, err = run_main(cap, "-o", work / "out" / "m.json", "-q")

@@ -81,12 +81,18 @@ def stat_input(path: str | os.PathLike) -> os.stat_result:
 
 
 def list_input_dir(path: str | os.PathLike) -> list[os.DirEntry]:
-    """The entries of an input directory sorted by name; any failure is a TraceInputError."""
+    """The entries of an input directory sorted by name; a directory that cannot be listed,
+    or whose entries cannot be reached (no search permission), is a TraceInputError."""
     try:
         with os.scandir(path) as it:
-            return sorted(it, key=lambda e: e.name)
+            entries = sorted(it, key=lambda e: e.name)
     except OSError as exc:
         raise _os_problem(path, exc, "list directory") from None
+    try:
+        os.stat(os.path.join(path, os.curdir))   # needs search (x) permission, as entries do
+    except OSError as exc:
+        raise _os_problem(path, exc, "open files in directory") from None
+    return entries
 
 
 def _open_regular(path) -> int:
