@@ -58,7 +58,7 @@ def _os_problem(path, exc: OSError, action: str) -> TraceInputError:
     if exc.errno == errno.ELOOP:
         why = "symlink loop (too many levels of symbolic links)"
     elif exc.errno == errno.ENOENT and os.path.islink(path):
-        why = f"broken symlink (no such file: {os.readlink(path)})"
+        why = f"broken symlink (no such file: {os.readlink(path)!r})"
     elif exc.errno == errno.ENOENT:
         why = "no such file or directory"
     elif exc.errno in (errno.EACCES, errno.EPERM):
