@@ -9,6 +9,18 @@ class ProfileWriteError(PyptoError):
     """A profile or trace could not be written (e.g. the directory is not writable)."""
 
 
+class OutputPathError(ProfileWriteError):
+    """An output path refused before anything is written: it is one of the inputs, or
+    something other than a regular file (a directory, FIFO, socket or device) is there."""
+
+    def __init__(self, path, problem: str):
+        self.path, self.problem = str(path), problem
+        super().__init__(f"{path}: {problem}")
+
+    def __reduce__(self):  # rebuilt from its parts (e.g. raised in a forked helper process)
+        return type(self), (self.path, self.problem)
+
+
 class ParserError(PyptoError):
     """A `@pl.program` class uses syntax, ops, shapes or dtypes the DSL does not accept."""
 

@@ -133,3 +133,22 @@ def test_golden_failure_and_mismatch_are_reported_not_raised(tmp_path):
     assert not r.passed
     assert "output 'f': 1 of 4096 elements differ" in r.error
     assert "index (3, 5)" in r.error and "47" in r.error
+
+
+@pytest.mark.parametrize("replace, words", [
+    (lambda t: t.__setitem__("f", np.zeros((3, 3), np.float32)), "got shape (3, 3)"),
+    (lambda t: t.pop("f"), "removed by golden"),
+    (lambda t: t.__setitem__("f", [[1.0]]), "got list"),
+    (lambda t: t.__setitem__("f", np.full(t["f"].shape, "x", dtype=object)), "dtype object"),
+], ids=["other_shape", "removed", "not_an_array", "object_dtype"])
+def test_golden_that_breaks_an_output_fails_the_run_with_the_report_written(tmp_path, replace,
+                                                                            words):
+    def golden(t, p):
+        dag_golden(t, p)
+        replace(t)
+
+    r = run(dag_program(), dag_specs(), golden,
+            RunConfig(work_dir=str(tmp_path / "w"), compile_profiling=True))
+    assert not r.passed and "golden output 'f'" in r.error and words in r.error, r.error
+    assert (tmp_path / "w" / "report" / "pipeline_profile.json").exists()
+    assert (tmp_path / "w" / "report" / "trace.json").exists()

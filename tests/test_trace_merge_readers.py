@@ -15,9 +15,9 @@ import orjson
 import pytest
 from simpler_fixtures import CASES, FIXTURES
 
+from pypto.compile_profiling.input_files import read_input_bytes
 from pypto.compile_profiling.trace_merge import read_simpler as rs
 from pypto.compile_profiling.trace_merge.clock_alignment import build_clock_mapping
-from pypto.compile_profiling.trace_merge.input_files import read_input_bytes
 from pypto.compile_profiling.trace_merge.json_pieces import SEP_OBJECTS, SEP_ROWS, JsonPieces
 from pypto.compile_profiling.trace_merge.lanes import sublanes
 from pypto.compile_profiling.trace_merge.read_run_log import (
@@ -320,7 +320,8 @@ def test_discovery_of_a_flat_work_dir(tmp_path):
     (found,) = rs.discover_captures(tmp_path / "w")
     assert found.directory == str(tmp_path / "w" / "dfx_outputs") and found.rank is None
     assert found.label == "dfx_outputs"
-    assert _error(rs.discover_captures, tmp_path / "nothing") == "no such file or directory"
+    assert _error(rs.discover_captures, tmp_path / "nothing") == (
+        "cannot read: no such file or directory")
     (tmp_path / "empty").mkdir()
     assert _error(rs.discover_captures, tmp_path / "empty").startswith(
         "no Simpler capture files found")
@@ -402,23 +403,26 @@ def test_sparse_2gb_file_rejected_at_once(tmp_path):
 def test_special_files_refused_before_opening(tmp_path):
     fifo = tmp_path / "chip_swimlane_records.json"
     os.mkfifo(fifo)       # open() would block forever without a writer
-    assert _error(rs.read_records, fifo) == "is a FIFO, not a regular file"
-    assert _error(read_run_log, fifo) == "is a FIFO, not a regular file"
+    fifo_problem = "is a FIFO (named pipe), expected a regular file or a directory"
+    assert _error(rs.read_records, fifo) == fifo_problem
+    assert _error(read_run_log, fifo) == fifo_problem
     dev = tmp_path / "deps.json"
     dev.symlink_to("/dev/zero")
-    assert _error(rs.read_deps, dev) == "is a character device, not a regular file"
+    assert _error(rs.read_deps, dev) == ("is a character device, expected a regular file or "
+                                         "a directory")
     loop = tmp_path / "name_map_x.json"
     loop.symlink_to(loop.name)
-    assert _error(rs.read_name_map, loop) == "cannot read file: Too many levels of symbolic links"
+    assert _error(rs.read_name_map, loop) == ("cannot read: symlink loop (too many levels of "
+                                              "symbolic links)")
     assert _error(read_input_bytes, tmp_path) == "is a directory, expected a file"
-    assert _error(rs.discover_captures, fifo) == "expected a directory"
+    assert _error(rs.discover_captures, fifo) == "is a FIFO (named pipe), expected a directory"
 
 
 def test_size_limit(tmp_path):
     p = tmp_path / "x.json"
     p.write_bytes(b"{}" * 10)
     assert _error(lambda q: read_input_bytes(q, max_bytes=8), p) == \
-        "is 20 bytes, more than the 8 this kind of file may have"
+        "is 20 bytes, more than this kind of file may have (8 bytes): cannot read it"
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="drops to nobody: needs root")
@@ -456,8 +460,8 @@ def _unreadable_as_nobody(top: Path) -> None:
     with os.fdopen(r, "rb") as f:
         out = f.read().decode()
     os.waitpid(pid, 0)
-    assert out.splitlines() == [f"{d / 'deps.json'}: cannot read file: Permission denied",
-                                f"{locked}: cannot list directory: Permission denied"]
+    assert out.splitlines() == [f"{d / 'deps.json'}: cannot read: permission denied",
+                                f"{locked}: cannot list directory: permission denied"]
 
 
 def _nested(depth: int) -> list:

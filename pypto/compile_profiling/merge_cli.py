@@ -5,8 +5,9 @@
 Everything human goes to stderr: what was read and how each source was aligned, counts of
 what was written, warnings, and progress for steps slower than `PROGRESS_AFTER_S`. A bad
 input is one line `<file>: <problem>` and exit status 2, with no output file written
-(the merge finishes before the atomic write starts). Exit 1: the output could not be written.
-With `--open` the URL is printed on stdout.
+(the merge finishes before the atomic write starts); so is an output path that is one of the
+inputs or exists and is not a regular file (nothing is touched). Exit 1: the output could
+not be written. `-o -` writes the trace to stdout; with `--open` the URL is printed there.
 """
 
 from __future__ import annotations
@@ -14,20 +15,48 @@ from __future__ import annotations
 import argparse
 import http.server
 import logging
+import math
 import os
+import shutil
+import signal
 import sys
+import tempfile
 import threading
 import time
 import urllib.parse
 import webbrowser
 from pathlib import Path
 
-from pypto.errors import ProfileWriteError, PyptoError, TraceInputError
+from pypto.errors import OutputPathError, ProfileWriteError, PyptoError, TraceInputError
 
 PROGRESS_AFTER_S = 2.0
 PERFETTO_UI = "https://ui.perfetto.dev"
 DEFAULT_PORT = 9001  # the one local port ui.perfetto.dev is allowed to fetch from
-EXIT_INPUT, EXIT_WRITE, EXIT_INTERRUPTED = 2, 1, 130
+EXIT_INPUT, EXIT_WRITE, EXIT_INTERRUPTED, EXIT_TERMINATED = 2, 1, 130, 143
+
+
+class _Terminated(BaseException):
+    """SIGTERM, raised where the main thread is, so the temp output is removed on the way out
+    (as for Ctrl-C's KeyboardInterrupt)."""
+
+
+def _raise_terminated(signum, frame) -> None:
+    raise _Terminated(signum)
+
+
+MAX_OFFSET_US = 1e12   # 11.6 days: anything beyond is a typo, and overflows timestamps
+
+
+def _offset_us(text: str) -> float:
+    """--offset-us: a finite number of microseconds within +-MAX_OFFSET_US."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value) or abs(value) > MAX_OFFSET_US:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a finite number of "
+                                         f"microseconds within +-{MAX_OFFSET_US:g}")
+    return value
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -40,10 +69,15 @@ def _parser() -> argparse.ArgumentParser:
                "merged_swimlane*.json, deps.json, name_map_*.json, Simpler run log.")
     p.add_argument("inputs", nargs="+", metavar="INPUT", help="files or directories to merge")
     p.add_argument("-o", "--output", required=True, metavar="OUT",
-                   help="output file (.json -> Chrome JSON, .pftrace/.perfetto-trace -> protobuf)")
+                   help="output file (.json -> Chrome JSON, .pftrace/.perfetto-trace -> "
+                        "protobuf); '-o -' writes to stdout (Chrome JSON unless --format). "
+                        "OUT is written to a temp file beside it, then renamed into place: "
+                        "an existing OUT that is a symlink is replaced by the new file (the "
+                        "file it points to is left alone); an OUT that is one of the inputs, "
+                        "a directory, FIFO, socket or device is refused")
     p.add_argument("--format", choices=("json", "perfetto"),
                    help="output format (default: from the extension of OUT)")
-    p.add_argument("--offset-us", type=float, metavar="US",
+    p.add_argument("--offset-us", type=_offset_us, metavar="US",
                    help="place device timelines without clock anchors US microseconds after "
                         "the start of the device_execution stage (after time 0 without one); "
                         "calibrated captures ignore it")
@@ -189,48 +223,98 @@ def serve_for_perfetto(path: str | os.PathLike, *, port: int = DEFAULT_PORT,
         server.server_close()
 
 
+def _write_to_stdout(timeline, fmt: str, write_timeline) -> int:
+    """`-o -`: render to a private temp file first (nothing half-written reaches stdout when
+    rendering fails), then copy it to stdout; return its size."""
+    with tempfile.TemporaryDirectory(prefix="pypto-merge-") as tmp:
+        path = os.path.join(tmp, "merged")
+        size = write_timeline(timeline, path, fmt)
+        sys.stdout.flush()
+        with open(path, "rb") as f:
+            shutil.copyfileobj(f, sys.stdout.buffer, 1 << 20)
+        sys.stdout.buffer.flush()
+    return size
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run the command; return the exit status."""
-    args = _parser().parse_args(argv)
+    """Run the command; return the exit status.
+
+    SIGINT (Ctrl-C) and SIGTERM stop it with one line and status 130 / 143; the output is
+    then either not written at all (its temp file removed) or, once renamed, complete.
+    """
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _raise_terminated) if in_main_thread else None
+    state = {"output": None, "written": False}
+    try:
+        return _main(argv, state)
+    except (KeyboardInterrupt, _Terminated) as e:
+        name, code = (("SIGINT", EXIT_INTERRUPTED) if isinstance(e, KeyboardInterrupt)
+                      else ("SIGTERM", EXIT_TERMINATED))
+        if state["output"] is None:
+            print(f"interrupted by {name}", file=sys.stderr)
+        elif state["written"]:
+            print(f"{state['output']}: written, then interrupted by {name}", file=sys.stderr)
+        else:
+            print(f"{state['output']}: not written (interrupted by {name})", file=sys.stderr)
+        return code
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _main(argv: list[str] | None, state: dict) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    state["output"] = args.output
+    to_stdout = args.output == "-"
+    if to_stdout and args.open:
+        parser.error("--open needs an output file, not '-o -'")
     logging.basicConfig(level=logging.ERROR, format="%(message)s")
+    from pypto.compile_profiling.atomic_io import check_output_path
     from pypto.compile_profiling.trace_merge import format_for_path, merge_traces, write_timeline
 
     err = sys.stderr
     try:
-        fmt = format_for_path(args.output, args.format)
+        fmt = (args.format or "json") if to_stdout else format_for_path(args.output, args.format)
     except ProfileWriteError as e:
         print(str(e), file=err)
         return EXIT_INPUT
+    if not to_stdout:
+        try:
+            check_output_path(args.output)   # a FIFO, device, directory...: before reading
+        except ProfileWriteError as e:
+            print(str(e), file=err)
+            return EXIT_INPUT if isinstance(e, OutputPathError) else EXIT_WRITE
     progress = _Progress(err)
     t0 = time.perf_counter()
     try:
-        result = merge_traces(args.inputs, offset_us=args.offset_us, progress=progress)
+        result = merge_traces(args.inputs, offset_us=args.offset_us, progress=progress,
+                              output=None if to_stdout else args.output)
         tl = result.timeline
-        progress(f"writing {args.output}")
-        size = write_timeline(tl, args.output, fmt)
-    except TraceInputError as e:
-        progress.stop()
+        progress(f"writing {'to stdout' if to_stdout else args.output}")
+        if to_stdout:
+            size = _write_to_stdout(tl, fmt, write_timeline)
+        else:
+            size = write_timeline(tl, args.output, fmt)
+    except (TraceInputError, OutputPathError) as e:
         print(str(e), file=err)
         return EXIT_INPUT
     except ProfileWriteError as e:
-        progress.stop()
         print(str(e), file=err)
         return EXIT_WRITE
     except PyptoError as e:
-        progress.stop()
         print(f"{args.output}: {e}", file=err)
         return EXIT_INPUT
-    except KeyboardInterrupt:
+    finally:
         progress.stop()
-        print("interrupted", file=err)
-        return EXIT_INTERRUPTED
-    progress.stop()
+    state["written"] = True
     elapsed = time.perf_counter() - t0
     if not args.quiet:
         for line in result.summary_lines:
             print(line, file=err)
         lanes = len(tl.tracks)
-        print(f"wrote {args.output} ({'Chrome JSON' if fmt == 'json' else 'Perfetto protobuf'}, "
+        print(f"wrote {'to stdout' if to_stdout else args.output} "
+              f"({'Chrome JSON' if fmt == 'json' else 'Perfetto protobuf'}, "
               f"{_size(size)}) in {elapsed:.1f} s: {tl.slice_count} slices, {tl.flow_count} "
               f"flows, {len(tl.processes)} processes, {lanes} lanes", file=err)
     for w in result.warnings:
@@ -241,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
         except ProfileWriteError as e:
             print(str(e), file=err)
             return EXIT_WRITE
-    elif not args.quiet:
+    elif not args.quiet and not to_stdout:
         print("open it: https://ui.perfetto.dev (Open trace file), or run again with --open",
               file=err)
     return 0

@@ -202,13 +202,38 @@ def _golden(golden, tensors: dict, params: dict, outputs: list[str], out_dir: Pa
         golden(ref, dict(params))
     except Exception as e:
         raise _GoldenFailed(f"golden raised {type(e).__name__}: {e}") from e
-    ensure_dir(out_dir)
-    for k, v in tensors.items():
-        if isinstance(v, np.ndarray) and k not in outputs:
-            _save_npy(out_dir / f"{k}.npy", v)
     for k in outputs:
-        _save_npy(out_dir / f"{k}_golden.npy", ref[k])
+        problem = _golden_output_problem(ref.get(k, _MISSING), tensors[k])
+        if problem:
+            raise _GoldenFailed(f"golden output {k!r}: {problem}")
+    try:
+        ensure_dir(out_dir)
+        for k, v in tensors.items():
+            if isinstance(v, np.ndarray) and k not in outputs:
+                _save_npy(out_dir / f"{k}.npy", v)
+        for k in outputs:
+            _save_npy(out_dir / f"{k}_golden.npy", ref[k])
+    except PyptoError as e:
+        raise _GoldenFailed(f"golden files not written: {e}") from e
     return {k: ref[k] for k in outputs}
+
+
+_MISSING = object()
+
+
+def _golden_output_problem(value: Any, tensor: np.ndarray) -> str | None:
+    """Why the golden's value for an output cannot be compared with the device's, or None.
+    (`golden` should write the outputs in place; replacing one is fine if it still fits.)"""
+    want = f"a {tensor.dtype} array of shape {tensor.shape}"
+    if value is _MISSING:
+        return f"removed by golden (expected {want})"
+    if not isinstance(value, np.ndarray):
+        return f"expected {want}, got {type(value).__name__}"
+    if value.shape != tensor.shape:
+        return f"expected {want}, got shape {value.shape}"
+    if value.dtype.kind not in "biuf":
+        return f"expected {want}, got dtype {value.dtype}"
+    return None
 
 
 def _save_npy(path: Path, arr: np.ndarray) -> None:

@@ -52,11 +52,13 @@ def gc_paused() -> Iterator[None]:
 
 
 def merge_traces(inputs: Iterable[str | os.PathLike], *, offset_us: float | None = None,
-                 progress: Callable[[str], None] | None = None) -> MergeResult:
+                 progress: Callable[[str], None] | None = None,
+                 output: str | os.PathLike | None = None) -> MergeResult:
     """Read every input, place each source on one host CLOCK_MONOTONIC axis, lay them out.
 
     Raises `TraceInputError` (naming the file) for unreadable or invalid input, before
-    anything is laid out. `progress(message)` is called as each step starts.
+    anything is laid out. `progress(message)` is called as each step starts. `output`: the
+    path the result will be written to; `OutputPathError` if it is one of the input files.
     """
     from pypto.compile_profiling.trace_merge.layout import lay_out
     from pypto.compile_profiling.trace_merge.place import place
@@ -65,7 +67,7 @@ def merge_traces(inputs: Iterable[str | os.PathLike], *, offset_us: float | None
     say = progress or (lambda _msg: None)
     with gc_paused():
         say("reading inputs")
-        found = read_inputs(list(inputs))
+        found = read_inputs(list(inputs), output=output)
         say("placing sources")
         plan = place(found, offset_us=offset_us)
         say("laying out")

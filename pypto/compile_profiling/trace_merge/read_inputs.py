@@ -11,20 +11,28 @@ naming it and nothing is written.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import os
+import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import orjson
 
+from pypto.compile_profiling.input_files import (
+    read_input_bytes,
+    refuse_output_among_inputs,
+    sniff_json,
+    stat_input,
+)
 from pypto.compile_profiling.trace_merge import read_simpler as rs
 from pypto.compile_profiling.trace_merge.clock_alignment import (
     WallClockAnchor,
     wall_anchor_from_other_data,
 )
-from pypto.compile_profiling.trace_merge.input_files import read_input_bytes
 from pypto.errors import TraceInputError
 
 CLOCK = "CLOCK_MONOTONIC"
@@ -105,25 +113,26 @@ _NOT_AN_INPUT = ("not a recognised input (expected a trace.json, pipeline_profil
                  "Simpler capture file or directory, or a run log .txt/.log)")
 
 
-def read_inputs(paths: list[str | os.PathLike]) -> Inputs:
-    """Classify and read every input path (see the module docstring)."""
+def read_inputs(paths: list[str | os.PathLike], *,
+                output: str | os.PathLike | None = None) -> Inputs:
+    """Classify every input path, then read it all (see the module docstring).
+
+    `output`: where the result will be written; `OutputPathError` when that is one of the
+    input files (same file by name, hard link or symlink), before anything is read.
+    """
     if not paths:
         raise TraceInputError("<inputs>", "no inputs given")
-    inputs = Inputs()
+    json_files: list[tuple[Path, str]] = []     # (path, kind: "json" or "profile")
     loose: dict[str, rs.CaptureFiles] = {}
     leaves: list[rs.CaptureFiles] = []
     for raw in paths:
         p = Path(raw)
-        try:
-            is_dir = p.is_dir()
-        except OSError as exc:
-            raise TraceInputError(raw, f"cannot access: {exc.strerror or exc}") from None
-        if not is_dir:
-            _add_file(inputs, p, loose)
+        if not stat.S_ISDIR(stat_input(p).st_mode):    # special files, loops: refused here
+            _classify_file(p, json_files, loose)
             continue
         report = _report_dir(p) or _report_dir(p / "report")
         if report is not None:
-            _add_file(inputs, report, loose, forced=report.name)
+            json_files.append((report, "json"))
         if report is None or (p / "dfx_outputs").is_dir():
             try:
                 leaves.extend(rs.discover_captures(p))
@@ -131,6 +140,12 @@ def read_inputs(paths: list[str | os.PathLike]) -> Inputs:
                 if report is None:
                     raise
     leaves.extend(loose.values())
+    if output is not None:
+        refuse_output_among_inputs(output, [p for p, _ in json_files]
+                                   + [f for files in leaves for f in rs.files_of(files)])
+    inputs = Inputs()
+    for p, kind in json_files:
+        _read_json_input(inputs, p, kind)
     for files in leaves:
         # Simpler's converted trace renders the records: beside them it adds nothing
         inputs.captures.append(rs.read_capture(files, converted=not files.records))
@@ -138,34 +153,20 @@ def read_inputs(paths: list[str | os.PathLike]) -> Inputs:
 
 
 def _report_dir(d: Path) -> Path | None:
-    """A report dir's `trace.json` (exact) wins over its `pipeline_profile.json`."""
+    """A report dir's `trace.json` (exact) wins over its `pipeline_profile.json`. `lexists`:
+    a trace.json that is a FIFO or a symlink loop is taken, so its reader refuses it."""
     for name in ("trace.json", "pipeline_profile.json"):
-        if (d / name).is_file():
+        if os.path.lexists(d / name):
             return d / name
     return None
 
 
-def _add_file(inputs: Inputs, p: Path, loose: dict, forced: str | None = None) -> None:
+def _classify_file(p: Path, json_files: list, loose: dict) -> None:
     kind = _kind_by_name(p.name)
-    if forced == "trace.json":
-        kind = "json"
     if kind is None:
         raise TraceInputError(p, _NOT_AN_INPUT)
     if kind in ("json", "profile"):
-        doc = _load_json(p)
-        sniffed = _sniff(doc)
-        if kind == "profile" and sniffed != "profile":
-            raise TraceInputError(p, "not a pipeline_profile.json (needs a 'stages' list)")
-        if sniffed == "trace":
-            inputs.traces.append(compile_trace_from_doc(p, doc))
-        elif sniffed == "profile":
-            inputs.reports.append(ProfileReport(str(p), _stages(doc["stages"], p, "stages", 0)))
-        elif sniffed == "chrome":
-            raise TraceInputError(p, "a Chrome trace that is neither a PyPTO trace.json "
-                                     f"(otherData.clock = {CLOCK}) nor a merged_swimlane*.json: "
-                                     "its clock is unknown, cannot place it")
-        else:
-            raise TraceInputError(p, _NOT_AN_INPUT)
+        json_files.append((p, kind))
         return
     group = loose.get(str(p.parent))
     if group is None:
@@ -175,17 +176,47 @@ def _add_file(inputs: Inputs, p: Path, loose: dict, forced: str | None = None) -
         log.info("not a timeline, listed only: %s", p)
 
 
+def _read_json_input(inputs: Inputs, p: Path, kind: str) -> None:
+    doc = _load_json(p)
+    sniffed = _sniff(doc)
+    if kind == "profile" and sniffed != "profile":
+        raise TraceInputError(p, "not a pipeline_profile.json (needs a 'stages' list)")
+    if sniffed == "trace":
+        inputs.traces.append(compile_trace_from_doc(p, doc))
+    elif sniffed == "profile":
+        inputs.reports.append(ProfileReport(str(p), _stages(doc["stages"], p, "stages", 0)))
+    elif sniffed == "chrome":
+        raise TraceInputError(p, "a Chrome trace that is neither a PyPTO trace.json "
+                                 f"(otherData.clock = {CLOCK}) nor a merged_swimlane*.json: "
+                                 "its clock is unknown, cannot place it")
+    else:
+        raise TraceInputError(p, _NOT_AN_INPUT)
+
+
+_KEY_BEFORE = re.compile(r'"([^"\\]{1,64})"\s*:\s*$')
+
+
 def _load_json(p: Path) -> object:
-    data = read_input_bytes(p)
+    data = read_input_bytes(p, sniff=sniff_json)
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError as exc:
+        if "surrogate" in exc.msg:      # a lone surrogate escape: JSON allows it, orjson not
+            try:
+                return json.loads(data)     # (the writers replace it in what they write)
+            except (ValueError, RecursionError):
+                pass
         if not data.strip():
             raise TraceInputError(p, "file is empty, expected JSON") from None
         if exc.pos >= len(data.rstrip()):
             raise TraceInputError(p, "truncated JSON (file ends before the document is "
                                      "complete)") from None
-        raise TraceInputError(p, f"invalid JSON: {exc.msg} at byte {exc.pos}") from None
+        key = _KEY_BEFORE.search(data[max(0, exc.pos - 200):exc.pos].decode("utf-8", "replace"))
+        where = f" in the value of {key.group(1)!r}" if key else ""
+        if data[exc.pos:exc.pos + 9].lstrip(b"-").startswith((b"NaN", b"Infinity")):
+            raise TraceInputError(p, f"invalid JSON at byte {exc.pos}{where}: NaN and "
+                                     "Infinity are not numbers in JSON") from None
+        raise TraceInputError(p, f"invalid JSON at byte {exc.pos}{where}: {exc.msg}") from None
 
 
 # --------------------------------------------------------------------------- pipeline_profile.json
@@ -257,9 +288,10 @@ def compile_trace_from_doc(path: str | os.PathLike, doc: dict) -> CompileTrace:
             if type(dur) not in (int, float) or not math.isfinite(dur):
                 raise TraceInputError(path, f"traceEvents[{i}].dur: expected a finite number "
                                             f"of microseconds, got {dur!r}")
-            end = _time_ns(ev, "ts", path, i) if dur == 0 else round((ev["ts"] + dur) * 1000)
-            if end >= _MAX_NS:
+            end_us = ev["ts"] + dur
+            if not end_us * 1000 < _MAX_NS:
                 raise TraceInputError(path, f"traceEvents[{i}].dur: {dur!r} us is out of range")
+            end = round(end_us * 1000)
             name = ev.get("name")
             if not isinstance(name, str):
                 raise TraceInputError(path, f"traceEvents[{i}].name: expected a string")

@@ -45,8 +45,8 @@ from pathlib import Path
 import msgspec
 import numpy as np
 
+from pypto.compile_profiling.input_files import check_input_dir, open_input
 from pypto.compile_profiling.trace_merge import simpler_schema as schema
-from pypto.compile_profiling.trace_merge.input_files import check_input_dir, open_input
 from pypto.compile_profiling.trace_merge.json_pieces import (
     SEP_OBJECTS,
     SEP_ROWS,
@@ -130,6 +130,13 @@ def file_kind(name: str) -> str | None:
     if name in LISTED_ONLY_NAMES:
         return "listed_only"
     return None
+
+
+def files_of(files: CaptureFiles) -> list[str]:
+    """Every file of a capture leaf (what an output must not overwrite)."""
+    return [f for f in (files.records, files.deps, files.host_phase_records,
+                        files.dispatch_program, *files.name_maps, *files.converted,
+                        *files.run_logs) if f]
 
 
 def add_loose_file(files: CaptureFiles, kind: str, path: str) -> None:
