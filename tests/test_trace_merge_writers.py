@@ -482,6 +482,26 @@ def test_proto_numpy_text_and_bool_values_in_list_columns():
         == [("text", "a"), (True, "b")]
 
 
+@pytest.mark.parametrize("writer", [write_chrome_json, write_perfetto_trace])
+def test_write_errors_are_one_profile_write_error(tmp_path, writer):
+    (tmp_path / "dir.out").mkdir()
+    with pytest.raises(ProfileWriteError, match="dir.out: cannot write"):
+        writer(sample_timeline(), tmp_path / "dir.out")
+    assert os.listdir(tmp_path) == ["dir.out"]  # no temp file left
+
+    class Full(io.RawIOBase):
+        name = "<stdout>"
+
+        def writable(self):
+            return True
+
+        def write(self, data):
+            raise OSError(28, "No space left on device")
+
+    with pytest.raises(ProfileWriteError, match="<stdout>: cannot write: No space left"):
+        writer(sample_timeline(), Full())
+
+
 def test_both_writers_agree_on_a_bigger_timeline(monkeypatch):
     """Many rows over several chunks and batches, interleaved blocks on the same lanes."""
     monkeypatch.setattr(write_proto, "ROWS_PER_CHUNK", 16)

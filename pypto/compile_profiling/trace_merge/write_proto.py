@@ -15,8 +15,9 @@ Layout:
   longest first) and go on their own packet sequence, whose `TrackEventDefaults` names the
   track; they are `TYPE_SLICE_BEGIN`/`TYPE_SLICE_END` pairs in nesting order (a slice that
   sticks out of its parent is clipped to it, and counted in a warning);
-- names, categories and argument keys are interned per sequence (a name the second time it
-  is seen, so one-off task labels are not paid twice); args are `debug_annotations`;
+- names, categories and argument keys are interned per sequence (a name only if it occurs
+  more than once on the track, so one-off task labels are not paid twice); args are
+  `debug_annotations`;
 - a flow starts (`flow_ids`) on its source's begin and ends (`terminating_flow_ids`) on its
   destination's begin; counters are counter tracks with `TYPE_COUNTER` events;
 - `timeline.metadata` (and the process list, as in the JSON `otherData`) goes into
@@ -53,7 +54,9 @@ __all__ = ["PACKETS_PER_BATCH", "ROWS_PER_CHUNK", "write_perfetto_trace"]
 log = logging.getLogger(__name__)
 
 PACKETS_PER_BATCH = 8192  # packets serialized and written at a time
-ROWS_PER_CHUNK = 4096  # slices whose args are built from columns at a time
+# slices whose args are built from columns at a time: 200k bench slices took 1.52 s CPU with
+# 1024, 1.58 s with 4096, 1.93 s with 16384 (the chunk's lists outgrow the caches)
+ROWS_PER_CHUNK = 4096
 
 _BEGIN = pb.TrackEvent.TYPE_SLICE_BEGIN
 _END = pb.TrackEvent.TYPE_SLICE_END
@@ -103,12 +106,11 @@ class _Sequence:
     """Interning state of one packet sequence (one track). New entries wait in `pending`
     until the next packet that carries them."""
 
-    __slots__ = ("cats", "keys", "names", "pending", "seen_once", "seq_id")
+    __slots__ = ("cats", "keys", "name_count", "pending", "seq_id")
 
     def __init__(self, seq_id: int) -> None:
         self.seq_id = seq_id
-        self.names: dict[str, int] = {}
-        self.seen_once: set[str] = set()
+        self.name_count = 0  # event names interned so far (see `_BlockRows`)
         self.cats: dict[str, int] = {}
         self.keys: dict[str, int] = {}
         self.pending: dict[str, list] = {}
@@ -170,14 +172,19 @@ class _BeginTemplate:
     packet about 0.5 us (measured on the 2-core machine under load): a begin packet with 10
     int args went from 15.2 to 6.7 us, an end packet from 3.3 to 1.1 us. An arg whose value
     is the same on all of a chunk's rows of the template is set once for the chunk
-    (`set_chunk`), not per row: device lanes repeat core, ring and kernel ids.
+    (`set_chunk`), not per row, as device lanes repeat core and ring ids: 0.45 us an arg
+    and row saved; 1.60 -> 1.54 s CPU (best of 8, loaded machine) for the 200k bench slices,
+    where 2 of 10 args are constant per lane.
     """
 
     __slots__ = ("anns", "cols", "end_packet", "event", "fields", "flows_in", "flows_out",
-                 "n_anns", "packet", "packets", "serialize", "var_anns", "var_fields")
+                 "n_anns", "name_iids", "names", "packet", "packets", "repeated", "serialize",
+                 "var_anns", "var_fields")
 
-    def __init__(self, seq_id: int, cat_iids: tuple, key_iids: list[int],
-                 fields: list[str | None], cols: list[int], leaf: bool) -> None:
+    def __init__(self, rows: _BlockRows, key_iids: list[int], fields: list[str | None],
+                 cols: list[int], leaf: bool) -> None:
+        seq_id = rows.seq.seq_id
+        self.names, self.name_iids, self.repeated = rows.names, rows.name_iids, rows.repeated
         trace = pb.Trace()
         self.packet = trace.packet.add(trusted_packet_sequence_id=seq_id,
                                        sequence_flags=_NEEDS)
@@ -186,7 +193,7 @@ class _BeginTemplate:
         self.packets = 2 if leaf else 1
         self.event = te = self.packet.track_event
         te.type = _BEGIN
-        te.category_iids.extend(cat_iids)
+        te.category_iids.extend(rows.cat_iids)
         self.anns = [te.debug_annotations.add(name_iid=k) for k in key_iids]
         self.n_anns = len(self.anns)
         self.fields = fields  # per annotation: its value field, None if the value says
@@ -237,10 +244,20 @@ class _BeginTemplate:
 
 
 class _BlockRows:
-    """The begin templates of one block on one track, by which args are present."""
+    """The begin templates of one block on one track, by which args are present, and the
+    interning of the block's names there.
 
-    def __init__(self, seq: _Sequence, block: SliceBlock) -> None:
+    A name is interned (`name_iids`, by index into `block.names`) from its first use when it
+    occurs more than once among the block's rows on the track (`repeated`, counted up front
+    with `bincount`); one-off task labels are written inline. Counting up front replaced a
+    set of the name strings seen once per track: 9.79 -> 9.18 s CPU for 1M bench slices
+    (best of 3, loaded machine), and a repeated name no longer goes out inline first."""
+
+    def __init__(self, seq: _Sequence, block: SliceBlock, rows: np.ndarray) -> None:
         self.seq, self.block = seq, block
+        self.names = block.names
+        self.name_iids: dict[int, int] = {}
+        self.repeated = set(np.flatnonzero(np.bincount(block.name[rows]) >= 2).tolist())
         self.cat_iids = (seq.cat_iid(block.cat),) if block.cat else ()
         self.key_iids = [seq.key_iid(c.key) for c in block.args]
         self.fields = [_FIELD_BY_KIND.get(c.values.dtype.kind)
@@ -263,8 +280,8 @@ class _BlockRows:
             cols = [i for i in range(len(self.fields))
                     if i not in self.masked or key >> (self.masked.index(i) + 1) & 1]
             t = self.templates[key] = _BeginTemplate(
-                self.seq.seq_id, self.cat_iids, [self.key_iids[i] for i in cols],
-                [self.fields[i] for i in cols], cols, bool(key & 1))
+                self, [self.key_iids[i] for i in cols], [self.fields[i] for i in cols], cols,
+                bool(key & 1))
         return t
 
 
@@ -346,13 +363,13 @@ def _track_slices(seq: _Sequence, track: Track, uuid: int, parts: list, timeline
                                       track_event={"type": _END})
     end_serialize = end_trace.SerializeToString
     block_rows: dict[int, _BlockRows] = {}
-    names_iid, seen_once = seq.names, seq.seen_once
+    track_rows = dict(parts)
     stack: list[int] = []  # end times of open slices
     clipped = 0
     for lo in range(0, len(start), ROWS_PER_CHUNK):
         hi = min(lo + ROWS_PER_CHUNK, len(start))
         c_blk, c_row = blk[lo:hi], row[lo:hi]
-        names: list = [None] * (hi - lo)
+        names: list = [None] * (hi - lo)  # indices into the row's block.names
         values: list = [None] * (hi - lo)
         templates: list = [None] * (hi - lo)
         extras: list = [None] * (hi - lo)
@@ -360,12 +377,11 @@ def _track_slices(seq: _Sequence, track: Track, uuid: int, parts: list, timeline
             block = blocks[b]
             br = block_rows.get(b)
             if br is None:
-                br = block_rows[b] = _BlockRows(seq, block)
+                br = block_rows[b] = _BlockRows(seq, block, track_rows[b])
             at = np.flatnonzero(c_blk == b)
             rows = c_row[at]
-            bnames = block.names
             for i, n in zip(at.tolist(), block.name[rows].tolist()):
-                names[i] = bnames[n]
+                names[i] = n
             for group, t in br.groups(rows, leaf[lo:hi][at]):
                 g_at = at[group].tolist()
                 for i, v in zip(g_at, t.set_chunk(block, rows[group])):
@@ -393,16 +409,17 @@ def _track_slices(seq: _Sequence, track: Track, uuid: int, parts: list, timeline
                 clipped += 1
             packet, te = t.packet, t.event
             packet.timestamp = st
-            iid = names_iid.get(name)
+            iid = t.name_iids.get(name)
             if iid is not None:
                 te.name_iid = iid
-            elif name in seen_once:
-                iid = names_iid[name] = len(names_iid) + 1
+            elif name in t.repeated:
+                seq.name_count += 1
+                iid = t.name_iids[name] = seq.name_count
                 seq.pending.setdefault("event_names", []).append(
-                    {"iid": iid, "name": safe_text(name)})
+                    {"iid": iid, "name": safe_text(t.names[name])})
                 te.name_iid = iid
             else:
-                seen_once.add(name)
+                name = t.names[name]
                 te.name = name if name.isascii() else safe_text(name)
             for ann, f, v in zip(t.var_anns, t.var_fields, vals):
                 if f is None:
