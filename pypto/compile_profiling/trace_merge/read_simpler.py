@@ -45,7 +45,12 @@ from pathlib import Path
 import msgspec
 import numpy as np
 
-from pypto.compile_profiling.input_files import check_input_dir, open_input
+from pypto.compile_profiling.input_files import (
+    check_input_dir,
+    entry_is_dir,
+    list_input_dir,
+    open_input,
+)
 from pypto.compile_profiling.trace_merge import simpler_schema as schema
 from pypto.compile_profiling.trace_merge.json_pieces import (
     SEP_OBJECTS,
@@ -166,20 +171,10 @@ def _classify_dir(directory: Path) -> CaptureFiles:
         files.dispatch = int(_DISPATCH_RE.match(parts[-1]).group(1))
     elif parts and _RANK_RE.match(parts[-1]):
         files.rank = int(_RANK_RE.match(parts[-1]).group(1))
-    try:
-        entries = sorted(os.scandir(directory), key=lambda e: e.name)
-    except OSError as exc:
-        raise TraceInputError(directory, f"cannot list directory: {exc.strerror or exc}") \
-            from None
-    for e in entries:
+    for e in list_input_dir(directory):
         kind = file_kind(e.name)
-        try:
-            is_dir = e.is_dir()
-        except OSError:
-            is_dir = False
-        if kind is None or (is_dir and kind != "listed_only"):
-            continue
-        add_loose_file(files, kind, e.path)
+        if kind is not None and (kind == "listed_only" or not entry_is_dir(e)):
+            add_loose_file(files, kind, e.path)
     return files
 
 
@@ -302,32 +297,31 @@ def _rows(jp: JsonPieces, where: str, widths: tuple[int, ...]) -> tuple[np.ndarr
     return arr, (width or full)
 
 
-def _first(mask: np.ndarray) -> int | None:
-    return int(np.argmax(mask)) if mask.any() else None
+def _check_order(path, where: str, cols: dict, end: str, start: str, base: int = 0) -> None:
+    """No row of `cols` ends before it starts (`where`: the array's JSON path, `base`: the
+    index of its first row there)."""
+    bad = cols[end] < cols[start]
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise TraceInputError(path, f"{where}[{base + i}]: {end} {int(cols[end][i])} is before "
+                                    f"{start} {int(cols[start][i])} (negative duration)")
 
 
 def _check_rows(path, aicore: dict, aicpu: dict, ncores: int) -> None:
     a = aicore
-    i = _first(a["core_id"] >= ncores) if ncores else None
-    if i is not None:
+    beyond = a["core_id"] >= ncores
+    if ncores and beyond.any():
+        i = int(np.argmax(beyond))
         raise TraceInputError(path, f"$.aicore_tasks[{i}][0]: core_id {int(a['core_id'][i])} "
                                     f"is not in metadata.core_types ({ncores} cores)")
-    i = _first(a["end_cycles"] < a["start_cycles"])
-    if i is not None:
-        raise TraceInputError(path, f"$.aicore_tasks[{i}]: end_cycles {int(a['end_cycles'][i])}"
-                                    f" is before start_cycles {int(a['start_cycles'][i])} "
-                                    "(negative duration)")
-    i = _first(a["receive_to_start_cycles"] > a["start_cycles"])
-    if i is not None:
+    _check_order(path, "$.aicore_tasks", a, "end_cycles", "start_cycles")
+    early = a["receive_to_start_cycles"] > a["start_cycles"]
+    if early.any():
+        i = int(np.argmax(early))
         raise TraceInputError(path, f"$.aicore_tasks[{i}][5]: receive_to_start_cycles "
                                     f"{int(a['receive_to_start_cycles'][i])} exceeds "
                                     f"start_cycles {int(a['start_cycles'][i])}")
-    c = aicpu
-    i = _first(c["finish_cycles"] < c["dispatch_cycles"])
-    if i is not None:
-        raise TraceInputError(path, f"$.aicpu_tasks[{i}]: finish_cycles "
-                                    f"{int(c['finish_cycles'][i])} is before dispatch_cycles "
-                                    f"{int(c['dispatch_cycles'][i])} (negative duration)")
+    _check_order(path, "$.aicpu_tasks", aicpu, "finish_cycles", "dispatch_cycles")
 
 
 class _PhaseDecoder:
@@ -404,12 +398,8 @@ class _PhaseBuilder:
         w = len(self.int_keys)
         block = np.fromiter(itertools.chain.from_iterable(map(self.int_get, items)), np.int64,
                             n * w).reshape(n, w)
-        start, end = block[:, 0], block[:, 1]
-        i = _first(end < start)
-        if i is not None:
-            raise TraceInputError(self.path, f"{self.where}[{base + i}]: {spec.end} {end[i]} "
-                                             f"is before {spec.start} {start[i]} "
-                                             "(negative duration)")
+        ends = {spec.start: block[:, 0], spec.end: block[:, 1]}
+        _check_order(self.path, self.where, ends, spec.end, spec.start, base)
         self.ints.append(block)
         if spec.kind is None:
             ch["kind"].append(np.zeros(n, np.int32))
