@@ -259,12 +259,6 @@ class SwimlaneRecords:
     host_uploads: list[PhaseColumns]            # host ns (one list in the file: thread 0)
     ignored_streams: list[str] = field(default_factory=list)
 
-    @property
-    def record_count(self) -> int:
-        return len(self.aicore["start_cycles"]) + len(self.aicpu["dispatch_cycles"]) + sum(
-            len(s) for g in (self.scheduler, self.orchestrator, self.host_orchestrator,
-                             self.host_uploads) for s in g)
-
 
 _ROWS = msgspec.json.Decoder(list[list[schema.Count]])
 
@@ -665,7 +659,7 @@ def _small_json(path, type_, what: str):
         value = jp.value("$")
         jp.finish()
     try:
-        return value, msgspec.convert(value, type_)
+        return msgspec.convert(value, type_)
     except msgspec.ValidationError as exc:
         raise TraceInputError(path, word_error(exc, "$", doc=value)) from None
 
@@ -681,7 +675,7 @@ class NameMap:
 
 
 def read_name_map(path: str | os.PathLike) -> NameMap:
-    _, nm = _small_json(path, schema.NameMapFile, "a name map")
+    nm = _small_json(path, schema.NameMapFile, "a name map")
     names = {}
     for k, v in nm.callable_id_to_name.items():
         digits = k.removeprefix("-")
@@ -699,12 +693,11 @@ class DispatchProgram:
 
     path: str
     program: str
-    raw: dict
 
 
 def read_dispatch_program(path: str | os.PathLike) -> DispatchProgram:
-    raw, dp = _small_json(path, schema.DispatchProgramFile, "dispatch_program.json")
-    return DispatchProgram(str(path), safe_str(dp.program), raw)
+    dp = _small_json(path, schema.DispatchProgramFile, "dispatch_program.json")
+    return DispatchProgram(str(path), safe_str(dp.program))
 
 
 # --------------------------------------------------------------------------- converted trace

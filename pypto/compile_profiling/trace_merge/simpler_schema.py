@@ -21,30 +21,11 @@ from typing import Annotated, Any, Literal
 
 from msgspec import Meta, Struct
 
-__all__ = [
-    "ABSENT",
-    "LEVEL_KEYS",
-    "PHASE_STREAMS",
-    "STREAM_LEVEL",
-    "AnchorSample",
-    "ClockAnchors",
-    "ConvertedEvent",
-    "Count",
-    "DepsEdge",
-    "DepsTask",
-    "DispatchProgramFile",
-    "HostOrchestratorPhase",
-    "HostPhase",
-    "HostPhaseBatch",
-    "HostUpload",
-    "Int64",
-    "NameMapFile",
-    "OrchestratorPhase",
-    "PhaseSchema",
-    "SchedulerPhase",
-    "SwimlaneMetadata",
-    "TimeUs",
-]
+__all__ = ["ABSENT", "LEVEL_KEYS", "PHASE_STREAMS", "STREAM_LEVEL", "AnchorSample",
+           "ClockAnchors", "ConvertedEvent", "Count", "DepsEdge", "DepsTask",
+           "DispatchProgramFile", "HostOrchestratorPhase", "HostPhase", "HostPhaseBatch",
+           "HostUpload", "Int64", "NameMapFile", "OrchestratorPhase", "PhaseSchema",
+           "SchedulerPhase", "SwimlaneMetadata", "TimeUs"]
 
 INT64_MAX = (1 << 63) - 1
 Int64 = Annotated[int, Meta(ge=-(1 << 63), le=INT64_MAX)]
