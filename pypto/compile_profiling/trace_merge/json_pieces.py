@@ -200,7 +200,7 @@ class JsonPieces:
         self.pos += 1
         if self.peek() == b"}":
             self.pos += 1
-            self._end()
+            self.finish()
             return
         seen = set()
         while True:
@@ -218,7 +218,7 @@ class JsonPieces:
             c = self.peek()
             self.pos += 1
             if c == b"}":
-                self._end()
+                self.finish()
                 return
             if c != b",":
                 raise self._syntax(self.base + self.pos - 1, "expected ',' or '}'")
@@ -248,9 +248,6 @@ class JsonPieces:
 
     def finish(self) -> None:
         """Check that nothing but whitespace follows the document."""
-        self._end()
-
-    def _end(self) -> None:
         if self.peek():
             raise self._syntax(self.base + self.pos, "data after the end of the document")
 
