@@ -189,7 +189,7 @@ def read_host_phase_records(path: str | os.PathLike) -> list[HostPhaseBatch]:
         if not line.strip():
             continue
         jp = JsonPieces(io.BytesIO(line.encode("utf-8", "surrogateescape")), f"{path}:{lineno}")
-        b = jp.value("$", schema.HostPhaseBatch)
+        b = jp.value("$", schema.HostPhaseLine)
         jp.finish()
         recs = b.records
         for i, r in enumerate(recs):

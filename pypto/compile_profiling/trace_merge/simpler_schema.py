@@ -23,7 +23,7 @@ from msgspec import Meta, Struct
 
 __all__ = ["ABSENT", "LEVEL_KEYS", "PHASE_STREAMS", "STREAM_LEVEL", "AnchorSample",
            "ClockAnchors", "ConvertedEvent", "Count", "DepsEdge", "DepsTask",
-           "DispatchProgramFile", "HostOrchestratorPhase", "HostPhase", "HostPhaseBatch",
+           "DispatchProgramFile", "HostOrchestratorPhase", "HostPhaseLine", "HostPhaseRecord",
            "HostUpload", "Int64", "NameMapFile", "OrchestratorPhase", "PhaseSchema",
            "SchedulerPhase", "SwimlaneMetadata", "TimeUs"]
 
@@ -192,7 +192,7 @@ class DispatchProgramFile(Struct):
     program: Annotated[str, Meta(min_length=1)]
 
 
-class HostPhase(Struct, gc=False):
+class HostPhaseRecord(Struct, gc=False):
     """One record of `host_phase_records.jsonl`."""
 
     phase: str
@@ -202,11 +202,11 @@ class HostPhase(Struct, gc=False):
     detail: Int64 | None = None
 
 
-class HostPhaseBatch(Struct):
+class HostPhaseLine(Struct):
     """One line of `host_phase_records.jsonl`: host phases on CLOCK_MONOTONIC."""
 
     pid: Count
-    records: list[HostPhase]
+    records: list[HostPhaseRecord]
     inv: Count | None = None
     clock: Literal["host_monotonic_ns"] = "host_monotonic_ns"
     dropped: Count = 0
