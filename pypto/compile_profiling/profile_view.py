@@ -51,9 +51,9 @@ def covered_ns(intervals: list[tuple[int, int]]) -> int:
 
 def self_ns(stage: Stage) -> int:
     """The stage's duration not covered by any child (children clipped to the stage)."""
-    if not stage.children:
-        return stage.duration_ns
     s0, e0 = stage.start_ns, stage.end_ns
+    if not stage.children:
+        return e0 - s0 if e0 > s0 else 0
     spans = [(max(c.start_ns, s0), min(c.end_ns, e0)) for c in stage.children]
     return max(0, stage.duration_ns - covered_ns([(s, e) for s, e in spans if e > s]))
 
@@ -97,9 +97,20 @@ class Row:
 
 def _groups(stages: list[Stage]) -> list[tuple[str, list[Stage]]]:
     """Siblings grouped by family, in order of first appearance."""
+    if len(stages) == 1:
+        return [(stages[0].name, stages)]
     groups: dict[str, list[Stage]] = {}
     for st in stages:
-        groups.setdefault(family_label(st.name), []).append(st)
+        name = st.name
+        head, sep, _ = name.partition(":")   # family_label, inlined: called per stage
+        key = head + ":*" if sep and head else name
+        members = groups.get(key)
+        if members is None:
+            groups[key] = [st]
+        else:
+            members.append(st)
+    if len(groups) == len(stages):
+        return [(st.name, [st]) for st in stages]
     out = []
     for label, members in groups.items():
         if len(members) >= FOLD_MIN:
@@ -136,7 +147,14 @@ def view_rows(stages: list[Stage], expand: bool = False) -> list[Row]:
             continue
         label, members = group
         key = f"{prefix}/{label}" if prefix else label
-        folded = len(members) > 1
+        if len(members) == 1:  # the common case, kept short: reports may hold 100,000s
+            m = members[0]
+            total = m.end_ns - m.start_ns
+            rows.append(Row(key, label, depth, members, total, self_ns(m), total))
+            if m.children:
+                stack.append((iter(_groups(m.children)), key, depth + 1))
+            continue
+        folded = True
         durations = [m.duration_ns for m in members]
         rows.append(Row(key, label, depth, members, sum(durations),
                         sum(self_ns(m) for m in members), max(durations), folded))

@@ -95,6 +95,10 @@ def _line(label: str, width: int, total_ns: int, self_ns: int, profile_ns: int) 
 
 
 def _row_extra(row: Row) -> str:
+    if not row.folded:  # fast path for the usual single finished stage
+        m = row.members[0]
+        if m.error is None and not m.is_open:
+            return ""
     extra = ""
     if row.folded:
         extra += f"  mean {fmt_time(row.mean_ns / 1e9)}  max {fmt_time(row.max_ns / 1e9)}"
