@@ -360,3 +360,26 @@ def test_schema_version_and_json_schema_match(work_dir):
 def test_loaded_profile_keeps_the_work_dir(work_dir):
     assert load_profile(work_dir).work_dir == str(work_dir)
     assert load_profile(work_dir / "report").work_dir == str(work_dir)
+
+
+def test_kernels_on_simpler_outputs_alone_gives_the_device_side(capsys):
+    from test_merge_inputs import FIXTURES
+
+    capture = FIXTURES / "tmr_mixed_example_case1_l4_depgen"
+    if not capture.is_dir():
+        pytest.skip("no Simpler fixtures on this machine")
+    code, out, err = cli(capsys, "kernels", capture, "--format", "json")
+    assert code == 0 and "device costs only" in err
+    rows = {r["kernel"]: r for r in json.loads(out)["kernels"]}
+    records = json.loads((capture / "chip_swimlane_records.json").read_text())
+    freq = records["metadata"]["clock_freq_hz"]
+    aic = [r for r in records["aicore_tasks"] if records["metadata"]["core_types"][r[0]] == "aic"]
+    matmul = rows["MATMUL"]
+    assert matmul["core_type"] == "aic" and matmul["codegen_ms"] is None
+    assert matmul["tasks"] == len({r[1] for r in aic})
+    assert matmul["device_total_us"] == pytest.approx(sum(r[4] - r[3] for r in aic) / freq * 1e6)
+
+
+def test_kernels_on_a_directory_without_outputs_is_one_line(tmp_path, capsys):
+    code, _, err = cli(capsys, "kernels", tmp_path)
+    assert code == 2 and one_error_line(err).startswith(f"{tmp_path}: no report/ or dfx_outputs/")

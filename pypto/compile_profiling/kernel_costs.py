@@ -82,11 +82,18 @@ def work_dir_device_costs(work_dir: str) -> tuple[list[DeviceKernelCost], list[s
 
     notes: list[str] = []
     merged: dict[str, DeviceKernelCost] = {}
-    for files in discover_captures(work_dir):
+    try:
+        leaves = discover_captures(work_dir)
+    except OSError as e:  # e.g. a symlink loop below the directory
+        raise TraceInputError(e.filename or work_dir, f"cannot read: {e.strerror or e}") from None
+    for files in leaves:
         if files.records is None:
             notes.append(f"{files.directory}: no swimlane records (run with "
                          "enable_chip_swimlane >= 1 for device times)")
             continue
+        if files.deps is None:
+            notes.append(f"{files.directory}: no deps.json (run with enable_dep_gen): tasks "
+                         "cannot be tied to their kernels")
         for c in device_kernel_costs(load_capture(files, read_host_log_file=False)):
             m = merged.get(c.kernel)
             if m is None:

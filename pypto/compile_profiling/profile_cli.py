@@ -241,18 +241,44 @@ def _html(args) -> int:
     return EXIT_OK
 
 
-def _kernels(args) -> int:
-    from pypto.compile_profiling.kernel_costs import format_kernels
-    from pypto.compile_profiling.profile_load import DFX_DIR, load_profile
+def _has_captures(path: str) -> bool:
+    """A work dir's `dfx_outputs/`, or a capture directory itself (flat or `rank<r>/`)."""
+    from pypto.compile_profiling.profile_load import DFX_DIR
+    from pypto.compile_profiling.simpler_readers import RECORD_FILE_NAMES
 
-    profile = load_profile(args.work_dir)
-    rows, notes = _work_dir_kernels(profile, args.work_dir)
-    if rows is None:
-        raise TraceInputError(args.work_dir, f"no {DFX_DIR}/ here (kernels needs the work dir "
-                                             "of a run() with enable_chip_swimlane >= 1)")
+    if os.path.isdir(os.path.join(path, DFX_DIR)):
+        return True
+    names = os.listdir(path)
+    return any(n in RECORD_FILE_NAMES or n == "deps.json" or n.startswith("rank")
+               for n in names)
+
+
+def _kernels(args) -> int:
+    from pypto.compile_profiling.kernel_costs import (
+        format_kernels,
+        kernel_rows,
+        work_dir_device_costs,
+    )
+    from pypto.compile_profiling.profile_load import DFX_DIR, is_profile_location, load_profile
+
+    path = args.work_dir
+    if is_profile_location(path):
+        profile = load_profile(path)
+        rows, notes = _work_dir_kernels(profile, path)
+        if rows is None:
+            raise TraceInputError(path, f"no {DFX_DIR}/ here (kernels needs the work dir of a "
+                                        "run() with enable_chip_swimlane >= 1)")
+    elif os.path.isdir(path) and _has_captures(path):
+        # Simpler's outputs without a compile profile: the device side alone
+        device, notes = work_dir_device_costs(path)
+        notes.insert(0, f"{path}: no compile profile (report/) here: device costs only")
+        rows = kernel_rows(None, device)
+    else:
+        raise TraceInputError(path, f"no report/ or {DFX_DIR}/ here (expected the work dir of "
+                                    "a run(), or Simpler's dfx_outputs/)")
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
-    write_output(args.output, format_kernels(rows, args.format), [args.work_dir])
+    write_output(args.output, format_kernels(rows, args.format), [path])
     return EXIT_OK
 
 
