@@ -360,6 +360,13 @@ def test_schema_version_and_json_schema_match(work_dir):
 def test_loaded_profile_keeps_the_work_dir(work_dir):
     assert load_profile(work_dir).work_dir == str(work_dir)
     assert load_profile(work_dir / "report").work_dir == str(work_dir)
+    assert load_profile(work_dir / "report" / "trace.json").work_dir == str(work_dir)
+
+
+def test_kernels_from_any_file_of_the_work_dir_report(work_dir, capsys):
+    outs = [cli(capsys, "kernels", p, "--format", "csv")
+            for p in (work_dir, work_dir / "report" / "pipeline_profile.json")]
+    assert outs[0][0] == outs[1][0] == 0 and outs[0][1] == outs[1][1]
 
 
 def test_kernels_on_simpler_outputs_alone_gives_the_device_side(capsys):

