@@ -390,3 +390,12 @@ def test_kernels_on_simpler_outputs_alone_gives_the_device_side(capsys):
 def test_kernels_on_a_directory_without_outputs_is_one_line(tmp_path, capsys):
     code, _, err = cli(capsys, "kernels", tmp_path)
     assert code == 2 and one_error_line(err).startswith(f"{tmp_path}: no report/ or dfx_outputs/")
+
+
+def test_the_profiling_variable_does_not_profile_the_tool_itself(work_dir, tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PYPTO_COMPILE_PROFILING="1")
+    r = subprocess.run([sys.executable, "-m", "pypto.compile_profiling", "show", str(work_dir)],
+                       capture_output=True, text=True, check=False, env=env, cwd=tmp_path,
+                       timeout=60)
+    assert r.returncode == 0 and r.stderr == ""
+    assert list(tmp_path.iterdir()) == []

@@ -334,9 +334,19 @@ class _Usage(Exception):
     pass
 
 
+def _no_profile_of_this_tool() -> None:
+    """A PYPTO_COMPILE_PROFILING=1 left in the shell is meant for PyPTO programs, not for
+    this reader of their profiles: no report of the tool itself at exit."""
+    from pypto.compile_profiling.profiler import ENV_VAR, refresh_from_environment
+
+    if os.environ.pop(ENV_VAR, None) is not None:
+        refresh_from_environment()
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command; return the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    _no_profile_of_this_tool()
     new_paths = None
     if argv[:1] == ["diff"]:
         argv, new_paths = split_diff_runs(argv)
