@@ -399,3 +399,20 @@ def test_the_profiling_variable_does_not_profile_the_tool_itself(work_dir, tmp_p
                        timeout=60)
     assert r.returncode == 0 and r.stderr == ""
     assert list(tmp_path.iterdir()) == []
+
+
+def test_html_escapes_hostile_stage_names_and_args(tmp_path, capsys):
+    evil = "</script><script>alert(1)</script><b>"
+    doc = {"schema_version": 1, "total_seconds": 0.002, "stages": [
+        {"name": evil, "seconds": 0.001, "start_ns": 1000, "end_ns": 1_001_000, "pid": 1,
+         "tid": 1, "thread_name": evil, "cat": "user", "args": {"x": evil, "n": "NAN"},
+         "children": []}]}
+    src = tmp_path / "pipeline_profile.json"
+    src.write_text(json.dumps(doc).replace('"NAN"', "NaN"))  # json (not orjson) accepts NaN
+    page = tmp_path / "p.html"
+    assert cli(capsys, "html", src, "-o", page)[0] == 0
+    text = page.read_text()
+    assert "<script>alert" not in text and "<b>" not in text
+    assert text.count("<script") == 2  # the stage data and the page's own script
+    data = text.split('id="stage-data">', 1)[1].split("</script>", 1)[0]
+    assert json.loads(data)[0]["args"] == {"x": evil, "n": "nan"}  # strict JSON for the page

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 
 from pypto.compile_profiling.kernel_costs import KernelRow, format_kernels
 from pypto.compile_profiling.profile_model import Profile, Stage, walk
@@ -34,6 +35,24 @@ _CSP = ("default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inlin
 
 def _t(ns: float) -> str:
     return fmt_time(ns / 1e9)
+
+
+def _plain(value, depth: int = 0):
+    """`value` as strict JSON data for the page: non-finite floats and foreign objects as
+    text, lone surrogates escaped, nesting cut at 20 levels."""
+    if value is None or isinstance(value, (bool, int)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if depth >= 20:
+        return repr(value)[:200]
+    if isinstance(value, dict):
+        return {_plain(str(k)): _plain(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v, depth + 1) for v in value]
+    return _plain(str(value))
 
 
 def _lanes(profile: Profile) -> list[tuple[tuple[int, int], str, list[tuple[Stage, int]]]]:
@@ -87,7 +106,7 @@ def _chart(profile: Profile) -> tuple[str, list[dict]]:
                 parts.append(f'<text class="label" x="{x + 3:.2f}" y="{ry + 13}" '
                              f'data-i="{i}">{html.escape(text)}</text>')
             info.append({"name": st.name, "total": _t(st.duration_ns), "self": _t(self_ns(st)),
-                         "cat": st.cat, "thread": label, "args": st.args or {},
+                         "cat": st.cat, "thread": label, "args": _plain(st.args or {}),
                          "error": st.error, "open": st.is_open})
         y += rows * ROW_HEIGHT + 8
     svg = (f'<svg id="chart" xmlns="http://www.w3.org/2000/svg" width="{CHART_WIDTH + 2}" '
@@ -179,7 +198,9 @@ document.getElementById('chart').addEventListener('mouseleave', () => {
 def profile_html(profile: Profile, kernels: list[KernelRow] | None = None) -> str:
     """The page's HTML text."""
     svg, info = _chart(profile)
-    data = json.dumps(info, ensure_ascii=True, default=str).replace("</", "<\\/")
+    # no `<`, `>` or `&` inside the script element, whatever the stage names hold
+    data = (json.dumps(info, ensure_ascii=True, allow_nan=False).replace("<", "\\u003c")
+            .replace(">", "\\u003e").replace("&", "\\u0026"))
     title = f"PyPTO compile profile: {profile.source or 'live profile'}"
     parts = [
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">",
