@@ -39,8 +39,9 @@ _TRACE_ARGS_DROPPED = ("path", "share_pct", "failed", "error", "open")
 
 # --------------------------------------------------------------------------- files
 
-def read_input_bytes(path: str | os.PathLike) -> bytes:
-    """The file's bytes, gunzipped when gzip; refuses anything but a regular file."""
+def open_regular_file(path: str | os.PathLike) -> tuple[int, os.stat_result]:
+    """A read-only descriptor of `path` and its stat; anything but a regular file is refused
+    (a FIFO without waiting for a writer)."""
     try:
         # O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused just below.
         fd = os.open(path, _O_FLAGS)
@@ -48,12 +49,18 @@ def read_input_bytes(path: str | os.PathLike) -> bytes:
         raise TraceInputError(path, "no such file or directory") from None
     except OSError as exc:
         raise TraceInputError(path, f"cannot read: {exc.strerror or exc}") from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise TraceInputError(path, "is a directory, expected a file" if stat.S_ISDIR(st.st_mode)
+                              else "not a regular file")
+    return fd, st
+
+
+def read_input_bytes(path: str | os.PathLike) -> bytes:
+    """The file's bytes, gunzipped when gzip; refuses anything but a regular file."""
+    fd, st = open_regular_file(path)
     try:
-        st = os.fstat(fd)
-        if stat.S_ISDIR(st.st_mode):
-            raise TraceInputError(path, "is a directory, expected a file")
-        if not stat.S_ISREG(st.st_mode):
-            raise TraceInputError(path, "not a regular file")
         if st.st_size > MAX_INPUT_BYTES:
             raise TraceInputError(path, f"file too big ({st.st_size / 1e6:.0f} MB, limit "
                                         f"{MAX_INPUT_BYTES / 1e6:.0f} MB)")

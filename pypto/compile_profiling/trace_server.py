@@ -23,12 +23,11 @@ import argparse
 import http.server
 import logging
 import os
-import stat
 import threading
 import urllib.parse
 from pathlib import Path
 
-from pypto.errors import ProfileWriteError, TraceInputError
+from pypto.errors import ProfileWriteError
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +35,6 @@ PERFETTO_UI = "https://ui.perfetto.dev"
 DEFAULT_PORT = 9001  # the one local port ui.perfetto.dev is allowed to fetch from
 VIEWER_EXTRA = "pip install 'pypto[viewer]'"
 _CHUNK = 1 << 20
-_O_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 _UI_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript", ".mjs":
              "text/javascript", ".css": "text/css", ".wasm": "application/wasm",
              ".json": "application/json", ".png": "image/png", ".svg": "image/svg+xml",
@@ -75,16 +73,9 @@ class _OpenTrace:
     """The trace's open file descriptor, size and URL path."""
 
     def __init__(self, path: str | os.PathLike) -> None:
-        try:
-            fd = os.open(path, _O_FLAGS)
-        except FileNotFoundError:
-            raise TraceInputError(path, "no such file or directory") from None
-        except OSError as exc:
-            raise TraceInputError(path, f"cannot read: {exc.strerror or exc}") from None
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            os.close(fd)
-            raise TraceInputError(path, "not a regular file")
+        from pypto.compile_profiling.profile_load import open_regular_file
+
+        fd, st = open_regular_file(path)
         self.fd, self.size, self.path = fd, st.st_size, str(path)
         self.name = Path(path).name
         self.url_path = "/" + urllib.parse.quote(self.name)
