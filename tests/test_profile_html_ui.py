@@ -20,28 +20,12 @@ from pypto.runtime import RunConfig, run
 pytestmark = pytest.mark.perfetto_ui
 ROOT = Path(__file__).resolve().parents[1]
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--no-first-run"]
 
 
 @pytest.fixture(scope="module")
-def browser():
-    problem = None
-    if not os.access(CHROMIUM, os.X_OK):
-        problem = f"{CHROMIUM} not found (apt-get install chromium)"
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        problem = "the playwright Python package is not installed"
-    if problem:
-        if os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no"):
-            pytest.fail(problem, pytrace=False)
-        pytest.skip(problem)
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
+def browser(perfetto_ui):
+    """The session's Chromium (skipped, or failed under CI, when it is missing)."""
+    return perfetto_ui.browser
 
 
 @pytest.fixture(scope="module")
