@@ -312,6 +312,8 @@ def test_html_is_one_self_contained_page(work_dir, tmp_path, capsys):
      "stages[0].seconds: expected a finite number"),
     (lambda d: (d / "x.json.gz").write_bytes(b"\x1f\x8bnot gzip") and d / "x.json.gz",
      "invalid gzip data"),
+    (lambda d: (d / "m.pftrace").write_bytes(b"\x0a\x02\xe2\x01") and d / "m.pftrace",
+     "a Perfetto protobuf trace"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, make, problem):
     path = make(tmp_path)
@@ -333,8 +335,18 @@ def test_output_that_is_an_input_is_refused(work_dir, tmp_path, capsys):
     src.write_bytes((work_dir / "report" / "pipeline_profile.json").read_bytes())
     before = src.read_bytes()
     code, _, err = cli(capsys, "show", src, "--json", "-o", src)
-    assert code == 2 and "is an input" in one_error_line(err)
+    assert code == 2 and "is one of the inputs" in one_error_line(err)
     assert src.read_bytes() == before
+
+
+@pytest.mark.parametrize("target", ["report/trace.json", "report/pipeline_profile.txt",
+                                    "dfx_outputs/deps.json"])
+def test_output_over_a_file_of_the_input_work_dir_is_refused(work_dir, capsys, target):
+    victim = work_dir / target
+    before = victim.read_bytes()
+    code, _, err = cli(capsys, "html", work_dir, "-o", victim)
+    assert code == 2 and "is one of the inputs" in one_error_line(err)
+    assert victim.read_bytes() == before
 
 
 def test_version_help_and_module_entry_point():

@@ -141,7 +141,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def write_output(path: str, text: str, inputs: list[str]) -> None:
     """`text` to stdout (`-`/None) or atomically to `path`; gzip when it ends in `.gz`.
-    Refuses a path that is one of the inputs or exists and is not a regular file."""
+    Refuses a path that exists and is not a regular file, and any file an input stands for
+    (see `_input_files`)."""
     if path is None or path == "-":
         sys.stdout.write(text)
         return
@@ -153,19 +154,39 @@ def write_output(path: str, text: str, inputs: list[str]) -> None:
         st = None
     except OSError as e:
         raise ProfileWriteError(f"{path}: cannot write: {e.strerror or e}") from None
-    if st is not None:
-        if not stat.S_ISREG(st.st_mode):
-            raise ProfileWriteError(f"{path}: exists and is not a regular file; not replaced")
-        for src in inputs:
-            try:
-                if os.path.samefile(src, path):
-                    raise ProfileWriteError(f"{path}: is an input; not overwritten")
-            except OSError:
-                continue
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise ProfileWriteError(f"{path}: exists and is not a regular file; not replaced")
+    if _is_input(path, inputs):
+        raise ProfileWriteError(f"{path}: is one of the inputs (or read with them); "
+                                "not overwritten")
     data = text.encode("utf-8")
     if path.endswith(".gz"):
         data = gzip.compress(data, mtime=0)
     atomic_write_bytes(path, data)
+
+
+_REPORT_FILES = ("pipeline_profile.json", "pipeline_profile.txt", "trace.json")
+
+
+def _is_input(path: str, inputs: list[str]) -> bool:
+    """True when `path` is an input file, a report file of an input's report dir, or inside
+    an input's `dfx_outputs/` (all of which a command may read)."""
+    out = os.path.realpath(path)
+    for src in map(os.path.realpath, inputs):
+        if not os.path.isdir(src):
+            if out == src:
+                return True
+            src = os.path.dirname(src)   # its report dir: the siblings may be read too
+        dirs = [src, os.path.join(src, "report")]
+        if os.path.basename(src) == "report":
+            dirs.append(os.path.dirname(src))
+        for d in dirs:
+            if any(out in (os.path.join(d, n), os.path.join(d, n + ".gz"))
+                   for n in _REPORT_FILES):
+                return True
+            if out.startswith(os.path.join(d, "dfx_outputs") + os.sep):
+                return True
+    return False
 
 
 # --------------------------------------------------------------------------- commands

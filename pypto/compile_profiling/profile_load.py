@@ -170,6 +170,9 @@ def trace_for(path: str | os.PathLike) -> Path:
 
 def load_profile_file(path: str | os.PathLike) -> Profile:
     """A `pipeline_profile.json` or a Chrome trace (`trace.json`, merged), gzipped or not."""
+    if str(path).endswith((".pftrace", ".perfetto-trace")):
+        raise TraceInputError(path, "a Perfetto protobuf trace: give its trace.json or "
+                                    "pipeline_profile.json (`open` shows this file)")
     doc = load_json_input(path)
     if isinstance(doc, dict) and isinstance(doc.get("stages"), list):
         return _from_profile_json(doc, path)
