@@ -423,8 +423,9 @@ def _write_process_profile(prof: CompileProfiler) -> None:
     except Exception as e:  # noqa: BLE001 - at exit, one line beats a traceback
         print(f"pypto: compile profile not written: {e}", file=sys.stderr)
         return
-    print(f"pypto: compile profile written to {os.path.abspath(out)}/ "
-          "(pipeline_profile.txt, pipeline_profile.json, trace.json)", file=sys.stderr)
+    from pypto.compile_profiling.report_location import log_report_location
+
+    log_report_location(out)
 
 
 # "Is profiling on?" is asked at every stage boundary, so it is one C-level
