@@ -164,6 +164,8 @@ class LiveStage:
         log = self.log
         if log.top is self:
             log.top = self.parent
+            if self._lane is _PENDING:  # another context opened a stage while this was open
+                _note_interleaving(self)
         else:  # another context's stage opened on this thread meanwhile
             _note_interleaving(self)
         if _open_get() is self:
@@ -218,7 +220,8 @@ class LiveStage:
     @property
     def lane(self) -> tuple[str, str] | None:
         """(lane key, lane name) when this stage ran in an asyncio task that interleaved."""
-        return getattr(self, "_lane", None)
+        lane = self._lane
+        return lane if lane else None
 
     def record(self) -> StageRecord:
         """This stage as a `StageRecord`, with its children (builds the profile's tree)."""
@@ -263,6 +266,7 @@ _open_get, _open_set, _open_reset = _open_stage.get, _open_stage.set, _open_stag
 
 _BOUND_ROOT = LiveStage()
 _BOUND_ROOT.name, _BOUND_ROOT.parent, _BOUND_ROOT.log, _BOUND_ROOT.end_ns = "<root>", None, None, 1
+_BOUND_ROOT._lane, _BOUND_ROOT.start_ns = None, 0
 
 
 def _open_ancestor(stage: LiveStage | None) -> LiveStage | None:
@@ -286,10 +290,14 @@ def _closed_out_of_order(stage: LiveStage) -> None:
 _task_lanes: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
+_PENDING = ("", "")  # lane to be looked up when the stage closes
+
+
 def _note_interleaving(stage: LiveStage) -> None:
     """Give `stage` the lane of the asyncio task it runs in, if any (the rare path)."""
-    if getattr(stage, "_lane", None) is not None:
+    if stage._lane not in (None, _PENDING):
         return
+    stage._lane = None
     asyncio = sys.modules.get("asyncio")
     if asyncio is None:
         return
@@ -348,6 +356,13 @@ class CompileProfiler:
 
     def __exit__(self, *exc: object) -> None:
         self._total_end = time.perf_counter()
+        # Stages of this profile still in this context's chain (abandoned by an interrupt)
+        # must not become the parents of later stages elsewhere.
+        top = _open_get()
+        while top is not None and top.log is not None and top.log.prof is self:
+            top = top.parent
+        if top is not _open_get():
+            _open_set(top)
         if self._tokens:
             token = self._tokens.pop()
             try:
@@ -372,12 +387,16 @@ class CompileProfiler:
         st.cat = cat
         st.log = log
         st.end_ns = 0
+        st._lane = None
         parent = _open_get()
         st.parent = parent
         st.start_ns = _pc()
         log.append(st)
-        if parent is not log.top:
+        top = log.top
+        if parent is not top:  # `top` is open in another context: both get task lanes
             _note_interleaving(st)
+            if top is not None and top._lane is None:
+                top._lane = _PENDING  # looked up when it closes, in its own task
         log.top = st
         st.token = _open_set(st)
         return st

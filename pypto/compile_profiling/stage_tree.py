@@ -28,7 +28,6 @@ from collections import deque
 from typing import TYPE_CHECKING
 
 from pypto.compile_profiling.profiler import (
-    _BOUND_ROOT,
     LiveStage,
     StageRecord,
     _ThreadLog,
@@ -114,7 +113,7 @@ class _TreeBuilder:
                         args = {**args, **extra} if args else dict(extra)
                     elif args:
                         args = dict(args)
-                    lane = getattr(e, "_lane", None)
+                    lane = e._lane or None
                     rec = new(e.name, e.start_ns / 1e9, end_ns / 1e9, [], e.start_ns, end_ns,
                               pid, tid, tname, e.cat or "", args or None,
                               getattr(e, "_error", None), False, False,
@@ -127,10 +126,9 @@ class _TreeBuilder:
         parents: dict[int, object] = {}  # id(rec) -> parent record, _BOUND or absent
         for e, rec in entries:
             p = e.parent
+            if p is not None:  # bound, or nested in another profiler's stage: top-level
+                parents[id(rec)] = _BOUND
             while p is not None:
-                if p is _BOUND_ROOT:
-                    parents[id(rec)] = _BOUND
-                    break
                 found = by_id.get(id(p))
                 if found is not None:
                     parents[id(rec)] = found
