@@ -114,7 +114,7 @@ def test_generator_closing_its_stage_later_closes_its_own_and_is_flagged():
 def test_manual_end_stage_of_a_given_stage_closes_that_one():
     with CompileProfiler() as prof:
         a = prof._begin_stage("a")
-        b = prof._begin_stage("b")
+        prof._begin_stage("b")
         assert prof._end_stage({"k": 1}, stage=a) is a
         time.sleep(0.001)
         prof._end_stage()  # the innermost open one: b
@@ -171,9 +171,8 @@ def test_an_interrupt_anywhere_in_the_bookkeeping_never_leaves_a_stage_open():
 
 
 def test_keyboard_interrupt_through_a_stage_closes_and_flags_it():
-    with CompileProfiler() as prof:
-        with pytest.raises(KeyboardInterrupt), prof.stage("work"):
-            raise KeyboardInterrupt
+    with CompileProfiler() as prof, pytest.raises(KeyboardInterrupt), prof.stage("work"):
+        raise KeyboardInterrupt
     (work,) = prof.stages
     assert not work.is_open and work.error == "KeyboardInterrupt"
 
