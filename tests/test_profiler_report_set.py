@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pypto.compile_profiling import CompileProfiler
-from pypto.compile_profiling import chrome_trace
+from pypto.compile_profiling import CompileProfiler, chrome_trace
 
 REPO = Path(__file__).resolve().parent.parent
 NAMES = ["pipeline_profile.json", "pipeline_profile.txt", "trace.json"]
@@ -133,8 +132,10 @@ def test_5000_deep_stage_nesting_works_everywhere(tmp_path):
     sys.setrecursionlimit(30_000)  # for this test's reader only: json.loads recurses
     try:
         data = strict_load(tmp_path / "pipeline_profile.json")
+        from_to_json = json.loads(prof.to_json())
     finally:
         sys.setrecursionlimit(limit)
+    assert from_to_json["stages"][0]["name"] == "d"
     node, depth = data["stages"][0], 1
     while node["children"]:
         (node,) = node["children"]
@@ -144,5 +145,4 @@ def test_5000_deep_stage_nesting_works_everywhere(tmp_path):
     assert len(lines) == 4 + 5000 and lines[-1].startswith("  " * 5000 + "d4999")
     trace = strict_load(tmp_path / "trace.json")
     assert sum(e["ph"] == "X" for e in trace["traceEvents"]) == 5000
-    assert json.loads(prof.to_json())["stages"][0]["name"] == "d"
     assert prof.stages[0].to_dict()["name"] == "d"
