@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import atexit
 import contextvars
+import itertools
 import os
 import sys
 import threading
@@ -143,43 +144,54 @@ def _record_fields(rec: StageRecord) -> dict[str, Any]:
 class LiveStage:
     """One stage as it is recorded: what `with prof.stage(...) as rec` yields and what
     `_begin_stage` returns. It answers like a `StageRecord` (`name`, `start`, `end`,
-    `duration`, `children`, `to_dict()`, ...); the fields that need the whole profile
-    (`children`, `to_dict`) are computed on access, so recording stays cheap.
+    `duration`, `children`, `to_dict()`, ...); what needs the whole profile (`children`,
+    `to_dict`) is computed on access.
 
-    `parent` is the innermost open stage of the same context when this one opened (any
-    profiler's; resolved per profiler when the tree is built); `log` is the thread's log.
+    The handle itself is short-lived: the thread log keeps plain tuples (which the garbage
+    collector stops tracking), so a long profile does not fill the collector's generations
+    with live objects (at 200,000 stages that cost more than the recording itself).
+    `ref` names the stage in its log (`log.base + index`), `parent` is the innermost open
+    stage of the same context when this one opened.
     """
 
-    __slots__ = ("_end_args", "_error", "_lane", "args", "cat", "end_ns", "log",
-                 "name", "parent", "start_ns", "token")
+    __slots__ = ("_error", "end_ns", "log", "parent", "ref", "start_ns")
 
     # -- the `with` protocol (hot path) ----------------------------------------------------
     def __enter__(self) -> LiveStage:
         return self
 
     def __exit__(self, et, ev, tb) -> None:
-        self.end_ns = _pc()
-        if et is not None:
-            self._error = et.__name__
+        end = _pc()
+        self.end_ns = end
         log = self.log
+        if et is None:
+            log.append((self.ref, end))
+        else:
+            self._error = et.__name__
+            log.append((self.ref, end, et.__name__))
         if log.top is self:
             log.top = self.parent
-            if self._lane is _PENDING:  # another context opened a stage while this was open
+            if log.pending and self.ref in log.pending:
                 _note_interleaving(self)
         else:  # another context's stage opened on this thread meanwhile
             _note_interleaving(self)
-        if _open_get() is self:
-            token = self.token
-            try:
-                if token is None:
-                    raise ValueError
-                _open_reset(token)
-            except (ValueError, RuntimeError):  # set in another context, or re-pointed
-                _open_set(_open_ancestor(self.parent))
-        else:
-            _closed_out_of_order(self)
 
     # -- StageRecord-compatible view ---------------------------------------------------------
+    def _begin(self) -> tuple:
+        return self.log[self.ref - self.log.base]
+
+    @property
+    def name(self) -> str:
+        return self._begin()[0]
+
+    @property
+    def args(self) -> dict | None:
+        return self._begin()[1]
+
+    @property
+    def cat(self) -> str:
+        return self._begin()[2] or ""
+
     @property
     def start(self) -> float:
         return self.start_ns / 1e9
@@ -219,9 +231,8 @@ class LiveStage:
 
     @property
     def lane(self) -> tuple[str, str] | None:
-        """(lane key, lane name) when this stage ran in an asyncio task that interleaved."""
-        lane = self._lane
-        return lane if lane else None
+        """(lane key, task label) when this stage ran in an asyncio task that interleaved."""
+        return self.log.lanes.get(self.ref)
 
     def record(self) -> StageRecord:
         """This stage as a `StageRecord`, with its children (builds the profile's tree)."""
@@ -235,6 +246,8 @@ class LiveStage:
         return self.record().to_dict()
 
     def __repr__(self) -> str:
+        if self.log.prof is None:
+            return "<LiveStage (bound root)>"
         state = "open" if self.is_open else f"{self.duration * 1e3:.3f} ms"
         return f"<LiveStage {self.name!r} {state}>"
 
@@ -242,62 +255,68 @@ class LiveStage:
 class _Inserted:
     """A finished `StageRecord` put into a thread log by `add_stage_record`."""
 
-    __slots__ = ("parent", "record")
+    __slots__ = ("parent_ref", "record")
 
-    def __init__(self, record: StageRecord, parent: LiveStage | None) -> None:
-        self.record, self.parent = record, parent
+    def __init__(self, record: StageRecord, parent_ref: int) -> None:
+        self.record, self.parent_ref = record, parent_ref
 
 
 class _ThreadLog(list):
-    """One thread's stages (in opening order) for one profiler."""
+    """One thread's events for one profiler: begin tuples `(name, args, cat, start_ns,
+    parent_ref)`, end tuples `(ref, end_ns[, error[, args]])`, `_Inserted` records."""
 
-    __slots__ = ("order", "pid", "prof", "thread_name", "tid", "top")
+    __slots__ = ("base", "lanes", "order", "pending", "pid", "prof", "thread_name", "tid",
+                 "top")
 
 
 class _ProfilerTLS(threading.local):
     log: _ThreadLog | None = None
 
 
-# The innermost open stage of the running context (any profiler's), or None. Module-level, as
-# the contextvars documentation asks; `_BOUND_ROOT` marks work bound where no stage was open.
+_log_ids = itertools.count(1)
+NO_PARENT = -1  # parent_ref: no stage open in this context (an unwrapped pool worker)
+TOP_LEVEL = 0  # parent_ref: bound where nothing was open, or inside another profiler only
+
+# The innermost stage of the running context (any profiler's), or None. Module-level, as the
+# contextvars documentation asks. A closed stage may linger there: the next stage skips up
+# to the nearest open ancestor (cheaper than restoring the variable at every close).
 _open_stage: contextvars.ContextVar[LiveStage | None] = contextvars.ContextVar(
     "pypto_open_stage", default=None)
-_open_get, _open_set, _open_reset = _open_stage.get, _open_stage.set, _open_stage.reset
+_open_get, _open_set = _open_stage.get, _open_stage.set
 
-_BOUND_ROOT = LiveStage()
-_BOUND_ROOT.name, _BOUND_ROOT.parent, _BOUND_ROOT.log, _BOUND_ROOT.end_ns = "<root>", None, None, 1
-_BOUND_ROOT._lane, _BOUND_ROOT.start_ns = None, 0
+_ROOT_LOG = _ThreadLog()
+_ROOT_LOG.base, _ROOT_LOG.prof, _ROOT_LOG.lanes = 0, None, {}
+_BOUND_ROOT = LiveStage()  # what work bound where nothing was open sees as its parent
+_BOUND_ROOT.log, _BOUND_ROOT.parent, _BOUND_ROOT.end_ns, _BOUND_ROOT.ref = _ROOT_LOG, None, 0, 0
+_BOUND_ROOT.start_ns = 0
 
 
 def _open_ancestor(stage: LiveStage | None) -> LiveStage | None:
-    """`stage` or its nearest ancestor that is still open (closed ones are skipped)."""
-    while stage is not None and stage.end_ns and stage is not _BOUND_ROOT:
+    """`stage` or its nearest ancestor that is still open."""
+    while stage is not None and stage.end_ns:
         stage = stage.parent
     return stage
 
 
-def _closed_out_of_order(stage: LiveStage) -> None:
-    """`stage` closed while a stage opened after it in this context is still open (a generator
-    resumed later, a manual close): later stages of the chain must not fall back onto it."""
-    child = _open_get()
-    while child is not None and child is not _BOUND_ROOT:
-        if child.parent is stage:
-            child.token = None  # its close re-points the chain past `stage`
-            return
-        child = child.parent
+def _parent_ref(prof: CompileProfiler, parent: LiveStage) -> int:
+    """The ref of `parent` or of its nearest ancestor in `prof`'s profile, else TOP_LEVEL."""
+    while parent is not None:
+        if parent.log.prof is prof and not parent.end_ns:
+            return parent.ref
+        parent = parent.parent
+    return TOP_LEVEL
 
 
 _task_lanes: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-_PENDING = ("", "")  # lane to be looked up when the stage closes
-
-
 def _note_interleaving(stage: LiveStage) -> None:
     """Give `stage` the lane of the asyncio task it runs in, if any (the rare path)."""
-    if stage._lane not in (None, _PENDING):
+    log = stage.log
+    if log.pending:
+        log.pending.discard(stage.ref)
+    if stage.ref in log.lanes:
         return
-    stage._lane = None
     asyncio = sys.modules.get("asyncio")
     if asyncio is None:
         return
@@ -315,7 +334,7 @@ def _note_interleaving(stage: LiveStage) -> None:
         if coro_name and coro_name != label:
             label = f"{label} ({coro_name})"
         lane = _task_lanes[task] = (f"task:{len(_task_lanes) + 1}:{id(task):x}", label)
-    stage._lane = lane
+    log.lanes[stage.ref] = lane
 
 
 def lane_display_name(thread_name: str, lane_label: str) -> str:
@@ -359,7 +378,7 @@ class CompileProfiler:
         # Stages of this profile still in this context's chain (abandoned by an interrupt)
         # must not become the parents of later stages elsewhere.
         top = _open_get()
-        while top is not None and top.log is not None and top.log.prof is self:
+        while top is not None and (top.end_ns or top.log.prof is self):
             top = top.parent
         if top is not _open_get():
             _open_set(top)
@@ -381,25 +400,40 @@ class CompileProfiler:
         log = self._tls.log
         if log is None:
             log = self._register_thread()
-        st = LiveStage()
-        st.name = name
-        st.args = args
-        st.cat = cat
-        st.log = log
-        st.end_ns = 0
-        st._lane = None
         parent = _open_get()
+        if parent is not None and parent.end_ns:
+            parent = _open_ancestor(parent)
+        st = LiveStage()
+        st.log = log
         st.parent = parent
-        st.start_ns = _pc()
-        log.append(st)
+        st.end_ns = 0
+        st.ref = log.base + len(log)
+        st.start_ns = start = _pc()
+        if parent is None:
+            log.append((name, args, cat, start, NO_PARENT))
+        elif parent.log is log:
+            log.append((name, args, cat, start, parent.ref))
+        else:  # another thread's (bound work) or another profiler's stage
+            log.append((name, args, cat, start, _parent_ref(self, parent)))
         top = log.top
         if parent is not top:  # `top` is open in another context: both get task lanes
-            _note_interleaving(st)
-            if top is not None and top._lane is None:
-                top._lane = _PENDING  # looked up when it closes, in its own task
+            self._interleaved(st, top)
         log.top = st
-        st.token = _open_set(st)
+        _open_set(st)
         return st
+
+    def _interleaved(self, stage: LiveStage, top: LiveStage | None) -> None:
+        """`stage` opened while `top`, open in another context, was the thread's innermost:
+        `stage` gets its task's lane now, and every open stage of `top`'s chain on this
+        thread gets its own when it closes (each closes in its own task)."""
+        _note_interleaving(stage)
+        log = stage.log
+        while top is not None and top.log is log and not top.end_ns:
+            if top.ref not in log.lanes:
+                if log.pending is None:
+                    log.pending = set()
+                log.pending.add(top.ref)
+            top = top.parent
 
     def _begin_stage(self, name: str, args: dict | None = None,
                      cat: str | None = None) -> LiveStage:
@@ -412,19 +446,25 @@ class CompileProfiler:
         are merged into its args. Without an open stage it does nothing (as upstream)."""
         if stage is None:
             stage = _open_get()
-            while stage is not None and (stage.end_ns or stage.log is None
-                                         or stage.log.prof is not self):
+            while stage is not None and (stage.end_ns or stage.log.prof is not self):
                 stage = stage.parent
             if stage is None:
                 return None
         elif stage.end_ns:
             return stage
-        if args:
-            stage._end_args = args
+        end = _pc()
+        stage.end_ns = end
+        log = stage.log
         if error is not None:
-            stage.__exit__(_Named(error), None, None)
+            stage._error = error
+        log.append((stage.ref, end, error, args) if args else
+                   (stage.ref, end, error) if error is not None else (stage.ref, end))
+        if log.top is stage:
+            log.top = stage.parent
+            if log.pending and stage.ref in log.pending:
+                _note_interleaving(stage)
         else:
-            stage.__exit__(None, None, None)
+            _note_interleaving(stage)
         return stage
 
     def add_stage_record(self, record: StageRecord) -> None:
@@ -432,7 +472,8 @@ class CompileProfiler:
         log = self._tls.log
         if log is None:
             log = self._register_thread()
-        log.append(_Inserted(record, _open_get()))
+        parent = _open_ancestor(_open_get())
+        log.append(_Inserted(record, NO_PARENT if parent is None else _parent_ref(self, parent)))
 
     def set_process_name(self, pid: int, name: str) -> None:
         """Name a process whose stages appear in this profile (e.g. a device child process)."""
@@ -445,6 +486,9 @@ class CompileProfiler:
         log.thread_name = threading.current_thread().name
         log.prof = self
         log.top = None
+        log.pending = None
+        log.lanes = {}
+        log.base = next(_log_ids) << 32
         with self._logs_lock:
             log.order = len(self._logs)
             self._logs.append(log)
@@ -454,7 +498,7 @@ class CompileProfiler:
     def bind(self, fn: F) -> F:
         """Wrap `fn` so that, on any thread, this profiler is current and its stages nest
         under the stage open here and now (use for thread-pool workers)."""
-        parent = _open_get()
+        parent = _open_ancestor(_open_get())
         anchor = _BOUND_ROOT if parent is None else parent
         prof = self
 
@@ -501,7 +545,7 @@ class CompileProfiler:
 
         found: dict[int, StageRecord] = {}
         build_stage_tree(self, self._snapshot(), records=found)
-        return found[id(stage)]
+        return found[stage.ref]
 
     def _end_ns(self) -> int | None:
         """When the profile ended (the profiler was exited), else None (still running)."""
@@ -563,15 +607,6 @@ class CompileProfiler:
         from pypto.compile_profiling.report import write_report
 
         write_report(self, report_dir)
-
-
-class _Named:
-    """Stands in for an exception type in `_end_stage(error=...)` (only `__name__` is read)."""
-
-    __slots__ = ("__name__",)
-
-    def __init__(self, name: str) -> None:
-        self.__name__ = name
 
 
 def bind_to_current(fn: F) -> F:

@@ -28,7 +28,7 @@ from collections import deque
 from typing import TYPE_CHECKING
 
 from pypto.compile_profiling.profiler import (
-    LiveStage,
+    NO_PARENT,
     StageRecord,
     _ThreadLog,
     lane_display_name,
@@ -88,7 +88,7 @@ class _TreeBuilder:
     def build(self, records: dict[int, StageRecord] | None) -> list[StageRecord]:
         recs, parents = self._records()
         if records is not None:
-            records.update((id(e), r) for e, r in recs)
+            records.update(self.by_ref)
         final = self._settle([r for _, r in recs], parents)
         roots: list[StageRecord] = []
         for rec in (r for _, r in recs):
@@ -99,41 +99,42 @@ class _TreeBuilder:
 
     # -- 1. records and their recorded parents -------------------------------------------
     def _records(self) -> tuple[list[tuple[object, StageRecord]], dict[int, object]]:
-        by_id: dict[int, StageRecord] = {}
-        entries: list[tuple[object, StageRecord]] = []
+        by_ref: dict[int, StageRecord] = {}
+        entries: list[tuple[object, StageRecord]] = []  # (log, record) in opening order
+        refs: list[int] = []  # parent ref of each entry
         new = StageRecord
         for log in self.logs:
-            pid, tid, tname = log.pid, log.tid, log.thread_name
-            for e in list(log):
-                if type(e) is LiveStage:
-                    end_ns = e.end_ns
-                    args = e.args
-                    extra = getattr(e, "_end_args", None)
-                    if extra:
-                        args = {**args, **extra} if args else dict(extra)
-                    elif args:
-                        args = dict(args)
-                    lane = e._lane or None
-                    rec = new(e.name, e.start_ns / 1e9, end_ns / 1e9, [], e.start_ns, end_ns,
-                              pid, tid, tname, e.cat or "", args or None,
-                              getattr(e, "_error", None), False, False,
-                              lane[0] if lane else "", lane[1] if lane else "")
-                else:
-                    rec = e.record
-                    self.inserted.add(id(rec))
-                by_id[id(e)] = rec
-                entries.append((e, rec))
+            pid, tid, tname, base, lanes = log.pid, log.tid, log.thread_name, log.base, log.lanes
+            for i, e in enumerate(list(log)):
+                if type(e) is tuple:
+                    if len(e) == 5:
+                        name, args, cat, start_ns, parent_ref = e
+                        lane = lanes.get(base + i)
+                        rec = new(name, start_ns / 1e9, 0.0, [], start_ns, 0, pid, tid, tname,
+                                  cat or "", dict(args) if args else None, None, False, False,
+                                  lane[0] if lane else "", lane[1] if lane else "")
+                        by_ref[base + i] = rec
+                        entries.append((log, rec))
+                        refs.append(parent_ref)
+                    else:
+                        rec = by_ref[e[0]]
+                        rec.end_ns, rec.end = e[1], e[1] / 1e9
+                        if len(e) > 2:
+                            if e[2] is not None:
+                                rec.error = e[2]
+                            if len(e) > 3 and e[3]:
+                                rec.args = {**(rec.args or {}), **e[3]}
+                else:  # _Inserted
+                    self.inserted.add(id(e.record))
+                    entries.append((log, e.record))
+                    refs.append(e.parent_ref)
+        self.by_ref = by_ref
         parents: dict[int, object] = {}  # id(rec) -> parent record, _BOUND or absent
-        for e, rec in entries:
-            p = e.parent
-            if p is not None:  # bound, or nested in another profiler's stage: top-level
-                parents[id(rec)] = _BOUND
-            while p is not None:
-                found = by_id.get(id(p))
-                if found is not None:
-                    parents[id(rec)] = found
-                    break
-                p = p.parent
+        for (_log, rec), ref in zip(entries, refs):
+            if ref == NO_PARENT:
+                continue
+            parent = by_ref.get(ref)
+            parents[id(rec)] = parent if parent is not None else _BOUND
         self._adopt_unbound(entries, parents)
         return entries, parents
 
@@ -141,13 +142,13 @@ class _TreeBuilder:
         """Top-level stages of threads other than the entering one go under the innermost
         stage of the entering thread open when they started (upstream's nesting)."""
         entry_tid, pid = self.prof._entry_tid, self.prof.pid
-        host = [rec for e, rec in entries
-                if type(e) is LiveStage and rec.tid == entry_tid and rec.pid == pid]
+        host = [rec for _log, rec in entries
+                if id(rec) not in self.inserted and rec.tid == entry_tid and rec.pid == pid]
         if not host:
             return
         host.sort(key=_start_key)
         starts = [r.start_ns for r in host]
-        for e, rec in entries:
+        for _log, rec in entries:
             if id(rec) in parents or rec.tid == entry_tid or rec.pid != pid:
                 continue
             i = bisect.bisect_right(starts, rec.start_ns) - 1
