@@ -140,7 +140,9 @@ class _EventEmitter:
                 if start > end:
                     start = end
             track = (pid, tid, lane)
-            if busy.get(track, -1) > start:  # overlaps an earlier sibling: a lane of its own
+            busy_until = busy.get(track)
+            if busy_until is not None and busy_until > start:
+                # overlaps an earlier sibling on its track: a lane of its own
                 n = 1
                 while busy.get((pid, tid, f"{lane}|{_OVERLAP}{n}"), -1) > start:
                     n += 1
@@ -148,7 +150,8 @@ class _EventEmitter:
                 base = lane_name or rec.thread_name or f"thread {tid}"
                 lane_name = f"{base} · {_OVERLAP} {n}"
                 track = (pid, tid, lane)
-            if busy.get(track, -1) < end:
+                busy_until = busy.get(track)
+            if busy_until is None or busy_until < end:
                 busy[track] = end
             if lane:
                 out_tid = self._lane_tid(pid, tid, lane, lane_name, start)

@@ -545,7 +545,7 @@ class CompileProfiler:
 
         found: dict[int, StageRecord] = {}
         build_stage_tree(self, self._snapshot(), records=found)
-        return found[stage.ref]
+        return found[stage.ref]  # keyed by ref
 
     def _end_ns(self) -> int | None:
         """When the profile ended (the profiler was exited), else None (still running)."""

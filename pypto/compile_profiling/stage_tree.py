@@ -75,49 +75,49 @@ def build_stage_tree(prof: CompileProfiler, logs: list[_ThreadLog],
             gc.enable()
 
 
-_BOUND = object()  # parent marker: bound where no stage was open -> stays top-level
+_TOP = -2  # parent index: top-level (bound where nothing was open, or another profiler's)
 
 
 class _TreeBuilder:
+    """Works on parallel lists indexed by opening order (records, parent index), so that
+    200,000 stages cost a few passes over lists rather than dictionaries keyed by id()."""
+
     def __init__(self, prof: CompileProfiler, logs: list[_ThreadLog]) -> None:
         self.prof = prof
         self.logs = logs
         self.end_ns = prof._end_ns()
-        self.inserted: set[int] = set()  # records timed elsewhere: kept where inserted
 
     def build(self, records: dict[int, StageRecord] | None) -> list[StageRecord]:
-        recs, parents = self._records()
+        recs, parent_ix, inserted, by_ref = self._records()
         if records is not None:
-            records.update(self.by_ref)
-        final = self._settle([r for _, r in recs], parents)
-        roots: list[StageRecord] = []
-        for rec in (r for _, r in recs):
-            parent = final.get(id(rec))
-            (parent.children if parent is not None else roots).append(rec)
+            records.update((ref, recs[i]) for ref, i in by_ref.items())
+        self._adopt_unbound(recs, parent_ix, inserted)
+        roots = self._settle(recs, parent_ix, inserted)
         _finish(roots)
         return roots
 
     # -- 1. records and their recorded parents -------------------------------------------
-    def _records(self) -> tuple[list[tuple[object, StageRecord]], dict[int, object]]:
-        by_ref: dict[int, StageRecord] = {}
-        entries: list[tuple[object, StageRecord]] = []  # (log, record) in opening order
-        refs: list[int] = []  # parent ref of each entry
+    def _records(self):
+        by_ref: dict[int, int] = {}  # ref -> index
+        recs: list[StageRecord] = []
+        refs: list[int] = []  # recorded parent ref of each record
+        inserted: set[int] = set()  # records timed elsewhere: kept where inserted
         new = StageRecord
+        append, ref_append = recs.append, refs.append
         for log in self.logs:
             pid, tid, tname, base, lanes = log.pid, log.tid, log.thread_name, log.base, log.lanes
             for i, e in enumerate(list(log)):
                 if type(e) is tuple:
                     if len(e) == 5:
                         name, args, cat, start_ns, parent_ref = e
-                        lane = lanes.get(base + i)
-                        rec = new(name, start_ns / 1e9, 0.0, [], start_ns, 0, pid, tid, tname,
-                                  cat or "", dict(args) if args else None, None, False, False,
-                                  lane[0] if lane else "", lane[1] if lane else "")
-                        by_ref[base + i] = rec
-                        entries.append((log, rec))
-                        refs.append(parent_ref)
+                        lane = lanes.get(base + i) if lanes else None
+                        by_ref[base + i] = len(recs)
+                        append(new(name, start_ns / 1e9, 0.0, [], start_ns, 0, pid, tid, tname,
+                                   cat or "", dict(args) if args else None, None, False, False,
+                                   lane[0] if lane else "", lane[1] if lane else ""))
+                        ref_append(parent_ref)
                     else:
-                        rec = by_ref[e[0]]
+                        rec = recs[by_ref[e[0]]]
                         rec.end_ns, rec.end = e[1], e[1] / 1e9
                         if len(e) > 2:
                             if e[2] is not None:
@@ -125,72 +125,71 @@ class _TreeBuilder:
                             if len(e) > 3 and e[3]:
                                 rec.args = {**(rec.args or {}), **e[3]}
                 else:  # _Inserted
-                    self.inserted.add(id(e.record))
-                    entries.append((log, e.record))
-                    refs.append(e.parent_ref)
-        self.by_ref = by_ref
-        parents: dict[int, object] = {}  # id(rec) -> parent record, _BOUND or absent
-        for (_log, rec), ref in zip(entries, refs):
-            if ref == NO_PARENT:
-                continue
-            parent = by_ref.get(ref)
-            parents[id(rec)] = parent if parent is not None else _BOUND
-        self._adopt_unbound(entries, parents)
-        return entries, parents
+                    inserted.add(len(recs))
+                    append(e.record)
+                    ref_append(e.parent_ref)
+        get = by_ref.get
+        parent_ix = [NO_PARENT if ref == NO_PARENT else get(ref, _TOP) for ref in refs]
+        return recs, parent_ix, inserted, by_ref
 
-    def _adopt_unbound(self, entries, parents: dict[int, object]) -> None:
+    def _adopt_unbound(self, recs, parent_ix, inserted) -> None:
         """Top-level stages of threads other than the entering one go under the innermost
         stage of the entering thread open when they started (upstream's nesting)."""
         entry_tid, pid = self.prof._entry_tid, self.prof.pid
-        host = [rec for _log, rec in entries
-                if id(rec) not in self.inserted and rec.tid == entry_tid and rec.pid == pid]
-        if not host:
+        orphans = [i for i, p in enumerate(parent_ix)
+                   if p == NO_PARENT and (recs[i].tid != entry_tid or recs[i].pid != pid)]
+        for i in orphans:
+            parent_ix[i] = _TOP
+        orphans = [i for i in orphans if recs[i].pid == pid]
+        if not orphans:
             return
-        host.sort(key=_start_key)
-        starts = [r.start_ns for r in host]
-        for _log, rec in entries:
-            if id(rec) in parents or rec.tid == entry_tid or rec.pid != pid:
-                continue
-            i = bisect.bisect_right(starts, rec.start_ns) - 1
-            candidate = host[i] if i >= 0 else None
-            while candidate is not None:
-                if candidate.end_ns == 0 or candidate.end_ns >= rec.start_ns:
-                    parents[id(rec)] = candidate
+        host = [i for i, r in enumerate(recs)
+                if r.tid == entry_tid and r.pid == pid and i not in inserted]
+        host.sort(key=lambda i: recs[i].start_ns)
+        starts = [recs[i].start_ns for i in host]
+        for i in orphans:
+            t = recs[i].start_ns
+            k = bisect.bisect_right(starts, t) - 1
+            candidate = host[k] if k >= 0 else -1
+            while candidate >= 0:
+                end = recs[candidate].end_ns
+                if end == 0 or end >= t:
+                    parent_ix[i] = candidate
                     break
-                up = parents.get(id(candidate))
-                candidate = up if isinstance(up, StageRecord) else None
+                candidate = parent_ix[candidate]
 
     # -- 2. interrupted, out of order, lanes ------------------------------------------------
-    def _settle(self, recs: list[StageRecord],
-                parents: dict[int, object]) -> dict[int, StageRecord | None]:
-        children: dict[int, list[StageRecord]] = {}
+    def _settle(self, recs, parent_ix, inserted) -> list[StageRecord]:
+        kids: dict[int, list[int]] = {}
         roots: list[StageRecord] = []
-        for rec in recs:
-            p = parents.get(id(rec))
-            if isinstance(p, StageRecord):
-                children.setdefault(id(p), []).append(rec)
+        queue: deque[int] = deque()
+        for i, p in enumerate(parent_ix):
+            if p >= 0:
+                kids.setdefault(p, []).append(i)
             else:
+                parent_ix[i] = -1
+                rec = recs[i]
+                self._close_abandoned(rec, None)
+                rec.lane, rec.lane_name = _lane_of(rec, None)
                 roots.append(rec)
-        final: dict[int, StageRecord | None] = {}
-        chain: dict[int, StageRecord | None] = {}  # parent in the final tree
-        queue = deque(roots)
-        for rec in roots:
-            chain[id(rec)] = None
-            self._close_abandoned(rec, None)
-            rec.lane, rec.lane_name = _lane_of(rec, None)
+                queue.append(i)
+        home_ix = parent_ix  # rewritten in place, top-down, into the final parent
         while queue:
-            rec = queue.popleft()
-            kids = children.get(id(rec))
-            if not kids:
+            p = queue.popleft()
+            children = kids.get(p)
+            if not children:
                 continue
-            for kid in kids:
-                self._close_abandoned(kid, rec)
-                home = rec if id(kid) in self.inserted else self._home(kid, rec, chain)
-                final[id(kid)] = home
-                chain[id(kid)] = home
+            parent = recs[p]
+            for i in children:
+                kid = recs[i]
+                self._close_abandoned(kid, parent)
+                h = p if i in inserted else self._home(kid, p, recs, home_ix)
+                home_ix[i] = h
+                home = recs[h] if h >= 0 else None
                 kid.lane, kid.lane_name = _lane_of(kid, home)
-                queue.append(kid)
-        return final
+                (home.children if home is not None else roots).append(kid)
+                queue.append(i)
+        return roots
 
     def _close_abandoned(self, rec: StageRecord, parent: StageRecord | None) -> None:
         if rec.end_ns:
@@ -206,11 +205,13 @@ class _TreeBuilder:
         rec.end_ns, rec.end, rec.interrupted = end, end / 1e9, True
 
     @staticmethod
-    def _home(rec: StageRecord, parent: StageRecord,
-              chain: dict[int, StageRecord | None]) -> StageRecord | None:
-        """`parent`, or its nearest ancestor on the same thread that holds `rec`."""
-        home: StageRecord | None = parent
-        while home is not None and _same_thread(rec, home) and home.end_ns:
+    def _home(rec: StageRecord, h: int, recs, home_ix) -> int:
+        """Index of the parent `h`, or of its nearest ancestor on the same thread that holds
+        `rec` (-1: none, top-level)."""
+        while h >= 0:
+            home = recs[h]
+            if not home.end_ns or not _same_thread(rec, home):
+                break
             if rec.start_ns >= home.end_ns:
                 pass  # started after it ended: not inside
             elif rec.end_ns > home.end_ns:
@@ -218,8 +219,8 @@ class _TreeBuilder:
                     home.out_of_order = True  # closed while this stage was still open
             else:
                 break
-            home = chain.get(id(home))
-        return home
+            h = home_ix[h]
+        return h
 
 
 def _same_thread(a: StageRecord, b: StageRecord) -> bool:
