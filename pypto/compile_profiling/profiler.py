@@ -401,8 +401,8 @@ class CompileProfiler:
         if log is None:
             log = self._register_thread()
         parent = _open_get()
-        if parent is not None and parent.end_ns:
-            parent = _open_ancestor(parent)
+        while parent is not None and parent.end_ns:  # a closed stage lingers: skip up
+            parent = parent.parent
         st = LiveStage()
         st.log = log
         st.parent = parent
@@ -435,10 +435,10 @@ class CompileProfiler:
                 log.pending.add(top.ref)
             top = top.parent
 
-    def _begin_stage(self, name: str, args: dict | None = None,
-                     cat: str | None = None) -> LiveStage:
-        """Open a stage (for split before/after callbacks such as a pass instrument); returns it."""
-        return self.stage(name, args, cat)
+    # _begin_stage(name, args=None, cat=None) -> LiveStage: open a stage without `with` (for
+    # split before/after callbacks such as a pass instrument). The same function as `stage`
+    # (an alias, not a call: one Python call less per stage).
+    _begin_stage = stage
 
     def _end_stage(self, args: dict | None = None, error: str | None = None, *,
                    stage: LiveStage | None = None) -> LiveStage | None:
