@@ -241,7 +241,9 @@ def profile_trace(prof: CompileProfiler) -> dict:
 def write_chrome_trace(prof: CompileProfiler, path: str | os.PathLike,
                        stages: list[StageRecord] | None = None) -> None:
     """Stream the trace to `path` atomically (temp file beside it, then rename)."""
-    with atomic_writer(path, "w") as f:
+    from pypto.compile_profiling.stage_tree import gc_paused
+
+    with gc_paused(), atomic_writer(path, "w", errors="backslashreplace") as f:
         write_trace_to(f, prof, stages)
 
 

@@ -144,13 +144,15 @@ def write_report(prof: CompileProfiler, report_dir: str | os.PathLike) -> None:
     """Write the summary, the JSON tree and `trace.json` into `report_dir`, all or nothing:
     the directory holds the previous complete set or the new one (`replace_file_set`)."""
     from pypto.compile_profiling.chrome_trace import write_trace_to
+    from pypto.compile_profiling.stage_tree import gc_paused
 
-    stages = prof.stages
-    total = prof.total_seconds_of(stages)
-    summary = format_summary(stages, total)
-    tree = format_profile_json(profile_dict(prof, stages))
-    replace_file_set(report_dir, {
-        REPORT_TEXT: lambda f: f.write(summary),
-        REPORT_JSON: lambda f: f.write(tree),
-        TRACE_JSON: lambda f: write_trace_to(f, prof, stages),
-    })
+    with gc_paused():
+        stages = prof.stages
+        total = prof.total_seconds_of(stages)
+        summary = format_summary(stages, total)
+        tree = format_profile_json(profile_dict(prof, stages))
+        replace_file_set(report_dir, {
+            REPORT_TEXT: lambda f: f.write(summary),
+            REPORT_JSON: lambda f: f.write(tree),
+            TRACE_JSON: lambda f: write_trace_to(f, prof, stages),
+        })
