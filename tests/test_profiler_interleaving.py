@@ -177,6 +177,15 @@ def test_keyboard_interrupt_through_a_stage_closes_and_flags_it():
     assert not work.is_open and work.error == "KeyboardInterrupt"
 
 
+def run_profiled(tmp_path, program):
+    """`program` in a fresh interpreter with PYPTO_COMPILE_PROFILING=1 (profile dir: prof/)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYPTO_COMPILE_PROFILING")}
+    env.update(PYTHONPATH=str(REPO), PYPTO_COMPILE_PROFILING="1",
+               PYPTO_COMPILE_PROFILING_DIR=str(tmp_path / "prof"))
+    return subprocess.run([sys.executable, "-c", program], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60, check=False)
+
+
 FORK_PROGRAM = """
 import os, sys
 from pypto.compile_profiling import get_active_profiler
@@ -199,11 +208,7 @@ print(pid)
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 def test_forked_child_writes_its_own_profile_under_its_own_pid(tmp_path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYPTO_COMPILE_PROFILING")}
-    env.update(PYTHONPATH=str(REPO), PYPTO_COMPILE_PROFILING="1",
-               PYPTO_COMPILE_PROFILING_DIR=str(tmp_path / "prof"))
-    proc = subprocess.run([sys.executable, "-c", FORK_PROGRAM], env=env, cwd=tmp_path,
-                          capture_output=True, text=True, timeout=60, check=False)
+    proc = run_profiled(tmp_path, FORK_PROGRAM)
     assert proc.returncode == 0, proc.stderr
     child_pid = int(proc.stdout.strip())
     parent = json.loads((tmp_path / "prof" / "pipeline_profile.json").read_text())
@@ -236,11 +241,7 @@ print("OFF")
 
 
 def test_refresh_from_environment_switches_every_thread(tmp_path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYPTO_COMPILE_PROFILING")}
-    env.update(PYTHONPATH=str(REPO), PYPTO_COMPILE_PROFILING="1",
-               PYPTO_COMPILE_PROFILING_DIR=str(tmp_path / "prof"))
-    proc = subprocess.run([sys.executable, "-c", REFRESH_PROGRAM], env=env, cwd=tmp_path,
-                          capture_output=True, text=True, timeout=60, check=False)
+    proc = run_profiled(tmp_path, REFRESH_PROGRAM)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "OFF"
     assert not (tmp_path / "prof").exists()  # nobody records into an unwritten profile
