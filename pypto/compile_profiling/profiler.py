@@ -149,7 +149,8 @@ class LiveStage:
 
     The handle itself is short-lived: the thread log keeps plain tuples (which the garbage
     collector stops tracking), so a long profile does not fill the collector's generations
-    with live objects (at 200,000 stages that cost more than the recording itself).
+    with live objects: recording 200,000 stages cost 8.3x the floor per stage with the
+    handles kept in the log, 5.5x with tuples (one run of the same loop, loaded host).
     `ref` names the stage in its log (`log.base + index`), `parent` is the innermost open
     stage of the same context when this one opened.
     """
