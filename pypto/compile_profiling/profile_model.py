@@ -30,6 +30,8 @@ class Stage:
     args: dict | None = None
     error: str | None = None
     is_open: bool = False
+    interrupted: bool = False       # never closed: closed at its parent's (or the profile's) end
+    out_of_order: bool = False      # closed while a stage opened inside it was still open
 
     @property
     def duration_ns(self) -> int:
@@ -70,7 +72,8 @@ def stages_from_records(records: list[StageRecord], now_ns: int) -> list[Stage]:
             is_open = r.end <= 0
             end = now_ns if is_open else r.end_ns
             st = Stage(r.name, r.start_ns, max(end, r.start_ns), [], r.pid, r.tid,
-                       r.thread_name, r.cat, r.args, r.error, is_open)
+                       r.thread_name, r.cat, r.args, r.error, is_open, r.interrupted,
+                       r.out_of_order)
             out.append(st)
             if r.children:
                 work.append((r.children, st.children))

@@ -9,16 +9,16 @@ self time of each stage, folded families of repeated stages and an "(unaccounted
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import time
 from typing import TYPE_CHECKING, Any
 
 import pypto
-from pypto.compile_profiling.atomic_io import atomic_write_text, ensure_dir
+from pypto.compile_profiling.atomic_io import replace_file_set
 from pypto.compile_profiling.profile_model import Profile, stages_from_records
 from pypto.compile_profiling.profile_view import UNACCOUNTED, Row, unaccounted_ns, view_rows
+from pypto.compile_profiling.safe_json import dumps
 
 if TYPE_CHECKING:
     from pypto.compile_profiling.profiler import CompileProfiler, StageRecord
@@ -97,7 +97,7 @@ def _line(label: str, width: int, total_ns: int, self_ns: int, profile_ns: int) 
 def _row_extra(row: Row) -> str:
     if not row.folded:  # fast path for the usual single finished stage
         m = row.members[0]
-        if m.error is None and not m.is_open:
+        if m.error is None and not (m.is_open or m.interrupted or m.out_of_order):
             return ""
     extra = ""
     if row.folded:
@@ -106,13 +106,17 @@ def _row_extra(row: Row) -> str:
         extra += f"  FAILED ({row.failed})"
     if row.still_open:
         extra += "  (still open)"
+    if any(m.interrupted for m in row.members):
+        extra += "  (interrupted)"
+    if any(m.out_of_order for m in row.members):
+        extra += "  (closed out of order)"
     return extra
 
 
-_encode = json.JSONEncoder(ensure_ascii=False, default=str).encode
+_encode = dumps
 
 
-def format_profile_json(data: dict[str, Any]) -> str:
+def format_profile_json(data: dict[str, Any], unit: str = "  ") -> str:
     """`pipeline_profile.json` text: one stage per line, children indented below their parent.
 
     As readable as `indent=2` for a stage tree, and several times faster to produce (the C
@@ -120,33 +124,57 @@ def format_profile_json(data: dict[str, Any]) -> str:
     """
     head = {k: v for k, v in data.items() if k != "stages"}
     out = [_encode(head)[:-1] + ', "stages": [']
-    _stage_lines(out, data["stages"], "  ")
+    _stage_lines(out, data["stages"], unit, unit)
     out.append("]}")
     return "\n".join(out) + "\n"
 
 
-def _stage_lines(out: list[str], stages: list[dict], indent: str) -> None:
-    last = len(stages) - 1
-    for i, stage in enumerate(stages):
+def _stage_lines(out: list[str], stages: list[dict], indent: str, unit: str = "  ") -> None:
+    """One line per stage, children indented below their parent. Iterative (any depth):
+    the stack holds sibling lists still to write and closing lines still to emit."""
+    stack: list = [(stages, 0, indent)]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            out.append(item)
+            continue
+        siblings, i, pad = item
+        if i >= len(siblings):
+            continue
+        stage = siblings[i]
+        comma = "" if i == len(siblings) - 1 else ","
+        stack.append((siblings, i + 1, pad))
         children = stage["children"]
         fields = _encode({k: v for k, v in stage.items() if k != "children"})[:-1]
-        comma = "," if i < last else ""
         if children:
-            out.append(f'{indent}{fields}, "children": [')
-            _stage_lines(out, children, indent + "  ")
-            out.append(f"{indent}]}}{comma}")
+            out.append(f'{pad}{fields}, "children": [')
+            stack.append(f"{pad}]}}{comma}")
+            stack.append((children, 0, pad + unit))
         else:
-            out.append(f'{indent}{fields}, "children": []}}{comma}')
+            out.append(f'{pad}{fields}, "children": []}}{comma}')
+
+
+def json_text(data: dict[str, Any], indent: int | None = 2) -> str:
+    """A profile dict as JSON text: one stage per line (indented by `indent` per depth), or
+    all on one line when `indent` is None. Any depth, strict JSON whatever the args hold."""
+    if indent is None:
+        return "".join(format_profile_json(data, "").splitlines())
+    return format_profile_json(data, " " * indent)[:-1]
 
 
 def write_report(prof: CompileProfiler, report_dir: str | os.PathLike) -> None:
-    """Write the summary, the JSON tree and `trace.json` into `report_dir`, each atomically."""
-    from pypto.compile_profiling.chrome_trace import write_chrome_trace
+    """Write the summary, the JSON tree and `trace.json` into `report_dir`, all or nothing:
+    the directory holds the previous complete set or the new one (`replace_file_set`)."""
+    from pypto.compile_profiling.chrome_trace import write_trace_to
+    from pypto.compile_profiling.stage_tree import gc_paused
 
-    directory = ensure_dir(report_dir)
-    stages = prof.stages
-    total = prof.total_seconds_of(stages)
-    atomic_write_text(directory / REPORT_TEXT, format_summary(stages, total))
-    data = profile_dict(prof, stages)
-    atomic_write_text(directory / REPORT_JSON, format_profile_json(data))
-    write_chrome_trace(prof, directory / TRACE_JSON, stages=stages)
+    with gc_paused():
+        stages = prof.stages
+        total = prof.total_seconds_of(stages)
+        summary = format_summary(stages, total)
+        tree = format_profile_json(profile_dict(prof, stages))
+        replace_file_set(report_dir, {
+            REPORT_TEXT: lambda f: f.write(summary),
+            REPORT_JSON: lambda f: f.write(tree),
+            TRACE_JSON: lambda f: write_trace_to(f, prof, stages),
+        })
