@@ -6,9 +6,10 @@ report/pipeline_profile.{txt,json} + trace.json written). Each repetition runs a
 rotating order, and the overhead is the median of the per-repetition differences against
 `off` (paired, so drift on a shared machine cancels) over the median `off` time. Times are
 process CPU time of all threads (steadier than wall time on a loaded host); wall medians are
-printed too. Target: `on` overhead < 2% for the 64-kernel program. Because whole-compile
-differences are noisy on a shared host, the profiler's own work (recording the same number
-of stages, and writing the report of a real 64-kernel profile) is also timed directly.
+printed too. Target: `on` overhead < 1% for the 64-kernel program, report writing included.
+Because whole-compile differences are noisy on a shared host, the profiler's own work
+(recording the same number of stages, and writing the report of a real 64-kernel profile) is
+also timed directly.
 
     python3 benchmarks/bench_compile.py [--reps 21] [--workers N]
 """
@@ -30,7 +31,7 @@ from pypto import ir
 from pypto.compile_profiling import CompileProfiler, get_active_profiler
 from pypto.ir.visit import program_size
 
-TARGET_PERCENT = 2.0
+TARGET_PERCENT = 1.0
 MODES = ("off", "record", "on")
 
 

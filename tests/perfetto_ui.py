@@ -483,6 +483,13 @@ class PerfettoUI:
         assert self._server is not None, "PerfettoUI not started"
         return self._server.origin
 
+    @property
+    def browser(self) -> Any:
+        """The session's headless Chromium (Playwright `Browser`), for tests of other pages:
+        Playwright's sync API allows one running instance per thread."""
+        assert self._browser is not None, "PerfettoUI not started"
+        return self._browser
+
     def start(self) -> None:
         problem = missing_requirements()
         if problem is not None:

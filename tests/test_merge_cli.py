@@ -250,10 +250,10 @@ def test_open_stops_on_ctrl_c(tmp_path):
                             env=dict(os.environ, BROWSER="true"))
     try:
         assert proc.stdout.readline().startswith("https://ui.perfetto.dev/")
-        time.sleep(0.3)
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=20) == 0
-        assert "Traceback" not in proc.stderr.read()
+        assert proc.wait(timeout=20) == 130
+        err = proc.stderr.read()
+        assert "Traceback" not in err and err.splitlines()[-1] == "interrupted"
         assert out.exists()
     finally:
         if proc.poll() is None:

@@ -59,3 +59,40 @@ def test_compile_trace_loads_in_perfetto_with_expected_counts(tmp_path, perfetto
     assert by_name["parse"]["ts"] == prof.stages[0].start_ns  # ns precision survives
     assert trace.slice_args("UnrollLoops")["args.path"] == "passes/UnrollLoops"
     assert unroll.name == "UnrollLoops"
+
+
+@pytest.mark.perfetto_ui
+def test_asyncio_tasks_each_get_a_lane_in_perfetto(tmp_path, perfetto_ui):
+    import asyncio
+
+    with CompileProfiler() as prof:
+        async def work(i):
+            with prof.stage(f"fetch:{i}"):
+                await asyncio.sleep(0.001 * (6 - i))
+                with prof.stage(f"parse:{i}"):
+                    await asyncio.sleep(0)
+
+        async def main():
+            with prof.stage("gather"):
+                await asyncio.gather(*(asyncio.create_task(work(i), name=f"worker-{i}")
+                                       for i in range(6)))
+
+        # the Playwright driver runs an event loop on this thread: give asyncio its own
+        loop_thread = threading.Thread(target=asyncio.run, args=(main(),), name="async-loop")
+        loop_thread.start()
+        loop_thread.join()
+    prof.write_report(tmp_path)
+
+    trace = perfetto_ui.load(tmp_path / "trace.json")
+    assert trace.import_errors() == []
+    slices = trace.slices()
+    assert len(slices) == 13
+    by_name = {s["name"]: s for s in slices}
+    fetch_tracks = {by_name[f"fetch:{i}"]["track_id"] for i in range(6)}
+    assert len(fetch_tracks) == 6 and by_name["gather"]["track_id"] not in fetch_tracks
+    for i in range(6):
+        fetch, parse = by_name[f"fetch:{i}"], by_name[f"parse:{i}"]
+        assert fetch["depth"] == 0 and parse["depth"] == 1
+        assert parse["track_id"] == fetch["track_id"] and parse["parent_id"] == fetch["id"]
+        assert fetch["thread_name"].startswith(f"async-loop · worker-{i} (")
+        assert fetch["pid"] == os.getpid()

@@ -18,7 +18,12 @@ from test_merge_inputs import (
     kernel_names,
 )
 
-from pypto.compile_profiling.trace_merge import format_for_path, merge_traces, write_timeline
+from pypto.compile_profiling.trace_merge import (
+    format_for_path,
+    merge_traces,
+    profile_to_timeline,
+    write_timeline,
+)
 from pypto.errors import ProfileWriteError, TraceInputError
 
 pytestmark = pytest.mark.skipif(not CASES, reason="no Simpler fixtures on this machine")
@@ -377,3 +382,28 @@ def test_sublanes_follow_the_first_fit_definition(allow_nesting):
         assert got == _walk_all(start.tolist(), end.tolist(), allow_nesting)
 
     check()
+
+
+def test_interleaved_asyncio_stages_are_lanes_of_their_thread(tmp_path):
+    """The profiler gives interleaving asyncio tasks lanes (`otherData.lanes`): the merge and
+    the Perfetto export draw them as lanes of the real process, not as made-up threads."""
+    import asyncio
+
+    from pypto.compile_profiling import CompileProfiler
+
+    async def work(prof, i):
+        with prof.stage(f"task{i}"):
+            await asyncio.sleep(0)
+
+    async def run_all(prof):
+        await asyncio.gather(*(work(prof, i) for i in range(3)))
+
+    with CompileProfiler() as prof:
+        asyncio.run(run_all(prof))
+    prof.write_report(tmp_path)
+    for tl in (merge_traces([tmp_path / "trace.json"]).timeline, profile_to_timeline(prof)):
+        lanes = [t for t in tl.tracks if t.os_tid is None]
+        assert len(lanes) == 3 and all(" · " in t.name for t in lanes)
+        assert all(t.process.os_pid == t.process.pid == prof.pid for t in lanes)
+        assert sorted(s.name for s in tl.slices() if s.track in lanes) == ["task0", "task1",
+                                                                           "task2"]

@@ -485,7 +485,7 @@ def test_proto_numpy_text_and_bool_values_in_list_columns():
 @pytest.mark.parametrize("writer", [write_chrome_json, write_perfetto_trace])
 def test_write_errors_are_one_profile_write_error(tmp_path, writer):
     (tmp_path / "dir.out").mkdir()
-    with pytest.raises(ProfileWriteError, match="dir.out: cannot write"):
+    with pytest.raises(ProfileWriteError, match="dir.out: is a directory, not a regular file: refusing to replace it"):
         writer(sample_timeline(), tmp_path / "dir.out")
     assert os.listdir(tmp_path) == ["dir.out"]  # no temp file left
 

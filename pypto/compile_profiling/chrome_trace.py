@@ -18,12 +18,13 @@ from typing import TYPE_CHECKING
 
 import pypto
 from pypto.compile_profiling.atomic_io import atomic_writer
+from pypto.compile_profiling.safe_json import dumps
 
 if TYPE_CHECKING:
     from pypto.compile_profiling.profiler import CompileProfiler, StageRecord
 
 CLOCK_NAME = "CLOCK_MONOTONIC"
-_dumps = json.JSONEncoder(ensure_ascii=False, default=str).encode
+_dumps = dumps
 
 
 def clock_anchor() -> dict[str, int]:
@@ -52,6 +53,11 @@ def _write_trace(prof: CompileProfiler, stages: list[StageRecord], write) -> Non
     total = prof.total_seconds_of(stages)
     now_ns = time.perf_counter_ns()
     anchor = clock_anchor()
+    emitter = _EventEmitter(write, now_ns, total)
+    write('{"displayTimeUnit":"ms","traceEvents":[\n')
+    emitter.emit(stages)
+    emitter.flush()
+    write((",\n" if emitter.any_written else "") + _metadata_text(prof, emitter))
     other = {
         "clock": CLOCK_NAME,
         "clock_anchor": anchor,
@@ -61,17 +67,21 @@ def _write_trace(prof: CompileProfiler, stages: list[StageRecord], write) -> Non
         "total_seconds": round(total, 6),
         "producer": "pypto.compile_profiling",
     }
-    write('{"displayTimeUnit":"ms","otherData":' + _dumps(other) + ',"traceEvents":[\n')
-    emitter = _EventEmitter(write, now_ns, total)
-    emitter.emit(stages, "", None, {})
-    emitter.flush()
-    write((",\n" if emitter.any_written else "") + _metadata_text(prof, emitter.threads))
-    write("\n]}\n")
+    if emitter.lane_tids:
+        other["lanes"] = {str(t): {"pid": pid, "tid": tid, "lane": lane}
+                          for (pid, tid, lane), t in emitter.lane_tids.items()}
+    write('\n],"otherData":' + _dumps(other) + "}\n")
+
+
+# Lanes under a thread (an asyncio task's, or stages that overlap without nesting) get tids of
+# their own, above any real Linux thread id (pid_max is at most 2**22).
+LANE_TID_BASE = 1 << 30
+_OVERLAP = "overlap"
 
 
 class _EventEmitter:
-    """Turns the stage tree into `X` events; names, categories and paths repeat a lot, so each
-    is JSON-encoded once (paths per parent, so no path string is built per event)."""
+    """Turns the stage tree into `X` events, without recursion (any depth). Names, categories
+    and paths repeat a lot, so each is JSON-encoded once (paths per parent)."""
 
     def __init__(self, write, now_ns: int, total: float) -> None:
         self.write = write
@@ -79,6 +89,8 @@ class _EventEmitter:
         self.share_base = total * 1e9 / 100 if total > 0 else 0.0
         self.events: list[str] = []
         self.threads: dict[tuple[int, int], tuple[str, int]] = {}  # -> (name, first start)
+        self.lane_tids: dict[tuple[int, int, str], int] = {}
+        self.lane_names: dict[int, tuple[int, int, str, int]] = {}  # tid -> (pid, thread, name, start)
         self.cats: dict[str, str] = {}
         self.any_written = False
 
@@ -89,31 +101,65 @@ class _EventEmitter:
             self.any_written = True
             self.events.clear()
 
-    def emit(self, records: list[StageRecord], prefix: str,
-             window: tuple[int, int, int, int] | None, names: dict) -> None:
+    def _lane_tid(self, pid: int, tid: int, lane: str, name: str, start: int) -> int:
+        key = (pid, tid, lane)
+        t = self.lane_tids.get(key)
+        if t is None:
+            t = self.lane_tids[key] = LANE_TID_BASE + len(self.lane_tids)
+            self.lane_names[t] = (pid, tid, name, start)
+        return t
+
+    def emit(self, roots: list[StageRecord]) -> None:
+        # frame: (records, next index, path prefix, clamp window, name cache, track busy-until)
+        stack: list[list] = [[roots, 0, "", None, {}, {}]]
         events, append, threads, cats = self.events, self.events.append, self.threads, self.cats
         share_base, now_ns = self.share_base, self.now_ns
-        last_lane = None
-        for rec in records:
+        while stack:
+            frame = stack[-1]
+            records, i = frame[0], frame[1]
+            if i >= len(records):
+                stack.pop()
+                continue
+            frame[1] = i + 1
+            prefix, window, names, busy = frame[2], frame[3], frame[4], frame[5]
+            rec = records[i]
             pid, tid = rec.pid, rec.tid
             start = rec.start_ns
             is_open = rec.end <= 0
             end = now_ns if is_open else rec.end_ns
             if end < start:
                 end = start
-            if window is not None and window[1] == tid and window[0] == pid:
+            lane, lane_name = rec.lane, rec.lane_name
+            if window is not None and window[0] == pid and window[1] == tid and window[4] == lane:
+                lane = window[5]  # a parent moved to an overlap lane takes its subtree along
+                lane_name = window[6]
                 if start < window[2]:
                     start = window[2]
                 if end > window[3]:
                     end = window[3]
                 if start > end:
                     start = end
-            lane = (pid, tid)
-            if lane != last_lane:
-                known = threads.get(lane)
+            track = (pid, tid, lane)
+            busy_until = busy.get(track)
+            if busy_until is not None and busy_until > start:
+                # overlaps an earlier sibling on its track: a lane of its own
+                n = 1
+                while busy.get((pid, tid, f"{lane}|{_OVERLAP}{n}"), -1) > start:
+                    n += 1
+                lane = f"{lane}|{_OVERLAP}{n}"
+                base = lane_name or rec.thread_name or f"thread {tid}"
+                lane_name = f"{base} · {_OVERLAP} {n}"
+                track = (pid, tid, lane)
+                busy_until = busy.get(track)
+            if busy_until is None or busy_until < end:
+                busy[track] = end
+            if lane:
+                out_tid = self._lane_tid(pid, tid, lane, lane_name, start)
+            else:
+                out_tid = tid
+                known = threads.get((pid, tid))
                 if known is None or start < known[1]:
-                    threads[lane] = (rec.thread_name or (known[0] if known else ""), start)
-                last_lane = lane
+                    threads[(pid, tid)] = (rec.thread_name or (known[0] if known else ""), start)
             name = rec.name
             entry = names.get(name)
             if entry is None:
@@ -128,27 +174,35 @@ class _EventEmitter:
                 args += ',"share_pct":%.3f' % ((end - start) / share_base)
             if rec.args:
                 extra = _dumps(rec.args)
-                if len(extra) > 2:
+                if extra.startswith("{") and len(extra) > 2:
                     args += "," + extra[1:-1]
             if rec.error is not None:
                 args += ',"failed":true,"error":' + _dumps(rec.error)
             if is_open:
                 args += ',"open":true'
+            if rec.out_of_order:
+                args += ',"out_of_order":true'
+            if rec.interrupted:
+                args += ',"interrupted":true'
             dur = end - start
             append('{"ph":"X","name":%s,"cat":%s,"ts":%d.%03d,"dur":%d.%03d,"pid":%d,"tid":%d,'
                    '"args":%s}}' % (entry[0], cat_json, start // 1000, start % 1000,
-                                    dur // 1000, dur % 1000, pid, tid, args))
+                                    dur // 1000, dur % 1000, pid, out_tid, args))
             if len(events) >= 8192:
                 self.flush()
             if rec.children:
-                self.emit(rec.children, entry[1], (pid, tid, start, end), entry[3])
-                last_lane = None
+                stack.append([rec.children, 0, entry[1],
+                              (pid, tid, start, end, rec.lane, lane, lane_name), entry[3], {}])
 
 
-def _metadata_text(prof: CompileProfiler, threads: dict) -> str:
-    """`M` events naming the processes and threads; the main thread sorts first."""
+def _metadata_text(prof: CompileProfiler, emitter: _EventEmitter) -> str:
+    """`M` events naming the processes and threads; the main thread sorts first, and each
+    lane sorts right after its thread."""
+    threads = emitter.threads
+    lanes = emitter.lane_names
     meta: list[dict] = []
-    pids = sorted({pid for pid, _ in threads} | {prof.pid}, key=lambda p: (p != prof.pid, p))
+    pids = sorted({pid for pid, _ in threads} | {p for p, _, _, _ in lanes.values()} | {prof.pid},
+                  key=lambda p: (p != prof.pid, p))
     for index, pid in enumerate(pids):
         name = prof.process_names.get(pid, "PyPTO process")
         meta.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0,
@@ -156,9 +210,15 @@ def _metadata_text(prof: CompileProfiler, threads: dict) -> str:
         meta.append({"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0,
                      "args": {"sort_index": index}})
     main_tid = threading.main_thread().native_id
-    ordered = sorted(threads.items(),
-                     key=lambda kv: (kv[0][0], kv[0][1] not in (kv[0][0], main_tid), kv[1][1]))
-    for index, ((pid, tid), (name, _start)) in enumerate(ordered):
+    rows = {key: (key[1], name, start, 0, "") for key, (name, start) in threads.items()}
+    for out_tid, (pid, tid, name, start) in lanes.items():
+        rows[(pid, out_tid)] = (tid, name, start, 1, name)
+    firsts = {(pid, owner): start for (pid, _t), (owner, _n, start, lane, _) in rows.items()
+              if not lane}
+    ordered = sorted(rows.items(), key=lambda kv: (
+        kv[0][0], kv[1][0] not in (kv[0][0], main_tid),
+        firsts.get((kv[0][0], kv[1][0]), kv[1][2]), kv[1][0], kv[1][3], kv[1][2]))
+    for index, ((pid, tid), (_owner, name, _start, _lane, _)) in enumerate(ordered):
         meta.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
                      "args": {"name": name or f"thread {tid}"}})
         meta.append({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid,
@@ -181,5 +241,12 @@ def profile_trace(prof: CompileProfiler) -> dict:
 def write_chrome_trace(prof: CompileProfiler, path: str | os.PathLike,
                        stages: list[StageRecord] | None = None) -> None:
     """Stream the trace to `path` atomically (temp file beside it, then rename)."""
-    with atomic_writer(path, "w") as f:
-        _write_trace(prof, prof.stages if stages is None else stages, f.write)
+    from pypto.compile_profiling.stage_tree import gc_paused
+
+    with gc_paused(), atomic_writer(path, "w", errors="backslashreplace") as f:
+        write_trace_to(f, prof, stages)
+
+
+def write_trace_to(f, prof: CompileProfiler, stages: list[StageRecord] | None = None) -> None:
+    """Write the trace's text to the open text file `f`."""
+    _write_trace(prof, prof.stages if stages is None else stages, f.write)

@@ -14,14 +14,20 @@ Every problem is a `TraceInputError(path, problem)`: one line, naming the path.
 from __future__ import annotations
 
 import errno
+import json
 import os
+import re
 import stat
+import zlib
 from collections.abc import Iterable
 from typing import BinaryIO
 
+import orjson
+
 from pypto.errors import OutputPathError, TraceInputError
 
-__all__ = ["MAX_INPUT_BYTES", "check_input_dir", "entry_is_dir", "list_input_dir", "open_input",
+__all__ = ["MAX_INPUT_BYTES", "check_input_dir", "entry_is_dir", "list_input_dir",
+           "load_json_input", "open_input", "open_regular_fd", "parse_json_bytes",
            "read_input_bytes", "refuse_output_among_inputs", "sniff_json", "sniff_text",
            "special_kind", "stat_input"]
 
@@ -96,7 +102,7 @@ def list_input_dir(path: str | os.PathLike) -> list[os.DirEntry]:
     return entries
 
 
-def _open_regular(path) -> int:
+def open_regular_fd(path: str | os.PathLike) -> int:
     """A read-only fd of `path`, which must be a regular file (checked before and after the
     open, which never blocks)."""
     st = stat_input(path)
@@ -121,7 +127,7 @@ def _open_regular(path) -> int:
 def open_input(path: str | os.PathLike) -> BinaryIO:
     """The regular file `path` opened for reading (binary, unbuffered), for readers that
     read it piece by piece; anything else is a TraceInputError."""
-    return os.fdopen(_open_regular(path), "rb", buffering=0)
+    return os.fdopen(open_regular_fd(path), "rb", buffering=0)
 
 
 def check_input_dir(path: str | os.PathLike) -> None:
@@ -138,15 +144,26 @@ def check_input_dir(path: str | os.PathLike) -> None:
 
 
 def read_input_bytes(path: str | os.PathLike, *, sniff=None,
-                     max_bytes: int | None = None) -> bytes:
+                     max_bytes: int | None = None, gunzip: bool = False) -> bytes:
     """The bytes of the regular file `path`, read in one piece of its known size.
 
     `sniff(head) -> problem | None` looks at the first bytes before the rest is read, so
-    garbage is refused early. Bigger than `max_bytes` (default `MAX_INPUT_BYTES`, the
-    machine's memory), special or unreadable files raise TraceInputError.
+    garbage is refused early (a gzip file is sniffed after decompression). Bigger than
+    `max_bytes` (default `MAX_INPUT_BYTES`, the machine's memory; decompressed too),
+    special or unreadable files raise TraceInputError. `gunzip`: a gzip file (by its magic
+    bytes, whatever its name) is decompressed.
     """
+    if gunzip:
+        data = read_input_bytes(path, max_bytes=max_bytes)
+        if data[:2] == _GZIP_MAGIC:
+            limit = MAX_INPUT_BYTES if max_bytes is None else max_bytes
+            data = _gunzip(data, path, limit or (1 << 62))
+        problem = sniff(data[:_SNIFF_BYTES]) if sniff is not None and data else None
+        if problem:
+            raise TraceInputError(path, problem)
+        return data
     limit = MAX_INPUT_BYTES if max_bytes is None else max_bytes
-    fd = _open_regular(path)
+    fd = open_regular_fd(path)
     with os.fdopen(fd, "rb", buffering=0) as f:
         try:
             size = os.fstat(fd).st_size
@@ -162,6 +179,65 @@ def read_input_bytes(path: str | os.PathLike, *, sniff=None,
             return f.readall()
         except OSError as exc:
             raise _os_problem(path, exc, "read") from None
+
+
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+def _gunzip(data: bytes, path, limit: int) -> bytes:
+    """Every gzip member of `data`, decompressed; at most `limit` bytes."""
+    out, size = [], 0
+    while data:
+        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        try:
+            chunk = d.decompress(data, limit + 1 - size)
+        except zlib.error as exc:
+            raise TraceInputError(path, f"invalid gzip data: {exc}") from None
+        size += len(chunk)
+        if size > limit or d.unconsumed_tail:
+            raise TraceInputError(path, f"decompresses to more than {_size(limit)}")
+        if not d.eof:
+            raise TraceInputError(path, "truncated gzip data")
+        out.append(chunk)
+        data = d.unused_data      # concatenated gzip members
+    return b"".join(out)
+
+
+_KEY_BEFORE = re.compile(r'"([^"\\]{1,64})"\s*:\s*$')
+
+
+def parse_json_bytes(data: bytes, path: str | os.PathLike) -> object:
+    """A whole JSON document (of a size read whole: profiles, traces, small files).
+
+    Python's own `json` writes NaN and Infinity (upstream PyPTO's profiles may hold them)
+    and JSON allows lone surrogate escapes, which orjson refuses: such a file is parsed
+    again with `json`, so the caller's checks name the field ("seconds: expected a finite
+    number"), and the writers make the values strict JSON. Any other syntax error is one
+    line naming the byte, and the member whose value is bad when one precedes it."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        at_nan = data[exc.pos:exc.pos + 9].lstrip(b"-").startswith((b"NaN", b"Infinity"))
+        if at_nan or "surrogate" in exc.msg:
+            try:
+                return json.loads(data)
+            except (ValueError, RecursionError):
+                pass
+        if not data.strip():
+            raise TraceInputError(path, "file is empty, expected JSON") from None
+        if exc.pos >= len(data.rstrip()):
+            raise TraceInputError(path, "truncated JSON (file ends before the document is "
+                                        "complete)") from None
+        head = data[max(0, exc.pos - 200):exc.pos].decode("utf-8", "replace")
+        key = _KEY_BEFORE.search(head)
+        where = f" in the value of {key.group(1)!r}" if key else ""
+        raise TraceInputError(path, f"invalid JSON at byte {exc.pos}{where}: "
+                                    f"{exc.msg}") from None
+
+
+def load_json_input(path: str | os.PathLike) -> object:
+    """A JSON input file (gzip too), read safely and parsed with one-line errors."""
+    return parse_json_bytes(read_input_bytes(path, sniff=sniff_json, gunzip=True), path)
 
 
 def _size(n: int) -> str:

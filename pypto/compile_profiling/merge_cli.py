@@ -13,7 +13,6 @@ not be written. `-o -` writes the trace to stdout; with `--open` the URL is prin
 from __future__ import annotations
 
 import argparse
-import http.server
 import logging
 import math
 import os
@@ -23,15 +22,11 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.parse
-import webbrowser
-from pathlib import Path
 
+from pypto.compile_profiling.trace_server import DEFAULT_PORT, PERFETTO_UI, port_number
 from pypto.errors import OutputPathError, ProfileWriteError, PyptoError, TraceInputError
 
 PROGRESS_AFTER_S = 2.0
-PERFETTO_UI = "https://ui.perfetto.dev"
-DEFAULT_PORT = 9001  # the one local port ui.perfetto.dev is allowed to fetch from
 EXIT_INPUT, EXIT_WRITE, EXIT_INTERRUPTED, EXIT_TERMINATED = 2, 1, 130, 143
 
 
@@ -83,8 +78,8 @@ def _parser() -> argparse.ArgumentParser:
                         "calibrated captures ignore it")
     p.add_argument("--open", action="store_true",
                    help=f"serve OUT on 127.0.0.1 and open it in {PERFETTO_UI}; stops once the "
-                        "file was fetched, or on Ctrl-C")
-    p.add_argument("--port", type=int, default=DEFAULT_PORT,
+                        "file was fetched, or on Ctrl-C (as `pypto-profile open OUT`)")
+    p.add_argument("--port", type=port_number, default=DEFAULT_PORT,
                    help=f"port for --open (default {DEFAULT_PORT}, the one the Perfetto UI accepts)")
     p.add_argument("-q", "--quiet", action="store_true", help="only errors and warnings")
     return p
@@ -145,84 +140,6 @@ def _size(n: int) -> str:
     return f"{n / 1e6:.1f} MB" if n >= 1e6 else f"{n / 1e3:.1f} kB"
 
 
-def serve_for_perfetto(path: str | os.PathLike, *, port: int = DEFAULT_PORT,
-                       open_browser: bool = True, out=sys.stdout, err=sys.stderr) -> bool:
-    """Serve only `path` on 127.0.0.1:`port` for the Perfetto UI; return once it was fetched.
-
-    Returns True when the file was sent completely, False on Ctrl-C. Any other URL gets 404.
-    """
-    file = Path(path).resolve()
-    name = file.name
-    url_path = "/" + urllib.parse.quote(name)
-    done = threading.Event()
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def log_message(self, format, *args):  # quiet: we print our own one line
-            pass
-
-        def _cors(self) -> None:
-            self.send_header("Access-Control-Allow-Origin", PERFETTO_UI)
-            self.send_header("Access-Control-Allow-Private-Network", "true")
-            self.send_header("Cache-Control", "no-cache")
-
-        def do_OPTIONS(self) -> None:  # CORS / private-network preflight
-            self.send_response(204)
-            self._cors()
-            self.send_header("Access-Control-Allow-Methods", "GET, OPTIONS")
-            self.send_header("Access-Control-Allow-Headers", "*")
-            self.end_headers()
-
-        def do_GET(self) -> None:
-            if urllib.parse.urlsplit(self.path).path != url_path:
-                self.send_response(404)
-                self._cors()
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-                return
-            try:
-                size = file.stat().st_size
-                with open(file, "rb") as f:
-                    self.send_response(200)
-                    self._cors()
-                    self.send_header("Content-Type", "application/octet-stream")
-                    self.send_header("Content-Length", str(size))
-                    self.end_headers()
-                    while chunk := f.read(1 << 20):
-                        self.wfile.write(chunk)
-            except (BrokenPipeError, ConnectionResetError):
-                return
-            print(f"sent {name} ({_size(size)}) to {self.client_address[0]}", file=err,
-                  flush=True)
-            done.set()
-
-    try:
-        server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
-    except OSError as e:
-        raise ProfileWriteError(f"127.0.0.1:{port}: cannot serve: {e.strerror or e}") from None
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1},
-                              daemon=True)
-    thread.start()
-    link = f"{PERFETTO_UI}/#!/?url=http://127.0.0.1:{port}{url_path}"
-    print(link, file=out, flush=True)
-    print(f"serving {file} on http://127.0.0.1:{port}{url_path} until it is fetched "
-          "(Ctrl-C to stop)", file=err, flush=True)
-    if open_browser:
-        try:
-            webbrowser.open(link)
-        except Exception as e:  # no browser here: the printed link is enough  # noqa: BLE001
-            print(f"could not open a browser ({e}); open the link above", file=err)
-    try:
-        while not done.wait(0.2):
-            pass
-        return True
-    except KeyboardInterrupt:
-        return False
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
 def _write_to_stdout(timeline, fmt: str, write_timeline) -> int:
     """`-o -`: render to a private temp file first (nothing half-written reaches stdout when
     rendering fails), then copy it to stdout; return its size."""
@@ -269,6 +186,24 @@ def _main(argv: list[str] | None, state: dict) -> int:
     to_stdout = args.output == "-"
     if to_stdout and args.open:
         parser.error("--open needs an output file, not '-o -'")
+    server = None
+    if args.open:  # bind the port first: a busy port is found before anything is written
+        from pypto.compile_profiling.trace_server import TraceServer
+
+        try:
+            server = TraceServer(args.port)
+        except ProfileWriteError as e:
+            print(str(e), file=sys.stderr)
+            return EXIT_INPUT
+    try:
+        return _merge(args, state, server)
+    finally:
+        if server is not None:
+            server.close()
+
+
+def _merge(args, state: dict, server) -> int:
+    to_stdout = args.output == "-"
     logging.basicConfig(level=logging.ERROR, format="%(message)s")
     from pypto.compile_profiling.atomic_io import check_output_path
     from pypto.compile_profiling.trace_merge import format_for_path, merge_traces, write_timeline
@@ -319,12 +254,15 @@ def _main(argv: list[str] | None, state: dict) -> int:
               f"flows, {len(tl.processes)} processes, {lanes} lanes", file=err)
     for w in result.warnings:
         print(f"warning: {w}", file=err)
-    if args.open:
+    if server is not None:  # the same server as `pypto-profile open`
+        from pypto.compile_profiling.profile_cli import serve_trace
+
         try:
-            serve_for_perfetto(args.output, port=args.port)
-        except ProfileWriteError as e:
+            server.set_trace(args.output)
+        except PyptoError as e:
             print(str(e), file=err)
             return EXIT_WRITE
+        return serve_trace(server)
     elif not args.quiet and not to_stdout:
         print("open it: https://ui.perfetto.dev (Open trace file), or run again with --open",
               file=err)

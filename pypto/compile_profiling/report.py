@@ -1,19 +1,24 @@
 """The profile as reports: `pipeline_profile.txt` (summary) and `pipeline_profile.json` (tree).
 
 The JSON keeps upstream's structure (`total_seconds`, nested `stages` of
-`name`/`seconds`/`children`) and only adds fields.
+`name`/`seconds`/`children`) and only adds fields; `schema_version` says which fields (the
+JSON Schema is docs/pipeline_profile.schema.json). The text adds to upstream's columns the
+self time of each stage, folded families of repeated stages and an "(unaccounted)" row (see
+`profile_view`).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import socket
-from collections import Counter
+import time
 from typing import TYPE_CHECKING, Any
 
 import pypto
-from pypto.compile_profiling.atomic_io import atomic_write_text, ensure_dir
+from pypto.compile_profiling.atomic_io import replace_file_set
+from pypto.compile_profiling.profile_model import Profile, stages_from_records
+from pypto.compile_profiling.profile_view import UNACCOUNTED, Row, unaccounted_ns, view_rows
+from pypto.compile_profiling.safe_json import dumps
 
 if TYPE_CHECKING:
     from pypto.compile_profiling.profiler import CompileProfiler, StageRecord
@@ -21,11 +26,15 @@ if TYPE_CHECKING:
 REPORT_TEXT = "pipeline_profile.txt"
 REPORT_JSON = "pipeline_profile.json"
 TRACE_JSON = "trace.json"
+#: Version of the `pipeline_profile.json` layout; raised when a field changes meaning or goes.
+#: Adding a field keeps the version (readers ignore fields they do not know).
+PROFILE_SCHEMA_VERSION = 1
 
 
 def profile_dict(prof: CompileProfiler, stages: list[StageRecord]) -> dict[str, Any]:
     """`{"total_seconds", "stages": [...]}` plus clock and process facts."""
     return {
+        "schema_version": PROFILE_SCHEMA_VERSION,
         "total_seconds": round(prof.total_seconds_of(stages), 6),
         "stages": [s.to_dict() for s in stages],
         "clock": "CLOCK_MONOTONIC",
@@ -45,45 +54,69 @@ def fmt_time(seconds: float) -> str:
 
 
 NAME_COLUMN = 30  # upstream: two spaces of indent plus a 28-character name
+_HIDE_UNACCOUNTED_NS = 1000  # below a microsecond it is rounding, not time spent elsewhere
 
 
 def format_summary(stages: list[StageRecord], total: float) -> str:
-    """The text summary: title, rule, total, then one line per stage, indented two spaces per
-    depth; durations line up in one column, pushed right when a name needs more room."""
-    rows: list[tuple[str, StageRecord]] = []
-    _collect_rows(rows, stages, depth=1)
-    width = max([NAME_COLUMN] + [len(label) + 1 for label, _ in rows])
-    lines = ["PyPTO Compile Profile", "=" * 22, f"Total: {fmt_time(total)}", ""]
-    for label, stage in rows:
-        duration = stage.duration
-        pct = f"({duration / total * 100:5.1f}%)" if total > 0 else ""
-        flags = ""
-        if stage.error is not None:
-            flags += f"  FAILED ({stage.error})"
-        if stage.is_open:
-            flags += "  (still open)"
-        lines.append(f"{label:<{width}s}{fmt_time(duration):>10s}  {pct}{flags}")
+    """The text summary of a live profiler's stages (see `format_profile_summary`)."""
+    profile = Profile("", stages_from_records(stages, time.perf_counter_ns()), round(total * 1e9))
+    return format_profile_summary(profile)
+
+
+def format_profile_summary(profile: Profile, expand: bool = False) -> str:
+    """Title, rule, total, then one line per stage (or folded family), indented two spaces per
+    depth: total and share of the profile as upstream, then self time; a family adds its
+    count, mean and max. Durations line up in one column, pushed right when a name needs more
+    room. Time outside every stage ends the list as "(unaccounted)"."""
+    rows = view_rows(profile.stages, expand)
+    labels = [_row_label(r) for r in rows]
+    width = max([NAME_COLUMN, len(UNACCOUNTED) + 3] + [len(x) + 1 for x in labels])
+    total = profile.total_ns
+    lines = ["PyPTO Compile Profile", "=" * 22, f"Total: {fmt_time(total / 1e9)}", ""]
+    for label, row in zip(labels, rows):
+        lines.append(_line(label, width, row.total_ns, row.self_ns, total) + _row_extra(row))
+    unaccounted = unaccounted_ns(profile)
+    if unaccounted >= _HIDE_UNACCOUNTED_NS:
+        lines.append(_line("  " + UNACCOUNTED, width, unaccounted, unaccounted, total))
     return "\n".join(lines) + "\n"
 
 
-def _collect_rows(rows: list, stages: list[StageRecord], depth: int) -> None:
-    """(indented label, stage) in tree order; repeated sibling names get `[i/n]`."""
-    counts = Counter(s.name for s in stages)
-    seen: Counter[str] = Counter()
-    indent = "  " * depth
-    for stage in stages:
-        label = stage.name.replace("\r", "\\r").replace("\n", "\\n")
-        if counts[stage.name] > 1:
-            seen[stage.name] += 1
-            label = f"{label} [{seen[stage.name]}/{counts[stage.name]}]"
-        rows.append((indent + label, stage))
-        _collect_rows(rows, stage.children, depth + 1)
+def _row_label(row: Row) -> str:
+    label = row.label.replace("\r", "\\r").replace("\n", "\\n")
+    if row.folded:
+        label += f" x{row.count}"
+    return "  " * row.depth + label
 
 
-_encode = json.JSONEncoder(ensure_ascii=False, default=str).encode
+def _line(label: str, width: int, total_ns: int, self_ns: int, profile_ns: int) -> str:
+    pct = f"({total_ns / profile_ns * 100:5.1f}%)" if profile_ns > 0 else " " * 8
+    return (f"{label:<{width}s}{fmt_time(total_ns / 1e9):>10s}  {pct}  "
+            f"self {fmt_time(self_ns / 1e9):>8s}")
 
 
-def format_profile_json(data: dict[str, Any]) -> str:
+def _row_extra(row: Row) -> str:
+    if not row.folded:  # fast path for the usual single finished stage
+        m = row.members[0]
+        if m.error is None and not (m.is_open or m.interrupted or m.out_of_order):
+            return ""
+    extra = ""
+    if row.folded:
+        extra += f"  mean {fmt_time(row.mean_ns / 1e9)}  max {fmt_time(row.max_ns / 1e9)}"
+    if row.failed is not None:
+        extra += f"  FAILED ({row.failed})"
+    if row.still_open:
+        extra += "  (still open)"
+    if any(m.interrupted for m in row.members):
+        extra += "  (interrupted)"
+    if any(m.out_of_order for m in row.members):
+        extra += "  (closed out of order)"
+    return extra
+
+
+_encode = dumps
+
+
+def format_profile_json(data: dict[str, Any], unit: str = "  ") -> str:
     """`pipeline_profile.json` text: one stage per line, children indented below their parent.
 
     As readable as `indent=2` for a stage tree, and several times faster to produce (the C
@@ -91,33 +124,57 @@ def format_profile_json(data: dict[str, Any]) -> str:
     """
     head = {k: v for k, v in data.items() if k != "stages"}
     out = [_encode(head)[:-1] + ', "stages": [']
-    _stage_lines(out, data["stages"], "  ")
+    _stage_lines(out, data["stages"], unit, unit)
     out.append("]}")
     return "\n".join(out) + "\n"
 
 
-def _stage_lines(out: list[str], stages: list[dict], indent: str) -> None:
-    last = len(stages) - 1
-    for i, stage in enumerate(stages):
+def _stage_lines(out: list[str], stages: list[dict], indent: str, unit: str = "  ") -> None:
+    """One line per stage, children indented below their parent. Iterative (any depth):
+    the stack holds sibling lists still to write and closing lines still to emit."""
+    stack: list = [(stages, 0, indent)]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            out.append(item)
+            continue
+        siblings, i, pad = item
+        if i >= len(siblings):
+            continue
+        stage = siblings[i]
+        comma = "" if i == len(siblings) - 1 else ","
+        stack.append((siblings, i + 1, pad))
         children = stage["children"]
         fields = _encode({k: v for k, v in stage.items() if k != "children"})[:-1]
-        comma = "," if i < last else ""
         if children:
-            out.append(f'{indent}{fields}, "children": [')
-            _stage_lines(out, children, indent + "  ")
-            out.append(f"{indent}]}}{comma}")
+            out.append(f'{pad}{fields}, "children": [')
+            stack.append(f"{pad}]}}{comma}")
+            stack.append((children, 0, pad + unit))
         else:
-            out.append(f'{indent}{fields}, "children": []}}{comma}')
+            out.append(f'{pad}{fields}, "children": []}}{comma}')
+
+
+def json_text(data: dict[str, Any], indent: int | None = 2) -> str:
+    """A profile dict as JSON text: one stage per line (indented by `indent` per depth), or
+    all on one line when `indent` is None. Any depth, strict JSON whatever the args hold."""
+    if indent is None:
+        return "".join(format_profile_json(data, "").splitlines())
+    return format_profile_json(data, " " * indent)[:-1]
 
 
 def write_report(prof: CompileProfiler, report_dir: str | os.PathLike) -> None:
-    """Write the summary, the JSON tree and `trace.json` into `report_dir`, each atomically."""
-    from pypto.compile_profiling.chrome_trace import write_chrome_trace
+    """Write the summary, the JSON tree and `trace.json` into `report_dir`, all or nothing:
+    the directory holds the previous complete set or the new one (`replace_file_set`)."""
+    from pypto.compile_profiling.chrome_trace import write_trace_to
+    from pypto.compile_profiling.stage_tree import gc_paused
 
-    directory = ensure_dir(report_dir)
-    stages = prof.stages
-    total = prof.total_seconds_of(stages)
-    atomic_write_text(directory / REPORT_TEXT, format_summary(stages, total))
-    data = profile_dict(prof, stages)
-    atomic_write_text(directory / REPORT_JSON, format_profile_json(data))
-    write_chrome_trace(prof, directory / TRACE_JSON, stages=stages)
+    with gc_paused():
+        stages = prof.stages
+        total = prof.total_seconds_of(stages)
+        summary = format_summary(stages, total)
+        tree = format_profile_json(profile_dict(prof, stages))
+        replace_file_set(report_dir, {
+            REPORT_TEXT: lambda f: f.write(summary),
+            REPORT_JSON: lambda f: f.write(tree),
+            TRACE_JSON: lambda f: write_trace_to(f, prof, stages),
+        })

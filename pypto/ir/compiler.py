@@ -10,6 +10,7 @@ import os
 import time
 
 from pypto.compile_profiling import CompileProfiler, get_active_profiler
+from pypto.compile_profiling.report_location import log_report_location
 from pypto.errors import CompileError
 from pypto.ir.nodes import Program
 from pypto.ir.pass_manager import DumpInstrument, PassManager, ProfilingInstrument
@@ -56,10 +57,13 @@ def compile_program(program: Program, output_dir: str | None = None, profiling: 
         if own is not None:
             own.__exit__(None, None, None)
         if profiling:
+            report = os.path.join(out, "report")
             try:
-                prof.write_report(os.path.join(out, "report"))
+                prof.write_report(report)
             except Exception as exc:
                 if not failed:
                     raise
                 log.warning("compile profile not written after a failed compile: %s", exc)
+            else:
+                log_report_location(report)
     return out

@@ -21,6 +21,7 @@ import numpy as np
 
 from pypto.compile_profiling import CompileProfiler, get_active_profiler
 from pypto.compile_profiling.atomic_io import atomic_writer, ensure_dir
+from pypto.compile_profiling.report_location import log_report_location
 from pypto.errors import PyptoError, RuntimeConfigError
 from pypto.runtime.config import RunConfig, RunResult
 from pypto.runtime.device_process import (
@@ -95,6 +96,8 @@ def run(program: Any, tensor_specs: Any, golden: Any, config: RunConfig | None =
             log.warning("profile report not written: %s", e)
             result.error = (result.error + "; " if result.error else "") + \
                 f"profile report not written: {e}"
+        else:
+            log_report_location(work_dir / REPORT_DIR)
     return result
 
 

@@ -131,7 +131,7 @@ def _select(samples, position: str, quant_ns: int) -> AnchorPoint | None:
 
 def build_clock_mapping(anchors, frequency_hz: int, *,
                         host_quantization_ns: int = 0) -> ClockMapping:
-    """Anchors (a `simpler_readers.ClockAnchors` or the raw dict) -> `ClockMapping`.
+    """Anchors (the records' `clock_anchors`, or the raw dict) -> `ClockMapping`.
 
     Raises `ClockAnchorsUnusable` (with a reason code) when they cannot calibrate.
     """
@@ -193,7 +193,7 @@ def wall_anchor_from_other_data(other_data: dict, source: str = "") -> WallClock
 
 
 def wall_anchor_from_log(anchor) -> WallClockAnchor:
-    """A `simpler_readers.LogClockAnchor` (`[CLOCK_ANCHOR]` line) -> `WallClockAnchor`."""
+    """A run log's `LogClockAnchor` (`[CLOCK_ANCHOR]` line) -> `WallClockAnchor`."""
     return WallClockAnchor(anchor.mono_ns, anchor.wall_ns, anchor.pid, "[CLOCK_ANCHOR]")
 
 

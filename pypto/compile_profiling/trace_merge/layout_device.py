@@ -183,6 +183,34 @@ def _submit_names(s) -> tuple[list[str], np.ndarray]:
     return intern(labels)
 
 
+def row_kernels(cap) -> tuple[np.ndarray, np.ndarray]:
+    """Kernel id of each AICore row (-1: unknown) and whether its task is SPMD.
+
+    deps.json's `kernel_ids` are (aic, aiv0, aiv1): AIC cores run the first, AIV cores the
+    first of the others that is set. SPMD: `block_num > 1`; without deps.json, Simpler's
+    rule: a task with several rows, all on one core type."""
+    a = cap.records.aicore
+    task = a["task_id"]
+    n = len(task)
+    is_aic = np.array([t == "aic" for t in cap.records.core_types], dtype=bool)[a["core_id"]]
+    deps = cap.deps
+    if deps is not None and len(deps.task_id):
+        order = np.argsort(deps.task_id, kind="stable")
+        sorted_ids = deps.task_id[order]
+        pos = np.minimum(np.searchsorted(sorted_ids, task), len(sorted_ids) - 1)
+        found = sorted_ids[pos] == task
+        k = deps.kernel_ids[order[pos]]
+        aiv = np.where(k[:, 1] >= 0, k[:, 1], k[:, 2])
+        func = np.where(found, np.where(is_aic, k[:, 0], aiv), -1)
+        return np.where(func >= 0, func, -1), found & (deps.block_num[order[pos]] > 1)
+    if not n:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool)
+    uniq, inv, cnt = np.unique(task, return_inverse=True, return_counts=True)
+    types = np.zeros(len(uniq), dtype=np.int64)
+    np.bitwise_or.at(types, inv.reshape(-1), np.where(is_aic, 1, 2))
+    return np.full(n, -1, dtype=np.int64), ((cnt > 1) & (types != 3))[inv.reshape(-1)]
+
+
 def _aicore_block(b: TimelineBuilder, proc: Process, cp: CapturePlan):
     """The AICore slices (kernel start to end), one lane per core; -> (block, joined AICPU
     rows, unmatched AICPU rows, rows moved to overlap lanes)."""
@@ -201,7 +229,6 @@ def _aicore_block(b: TimelineBuilder, proc: Process, cp: CapturePlan):
     core_types = list(rec.core_types)
     ct_arr = np.array(core_types, dtype=object)
     row_ct = ct_arr[core]
-    is_aic = row_ct == "aic"
 
     # lanes: one per core (AIC_<id>/AIV_<id>), overlaps to sub-lanes
     tracks: list[Track] = []
@@ -218,26 +245,7 @@ def _aicore_block(b: TimelineBuilder, proc: Process, cp: CapturePlan):
         tix[sel] = first + sub
         moved += int(np.count_nonzero(sub))
 
-    # kernel of each row: deps.json kernel_ids (aic, aiv0, aiv1) by core type
-    func = np.full(n, -1, dtype=np.int64)
-    spmd = np.zeros(n, dtype=bool)
-    deps = cap.deps
-    if deps is not None and len(deps.task_id):
-        order = np.argsort(deps.task_id, kind="stable")
-        sorted_ids = deps.task_id[order]
-        pos = np.searchsorted(sorted_ids, task)
-        pos = np.minimum(pos, len(sorted_ids) - 1)
-        found = sorted_ids[pos] == task
-        k = deps.kernel_ids[order[pos]]
-        aiv = np.where(k[:, 1] >= 0, k[:, 1], k[:, 2])
-        func = np.where(found, np.where(is_aic, k[:, 0], aiv), -1)
-        func = np.where(func >= 0, func, -1)
-        spmd = found & (deps.block_num[order[pos]] > 1)
-    else:                           # Simpler's rule without deps: several rows, one core type
-        uniq, inv, cnt = np.unique(task, return_inverse=True, return_counts=True)
-        types = np.zeros(len(uniq), dtype=np.int64)
-        np.bitwise_or.at(types, inv, np.where(is_aic, 1, 2))
-        spmd = ((cnt > 1) & (types != 3))[inv]
+    func, spmd = row_kernels(cap)
     names_map = cap.name_map.names if cap.name_map is not None else None
     uniq, inv = _unique_rows(task, func + 1, spmd.astype(np.int64))
     labels, displays, knames = [], [], []

@@ -32,8 +32,14 @@ def add_compile_trace(b: TimelineBuilder, ct: CompileTrace, hc: HostClock) -> No
                                host=ct.host, args=args)
     keys = sorted(set(zip(ct.pid, ct.tid)) | set(ct.thread_names),
                   key=lambda k: (ct.thread_sort.get(k, 1 << 30), k))
-    tracks = {k: b.thread(procs[k[0]], k[1], ct.thread_names.get(k, f"thread {k[1]}"),
-                          ct.thread_sort.get(k, n)) for n, k in enumerate(keys)}
+    # `otherData.lanes`: tids the profiler gave to stages that interleave on one thread
+    # (asyncio tasks); they are lanes of that thread's process, not OS threads
+    lanes = ct.other.get("lanes") if isinstance(ct.other.get("lanes"), dict) else {}
+    tracks = {}
+    for n, k in enumerate(keys):
+        name, sort = ct.thread_names.get(k, f"thread {k[1]}"), ct.thread_sort.get(k, n)
+        tracks[k] = (b.lane(procs[k[0]], name, sort) if str(k[1]) in lanes
+                     else b.thread(procs[k[0]], k[1], name, sort))
     rows, off = b.host_rows, hc.offset_ns
     for i in range(len(ct.name)):
         if ct.name[i].startswith(KERNEL_CODEGEN_PREFIX):

@@ -11,21 +11,16 @@ naming it and nothing is written.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import os
-import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import orjson
-
 from pypto.compile_profiling.input_files import (
-    read_input_bytes,
+    load_json_input,
     refuse_output_among_inputs,
-    sniff_json,
     stat_input,
 )
 from pypto.compile_profiling.trace_merge import read_simpler as rs
@@ -177,7 +172,7 @@ def _classify_file(p: Path, json_files: list, loose: dict) -> None:
 
 
 def _read_json_input(inputs: Inputs, p: Path, kind: str) -> None:
-    doc = _load_json(p)
+    doc = load_json_input(p)
     sniffed = _sniff(doc)
     if kind == "profile" and sniffed != "profile":
         raise TraceInputError(p, "not a pipeline_profile.json (needs a 'stages' list)")
@@ -191,32 +186,6 @@ def _read_json_input(inputs: Inputs, p: Path, kind: str) -> None:
                                  "its clock is unknown, cannot place it")
     else:
         raise TraceInputError(p, _NOT_AN_INPUT)
-
-
-_KEY_BEFORE = re.compile(r'"([^"\\]{1,64})"\s*:\s*$')
-
-
-def _load_json(p: Path) -> object:
-    data = read_input_bytes(p, sniff=sniff_json)
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        if "surrogate" in exc.msg:      # a lone surrogate escape: JSON allows it, orjson not
-            try:
-                return json.loads(data)     # (the writers replace it in what they write)
-            except (ValueError, RecursionError):
-                pass
-        if not data.strip():
-            raise TraceInputError(p, "file is empty, expected JSON") from None
-        if exc.pos >= len(data.rstrip()):
-            raise TraceInputError(p, "truncated JSON (file ends before the document is "
-                                     "complete)") from None
-        key = _KEY_BEFORE.search(data[max(0, exc.pos - 200):exc.pos].decode("utf-8", "replace"))
-        where = f" in the value of {key.group(1)!r}" if key else ""
-        if data[exc.pos:exc.pos + 9].lstrip(b"-").startswith((b"NaN", b"Infinity")):
-            raise TraceInputError(p, f"invalid JSON at byte {exc.pos}{where}: NaN and "
-                                     "Infinity are not numbers in JSON") from None
-        raise TraceInputError(p, f"invalid JSON at byte {exc.pos}{where}: {exc.msg}") from None
 
 
 # --------------------------------------------------------------------------- pipeline_profile.json

@@ -1,0 +1,7 @@
+"""`python -m pypto.compile_profiling`: the `pypto-profile` command."""
+
+import sys
+
+from pypto.compile_profiling.profile_cli import main
+
+sys.exit(main())

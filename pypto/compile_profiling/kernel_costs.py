@@ -1,0 +1,202 @@
+"""Per kernel, what it cost to compile beside what it cost on the device.
+
+Compile side: the `kernel_codegen:<kernel>` stages of the profile (their total, and the
+stages nested in them). Device side: the AICore task records of `dfx_outputs/` (swimlane
+level 1 or more): how many tasks ran the kernel, on which core type, and their device time
+(sum, mean and max over the records; a multi-block task runs on several cores and counts
+once per core). Kernels are joined by name (the name map's names are the kernel names).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pypto.compile_profiling.profile_model import Profile, walk
+from pypto.errors import TraceInputError
+
+KERNEL_STAGE_PREFIX = "kernel_codegen:"
+UNKNOWN_KERNEL = "(unknown kernel)"
+
+
+@dataclass(slots=True)
+class DeviceKernelCost:
+    """One kernel's AICore records in one capture."""
+
+    kernel: str
+    core_types: set[str]
+    tasks: int              # distinct task ids
+    executions: int         # AICore records (blocks of a task on several cores count apart)
+    total_ns: float
+    max_ns: float
+
+
+def device_kernel_costs(capture) -> list[DeviceKernelCost]:
+    """AICore time per kernel from one read capture (`trace_merge.read_simpler.Capture`),
+    with the merge's own rule for which kernel a row ran (`layout_device.row_kernels`)."""
+    from pypto.compile_profiling.trace_merge.layout_device import kernel_name, row_kernels
+
+    rec = capture.records
+    if rec is None or not len(rec.aicore["task_id"]):
+        return []
+    names = capture.name_map.names if capture.name_map is not None else None
+    a = rec.aicore
+    func, _ = row_kernels(capture)
+    durations = (a["end_cycles"] - a["start_cycles"]) * (1e9 / rec.freq_hz)
+    core_types = np.array(rec.core_types, dtype=object)[a["core_id"]]
+    out = []
+    for f in np.unique(func).tolist():
+        sel = func == f
+        d = durations[sel]
+        out.append(DeviceKernelCost(kernel_name(f, names) or UNKNOWN_KERNEL,
+                                    set(core_types[sel].tolist()),
+                                    len(np.unique(a["task_id"][sel])), int(sel.sum()),
+                                    float(d.sum()), float(d.max())))
+    return out
+
+
+def work_dir_device_costs(work_dir: str) -> tuple[list[DeviceKernelCost], list[str]]:
+    """Device costs of every capture under `work_dir` (summed by kernel name), and notes."""
+    from pypto.compile_profiling.trace_merge.read_simpler import discover_captures, read_capture
+
+    notes: list[str] = []
+    merged: dict[str, DeviceKernelCost] = {}
+    try:
+        leaves = discover_captures(work_dir)
+    except OSError as e:  # e.g. a symlink loop below the directory
+        raise TraceInputError(e.filename or work_dir, f"cannot read: {e.strerror or e}") from None
+    for files in leaves:
+        if files.records is None:
+            notes.append(f"{files.directory}: no swimlane records (run with "
+                         "enable_chip_swimlane >= 1 for device times)")
+            continue
+        if files.deps is None:
+            notes.append(f"{files.directory}: no deps.json (run with enable_dep_gen): tasks "
+                         "cannot be tied to their kernels")
+        for c in device_kernel_costs(read_capture(files, converted=False)):
+            m = merged.get(c.kernel)
+            if m is None:
+                merged[c.kernel] = c
+            else:
+                m.core_types |= c.core_types
+                m.tasks += c.tasks
+                m.executions += c.executions
+                m.total_ns += c.total_ns
+                m.max_ns = max(m.max_ns, c.max_ns)
+    return list(merged.values()), notes
+
+
+@dataclass(slots=True)
+class KernelRow:
+    """One kernel, compile and device side (either may be missing)."""
+
+    kernel: str
+    codegen_ns: int | None = None
+    nested: dict[str, int] = field(default_factory=dict)   # stage name -> ns, inside codegen
+    device: DeviceKernelCost | None = None
+
+
+def compile_kernel_costs(profile: Profile) -> dict[str, KernelRow]:
+    """`kernel_codegen:<kernel>` stages by kernel, with the stages nested inside them."""
+    rows: dict[str, KernelRow] = {}
+    for st, _depth, _parent in walk(profile.stages):
+        if not st.name.startswith(KERNEL_STAGE_PREFIX):
+            continue
+        kernel = st.name[len(KERNEL_STAGE_PREFIX):]
+        row = rows.setdefault(kernel, KernelRow(kernel, 0))
+        row.codegen_ns += st.duration_ns
+        for child, _d, _p in walk(st.children):
+            row.nested[child.name] = row.nested.get(child.name, 0) + child.duration_ns
+    return rows
+
+
+def kernel_rows(profile: Profile | None, device: list[DeviceKernelCost]) -> list[KernelRow]:
+    """Compile and device costs joined by kernel name; slowest on the device first, then
+    kernels with no device time by compile cost."""
+    rows = compile_kernel_costs(profile) if profile is not None else {}
+    for cost in device:
+        rows.setdefault(cost.kernel, KernelRow(cost.kernel)).device = cost
+    return sorted(rows.values(), key=lambda r: (
+        -(r.device.total_ns if r.device else -1.0), -(r.codegen_ns or 0), r.kernel))
+
+
+def load_work_dir_kernels(path: str, profile: Profile) -> tuple[list[KernelRow], list[str]]:
+    """The kernel table of a `run()` work dir (its profile already loaded)."""
+    if profile.work_dir is None:
+        raise TraceInputError(path, "not a work dir (expected the directory run() wrote, "
+                                    "with report/ and dfx_outputs/)")
+    device, notes = work_dir_device_costs(profile.work_dir)
+    return kernel_rows(profile, device), notes
+
+
+# --------------------------------------------------------------------------- output
+
+COLUMNS = ("kernel", "codegen_ms", "nested_stages", "tasks", "core_type", "device_total_us",
+           "device_mean_us", "device_max_us")
+
+
+def _record(r: KernelRow) -> dict:
+    d = r.device
+    return {
+        "kernel": r.kernel,
+        "codegen_ms": None if r.codegen_ns is None else r.codegen_ns / 1e6,
+        "nested_stages": {k: v / 1e6 for k, v in r.nested.items()},
+        "tasks": d.tasks if d else None,
+        "executions": d.executions if d else None,
+        "core_type": "+".join(sorted(d.core_types)) if d else None,
+        "device_total_us": d.total_ns / 1e3 if d else None,
+        "device_mean_us": d.total_ns / d.executions / 1e3 if d else None,
+        "device_max_us": d.max_ns / 1e3 if d else None,
+    }
+
+
+def _cells(r: KernelRow) -> list[str]:
+    rec = _record(r)
+
+    def num(v, fmt):
+        return "-" if v is None else format(v, fmt)
+
+    nested = ", ".join(f"{k} {v:.2f}ms" for k, v in rec["nested_stages"].items()) or "-"
+    return [r.kernel, num(rec["codegen_ms"], ".2f"), nested, num(rec["tasks"], "d"),
+            rec["core_type"] or "-", num(rec["device_total_us"], ".1f"),
+            num(rec["device_mean_us"], ".2f"), num(rec["device_max_us"], ".2f")]
+
+
+HEADERS = ["kernel", "codegen ms", "nested stages", "tasks", "core", "device total us",
+           "mean us", "max us"]
+
+
+def format_kernels(rows: list[KernelRow], fmt: str) -> str:
+    """The kernel table as `text`, `markdown`, `csv` or `json`."""
+    if fmt == "json":
+        return json.dumps({"kernels": [_record(r) for r in rows]}, indent=1,
+                          ensure_ascii=False) + "\n"
+    table = [_cells(r) for r in rows]
+    if fmt == "csv":
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(COLUMNS)
+        for r in rows:
+            rec = _record(r)
+            rec["nested_stages"] = ";".join(f"{k}={v:.3f}" for k, v in
+                                            rec["nested_stages"].items())
+            w.writerow(["" if rec[c] is None else rec[c] for c in COLUMNS])
+        return buf.getvalue()
+    if fmt == "markdown":
+        lines = ["| " + " | ".join(HEADERS) + " |", "|---|---:|---|---:|---|---:|---:|---:|"]
+        for cells in table:
+            lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+        return "\n".join(lines) + "\n"
+    widths = [max(len(h), *(len(c[i]) for c in table)) if table else len(h)
+              for i, h in enumerate(HEADERS)]
+    left = {0, 2, 4}
+    out = []
+    for cells in [HEADERS, *table]:
+        out.append("  ".join(c.ljust(widths[i]) if i in left else c.rjust(widths[i])
+                             for i, c in enumerate(cells)).rstrip())
+    return "\n".join(out) + "\n"
+

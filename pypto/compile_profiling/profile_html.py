@@ -1,0 +1,220 @@
+"""One self-contained HTML page of a profile: no network at all (a Content-Security-Policy
+forbids every fetch), so it can be mailed, archived in CI or opened on an air-gapped host.
+
+- an icicle chart per thread lane (one SVG box per stage, time left to right, nesting
+  downwards); hovering a box shows its name, total, self time and args;
+- the folded summary table (the `show` view);
+- for a `run()` work dir with device records, the per-kernel table (`kernels`).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+
+from pypto.compile_profiling.kernel_costs import KernelRow, format_kernels
+from pypto.compile_profiling.profile_model import Profile, Stage, walk
+from pypto.compile_profiling.profile_view import (
+    UNACCOUNTED,
+    self_ns,
+    unaccounted_ns,
+    view_rows,
+)
+from pypto.compile_profiling.report import fmt_time
+
+CHART_WIDTH = 1200
+ROW_HEIGHT = 18
+LANE_GAP = 22
+LABEL_MIN_PX = 36
+_COLORS = {"compile": "#8fb3e0", "parse": "#c7a6e0", "pass": "#9fd4a3", "codegen": "#f2c27b",
+           "device": "#e89a9a", "runtime": "#a6d8d8", "user": "#d6d6a8"}
+_CSP = ("default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
+        "img-src 'none'; connect-src 'none'; form-action 'none'; base-uri 'none'")
+
+
+def _t(ns: float) -> str:
+    return fmt_time(ns / 1e9)
+
+
+def _plain(value, depth: int = 0):
+    """`value` as strict JSON data for the page: non-finite floats and foreign objects as
+    text, lone surrogates escaped, nesting cut at 20 levels."""
+    if value is None or isinstance(value, (bool, int)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if depth >= 20:
+        return repr(value)[:200]
+    if isinstance(value, dict):
+        return {_plain(str(k)): _plain(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v, depth + 1) for v in value]
+    return _plain(str(value))
+
+
+def _lanes(profile: Profile) -> list[tuple[tuple[int, int], str, list[tuple[Stage, int]]]]:
+    """Per (pid, tid): its name and its stages with their depth on that lane."""
+    lanes: dict[tuple[int, int], list[tuple[Stage, int]]] = {}
+    names: dict[tuple[int, int], str] = {}
+    depth_on_lane: dict[int, int] = {}
+    for st, _depth, parent in walk(profile.stages):
+        lane = (st.pid, st.tid)
+        d = 0
+        if parent is not None and (parent.pid, parent.tid) == lane:
+            d = depth_on_lane[id(parent)] + 1
+        depth_on_lane[id(st)] = d
+        lanes.setdefault(lane, []).append((st, d))
+        if st.thread_name and lane not in names:
+            names[lane] = st.thread_name
+    out = []
+    for lane, stages in lanes.items():
+        label = names.get(lane) or f"thread {lane[1]}"
+        out.append((lane, f"{label} (pid {lane[0]}, tid {lane[1]})", stages))
+    return out  # in order of first stage: the main thread's first
+
+
+def _chart(profile: Profile) -> tuple[str, list[dict]]:
+    stages = [st for st, _d, _p in walk(profile.stages)]
+    if not stages:
+        return "<p>No stages.</p>", []
+    t0 = min(s.start_ns for s in stages)
+    t1 = max(s.end_ns for s in stages)
+    scale = CHART_WIDTH / max(t1 - t0, 1)
+    parts: list[str] = []
+    info: list[dict] = []
+    y = 0
+    for _lane, label, lane_stages in _lanes(profile):
+        parts.append(f'<text class="lane" x="0" y="{y + 13}">{html.escape(label)}</text>')
+        y += LANE_GAP
+        rows = 1 + max(d for _s, d in lane_stages)
+        for st, d in lane_stages:
+            i = len(info)
+            x = (st.start_ns - t0) * scale
+            w = max(st.duration_ns * scale, 0.5)
+            color = _COLORS.get(st.cat, "#cccccc")
+            if st.error is not None:
+                color = "#e05050"
+            ry = y + d * ROW_HEIGHT
+            parts.append(f'<rect class="stage" data-i="{i}" x="{x:.2f}" y="{ry}" '
+                         f'width="{w:.2f}" height="{ROW_HEIGHT - 1}" fill="{color}"/>')
+            if w >= LABEL_MIN_PX:
+                chars = int(w / 7)
+                text = st.name if len(st.name) <= chars else st.name[:max(chars - 1, 1)] + "…"
+                parts.append(f'<text class="label" x="{x + 3:.2f}" y="{ry + 13}" '
+                             f'data-i="{i}">{html.escape(text)}</text>')
+            info.append({"name": st.name, "total": _t(st.duration_ns), "self": _t(self_ns(st)),
+                         "cat": st.cat, "thread": label, "args": _plain(st.args or {}),
+                         "error": st.error, "open": st.is_open})
+        y += rows * ROW_HEIGHT + 8
+    svg = (f'<svg id="chart" xmlns="http://www.w3.org/2000/svg" width="{CHART_WIDTH + 2}" '
+           f'height="{y}">' + "".join(parts) + "</svg>")
+    return svg, info
+
+
+def _summary_table(profile: Profile) -> str:
+    total = profile.total_ns
+
+    def share(ns: float) -> str:
+        return f"{ns / total * 100:.1f}%" if total > 0 else ""
+
+    heads = ("stage", "count", "total", "self", "share", "mean", "max")
+    out = ["<table id=\"summary\"><thead><tr>" + "".join(f"<th>{h}</th>" for h in heads)
+           + "</tr></thead><tbody>"]
+    for r in view_rows(profile.stages):
+        indent = "&nbsp;" * (2 * (r.depth - 1))
+        mean = _t(r.mean_ns) if r.folded else ""
+        mx = _t(r.max_ns) if r.folded else ""
+        out.append(f"<tr><td>{indent}{html.escape(r.label)}</td><td>{r.count}</td>"
+                   f"<td>{_t(r.total_ns)}</td><td>{_t(r.self_ns)}</td>"
+                   f"<td>{share(r.total_ns)}</td><td>{mean}</td><td>{mx}</td></tr>")
+    un = unaccounted_ns(profile)
+    out.append(f"<tr><td>{UNACCOUNTED}</td><td></td><td>{_t(un)}</td><td>{_t(un)}</td>"
+               f"<td>{share(un)}</td><td></td><td></td></tr>")
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
+def _kernel_table(rows: list[KernelRow]) -> str:
+    data = json.loads(format_kernels(rows, "json"))["kernels"]
+    heads = ["kernel", "codegen ms", "tasks", "core", "device total µs", "mean µs", "max µs"]
+    keys = ["kernel", "codegen_ms", "tasks", "core_type", "device_total_us",
+            "device_mean_us", "device_max_us"]
+    out = ["<table id=\"kernels\"><thead><tr>" + "".join(f"<th>{h}</th>" for h in heads)
+           + "</tr></thead><tbody>"]
+    for rec in data:
+        cells = []
+        for k in keys:
+            v = rec[k]
+            cells.append("-" if v is None else f"{v:.2f}" if isinstance(v, float) else str(v))
+        out.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
+_STYLE = """
+body{font:13px system-ui,sans-serif;margin:16px;color:#222}
+h1{font-size:18px} h2{font-size:15px;margin-top:24px}
+#wrap{overflow-x:auto;border:1px solid #ddd;padding:4px}
+svg text{font:11px system-ui,sans-serif;pointer-events:none}
+svg text.lane{font-weight:bold;fill:#444}
+rect.stage{stroke:#fff;stroke-width:0.5}
+rect.stage:hover{stroke:#000;stroke-width:1}
+#tip{position:fixed;display:none;background:#fffbe6;border:1px solid #999;padding:6px;
+ max-width:480px;white-space:pre-wrap;font:12px ui-monospace,monospace;pointer-events:none}
+table{border-collapse:collapse;margin-top:8px}
+td,th{border:1px solid #ddd;padding:2px 8px;text-align:right}
+td:first-child,th:first-child{text-align:left;font-family:ui-monospace,monospace}
+"""
+
+_SCRIPT = """
+const stages = JSON.parse(document.getElementById('stage-data').textContent);
+const tip = document.getElementById('tip');
+function describe(s) {
+  let t = s.name + '\\ntotal: ' + s.total + '\\nself:  ' + s.self + '\\ncat:   ' + s.cat +
+          '\\nlane:  ' + s.thread;
+  if (s.error) t += '\\nFAILED: ' + s.error;
+  if (s.open) t += '\\n(still open)';
+  const keys = Object.keys(s.args);
+  if (keys.length) t += '\\nargs:  ' + JSON.stringify(s.args, null, 1);
+  return t;
+}
+document.getElementById('chart').addEventListener('mousemove', (e) => {
+  const i = e.target.getAttribute && e.target.getAttribute('data-i');
+  if (i === null || i === undefined) { tip.style.display = 'none'; return; }
+  tip.textContent = describe(stages[+i]);
+  tip.style.display = 'block';
+  tip.style.left = Math.min(e.clientX + 12, window.innerWidth - 500) + 'px';
+  tip.style.top = (e.clientY + 12) + 'px';
+});
+document.getElementById('chart').addEventListener('mouseleave', () => {
+  tip.style.display = 'none';
+});
+"""
+
+
+def profile_html(profile: Profile, kernels: list[KernelRow] | None = None) -> str:
+    """The page's HTML text."""
+    svg, info = _chart(profile)
+    # no `<`, `>` or `&` inside the script element, whatever the stage names hold
+    data = (json.dumps(info, ensure_ascii=True, allow_nan=False).replace("<", "\\u003c")
+            .replace(">", "\\u003e").replace("&", "\\u0026"))
+    title = f"PyPTO compile profile: {profile.source or 'live profile'}"
+    parts = [
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">",
+        f"<meta http-equiv=\"Content-Security-Policy\" content=\"{_CSP}\">",
+        f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>",
+        f"<h1>{html.escape(title)}</h1>",
+        (f"<p>Total {_t(profile.total_ns)}, {len(info)} stages"
+         + ("" if profile.timed else " (durations only: stages laid end to end)")
+         + ". Hover a box for its details.</p>"),
+        f"<div id=\"wrap\">{svg}</div><div id=\"tip\"></div>",
+        "<h2>Stages (families folded)</h2>", _summary_table(profile),
+    ]
+    if kernels:
+        parts += ["<h2>Kernels: compile and device cost</h2>", _kernel_table(kernels)]
+    parts += [f"<script type=\"application/json\" id=\"stage-data\">{data}</script>",
+              f"<script>{_SCRIPT}</script></body></html>"]
+    return "\n".join(parts) + "\n"

