@@ -197,13 +197,9 @@ class JsonPieces:
                 raise self.error("file is empty, expected JSON")
             raise self.error(f"expected a JSON object at the top level ({what}), found "
                              f"{self._found()}")
-        self.pos += 1
-        if self.peek() == b"}":
-            self.pos += 1
-            self.finish()
-            return
         seen = set()
-        while True:
+        ended = self._opened(b"}")
+        while not ended:
             if self.peek() != b'"':
                 raise self._syntax(self.base + self.pos, "expected a member name")
             key = self.value("$")
@@ -215,36 +211,37 @@ class JsonPieces:
             self.pos += 1
             self._skip_ws()
             yield key
-            c = self.peek()
-            self.pos += 1
-            if c == b"}":
-                self.finish()
-                return
-            if c != b",":
-                raise self._syntax(self.base + self.pos - 1, "expected ',' or '}'")
+            ended = self._next_or_close(b"}")
+        self.finish()
 
     def items(self, where: str) -> Iterator[int]:
         """Indices of the elements of the array at the current position; the caller reads
         each element (`value`, `array`, `skip`) before asking for the next."""
         if self.peek() != b"[":
             raise self.error(f"{where}: expected array, got {self._found()}")
-        self.pos += 1
-        if self.peek() == b"]":
-            self.pos += 1
-            return
-        i = 0
-        while True:
+        i, ended = 0, self._opened(b"]")
+        while not ended:
             yield i
-            c = self.peek()
-            self.pos += 1
-            if c == b"]":
-                return
-            if c != b",":
-                if not c:
-                    raise self.error(_TRUNCATED)
-                raise self._syntax(self.base + self.pos - 1, "expected ',' or ']'")
-            self._skip_ws()
+            ended = self._next_or_close(b"]")
             i += 1
+
+    def _opened(self, close: bytes) -> bool:
+        """Step into the container at the current position; True when it is empty."""
+        self.pos += 1
+        empty = self.peek() == close
+        self.pos += empty
+        return empty
+
+    def _next_or_close(self, close: bytes) -> bool:
+        """After an element: step over ',' (False) or the container's `close` (True)."""
+        c = self.peek()
+        self.pos += 1
+        if c == close:
+            return True
+        if c != b",":
+            raise self._syntax(self.base + self.pos - 1, f"expected ',' or '{close.decode()}'")
+        self._skip_ws()
+        return False
 
     def finish(self) -> None:
         """Check that nothing but whitespace follows the document."""
