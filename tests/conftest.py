@@ -16,7 +16,7 @@ for _path in (str(REPO_ROOT), str(TESTS_DIR)):
 
 
 @pytest.fixture(scope="session")
-def perfetto_ui():
+def perfetto_ui_session():
     """One offline Perfetto UI (HTTP server + headless Chromium) shared by the whole session.
 
     Fails when a requirement is missing and the CI environment variable is set, skips otherwise.
@@ -30,3 +30,11 @@ def perfetto_ui():
         pytest.skip(f"perfetto_ui: {problem}")
     with PerfettoUI() as ui:
         yield ui
+
+
+@pytest.fixture
+def perfetto_ui(perfetto_ui_session):
+    """The session's PerfettoUI; closes the traces a test left open so the next test reuses
+    the booted UI page (see tests/perfetto_ui.py)."""
+    yield perfetto_ui_session
+    perfetto_ui_session.close_traces("the test that loaded it ended")
