@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from simpler_fixtures import CASES, FIXTURES
 
-from pypto.compile_profiling import simpler_json, simpler_records
+from pypto.compile_profiling import simpler_deps, simpler_json, simpler_records
 from pypto.compile_profiling import simpler_readers as sr
 from pypto.errors import TraceInputError
 
@@ -425,7 +425,7 @@ def test_compact_phase_records_keep_mixed_and_unusual_values_exactly():
              "tasks_processed": 3},
             {"kind": "a", "start_cycles": 5, "end_cycles": 6, "x": [1, 2, 3], "big": 2**63,
              "s": "\u00e9\"}"}]
-    b = sr._PhaseStreamBuilder(0, "m.json", "w", start_key="start_cycles",
+    b = simpler_records._PhaseStreamBuilder(0, "m.json", "w", start_key="start_cycles",
                                end_key="end_cycles", name_key="kind", default_name="",
                                clock="device_cycles")
     for part in (recs[:1], recs[1:]):
@@ -457,7 +457,7 @@ def test_deps_read_in_pieces_equals_deps_read_whole(case, monkeypatch, tmp_path)
                  json.dumps(json.loads(path.read_text()), separators=(",", ":"))):
         p = tmp_path / "deps.json"
         p.write_text(text)
-        got = sr._read_deps_chunked(p.read_bytes(), p)
+        got = simpler_deps._read_deps_chunked(p.read_bytes(), p)
         assert (got.task_ids, got.kernel_ids, got.block_num, got.edges) == (
             whole.task_ids, whole.kernel_ids, whole.block_num, whole.edges)
 
@@ -506,7 +506,7 @@ def test_records_read_in_pieces_equal_records_read_whole(case, compact, monkeypa
     for text in (path.read_text(), json.dumps(raw, separators=(",", ":"))):
         p = tmp_path / "chip_swimlane_records.json"
         p.write_text(text)
-        rec = sr._read_records_chunked(p.read_bytes(), p)
+        rec = simpler_records._read_records_chunked(p.read_bytes(), p)
         assert _records_view(rec) == whole
         assert rec.compact == compact
         for s in rec.scheduler_phases:
@@ -559,7 +559,7 @@ def test_deps_read_in_a_child_equals_deps_read_here(tmp_path, monkeypatch):
 
 
 def test_args_stripping_follows_json_grammar_and_keeps_invalid_args_an_error(tmp_path, monkeypatch):
-    strip = sr._STRIP_TASK_ARGS
+    strip = simpler_deps._STRIP_TASK_ARGS
     for text in (b',"args":[]', b', "args" : [ {"a": 1, "b": [1, -2.5e3, "x"], "c": null} , {} ]',
                  b',"args":[{"t":"FLOAT32","n":0,"s":[65536],"o":"0"}]'):
         assert strip.fullmatch(text), text
@@ -587,11 +587,11 @@ def test_args_stripping_follows_json_grammar_and_keeps_invalid_args_an_error(tmp
        st.lists(st.tuples(st.integers(0, 40).map(str), st.integers(0, 40).map(str)), max_size=30))
 def test_column_wise_deps_reading_equals_the_per_item_loop(tasks, edges):
     edges = [{"pred": p, "succ": q} for p, q in edges]
-    fast = sr._DepsBuilder("d.json")
+    fast = simpler_deps._DepsBuilder("d.json")
     fast.add_tasks(tasks[:10])
     fast.add_tasks(tasks[10:])
     fast.add_edges(edges)
-    slow = sr._DepsBuilder("d.json")
+    slow = simpler_deps._DepsBuilder("d.json")
     slow._add_tasks_checked(tasks)
     slow._add_edges_checked(edges)
     a, b = fast.result(), slow.result()

@@ -15,9 +15,12 @@ import shutil
 import signal
 import tempfile
 from collections.abc import Callable
-from typing import IO, BinaryIO
+from typing import IO, TYPE_CHECKING, BinaryIO
 
 from pypto.errors import ProfileWriteError, PyptoError
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 
 class ForkedChildFailed(PyptoError):
@@ -66,7 +69,7 @@ class ForkedCall:
             raise ForkedChildFailed(f"the child process failed (status {status})")
         try:
             kind, value = pickle.loads(payload)
-        except Exception as e:  # noqa: BLE001 - e.g. a third-party exception that won't rebuild
+        except Exception as e:  # e.g. a third-party exception that won't rebuild
             raise ForkedChildFailed(f"the child's result could not be read: {e}") from e
         if kind == "error":
             raise value
@@ -85,7 +88,7 @@ class ForkedCall:
                 os.close(self._read_fd)
             self._read_fd = None
 
-    def __enter__(self) -> ForkedCall:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -128,7 +131,7 @@ class ForkedPart:
         self._call.cancel()
         self._file.close()
 
-    def __enter__(self) -> ForkedPart:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -23,7 +23,10 @@ import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 _pc = time.perf_counter_ns
 
@@ -118,7 +121,7 @@ class _ThreadLog(list):
 
     __slots__ = ("order", "pid", "thread_name", "tid")
 
-    def __enter__(self) -> _ThreadLog:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, et, ev, tb) -> None:
@@ -165,7 +168,7 @@ class CompileProfiler:
         self.process_names: dict[int, str] = {self.pid: "PyPTO compile"}
 
     # -- activation ----------------------------------------------------------------------
-    def __enter__(self) -> CompileProfiler:
+    def __enter__(self) -> Self:
         previous = _active.get()
         self._tokens.append((_set_active(self), previous))
         self._total_start = time.perf_counter()
@@ -432,7 +435,7 @@ def _write_process_profile(prof: CompileProfiler) -> None:
 # variable's default is the process-wide profiler when PYPTO_COMPILE_PROFILING was on at
 # import, so every thread sees it; an explicit `with CompileProfiler()` overrides it.
 _active = contextvars.ContextVar("pypto_compile_profiler",
-                                 default=_process_profiler_from_environment())
+                                 default=_process_profiler_from_environment())  # noqa: B039
 CompileProfiler.current = staticmethod(_active.get)  # type: ignore[assignment]
 
 #: get_active_profiler() -> CompileProfiler | None: the explicit profiler of this thread if

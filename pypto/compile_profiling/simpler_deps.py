@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pypto.compile_profiling.forked import ForkedCall
 from pypto.compile_profiling.simpler_json import (
     _SEP_OBJECTS,
     _array_pieces,
@@ -26,7 +27,6 @@ from pypto.compile_profiling.simpler_json import (
     load_json_file,
     parse_json_bytes,
 )
-from pypto.compile_profiling.forked import ForkedCall
 from pypto.errors import TraceInputError
 
 log = logging.getLogger(__name__)

@@ -41,9 +41,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pypto.compile_profiling.simpler_deps import (
-    _STRIP_TASK_ARGS as _STRIP_TASK_ARGS,
-)
-from pypto.compile_profiling.simpler_deps import (
     DepsGraph,
     DispatchProgram,
     NameMap,
@@ -51,12 +48,6 @@ from pypto.compile_profiling.simpler_deps import (
     read_deps,
     read_dispatch_program,
     read_name_map,
-)
-from pypto.compile_profiling.simpler_deps import (
-    _DepsBuilder as _DepsBuilder,
-)
-from pypto.compile_profiling.simpler_deps import (
-    _read_deps_chunked as _read_deps_chunked,
 )
 from pypto.compile_profiling.simpler_host_log import (
     STRACE_VERSIONS,
@@ -90,12 +81,6 @@ from pypto.compile_profiling.simpler_records import (
     SwimlaneMetadata,
     SwimlaneRecords,
     read_swimlane_records,
-)
-from pypto.compile_profiling.simpler_records import (
-    _PhaseStreamBuilder as _PhaseStreamBuilder,
-)
-from pypto.compile_profiling.simpler_records import (
-    _read_records_chunked as _read_records_chunked,
 )
 from pypto.errors import TraceInputError
 
