@@ -3,6 +3,7 @@ then load both into the offline Perfetto UI and check what it imported."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 
@@ -211,11 +212,43 @@ def test_protobuf_round_trip_tracks_slices_args_and_flows(tmp_path):
 
 
 def test_protobuf_streams_in_batches(tmp_path, monkeypatch):
+    """With PACKETS_PER_BATCH = 3 the file is written as many small Trace messages (memory
+    stays bounded), and reads back exactly as the same timeline written in one batch."""
+    whole = tmp_path / "whole.pftrace"
+    write_perfetto_trace(sample_timeline(), whole, parallel=False)
+
+    writes: list[bytes] = []
+    real_writer = timeline_proto.atomic_writer
+
+    class RecordingFile:
+        def __init__(self, file):
+            self._file = file
+
+        def write(self, data):
+            writes.append(bytes(data))
+            return self._file.write(data)
+
+        def __getattr__(self, name):
+            return getattr(self._file, name)
+
+    @contextlib.contextmanager
+    def recording_writer(*args, **kwargs):
+        with real_writer(*args, **kwargs) as file:
+            yield RecordingFile(file)
+
+    monkeypatch.setattr(timeline_proto, "atomic_writer", recording_writer)
     monkeypatch.setattr(timeline_proto, "PACKETS_PER_BATCH", 3)
     out = tmp_path / "t.pftrace"
-    write_perfetto_trace(sample_timeline(), out)
-    _, slices = decode_slices(read_packets(out))
+    write_perfetto_trace(sample_timeline(), out, parallel=False)
+
+    batches = [list(pb.Trace.FromString(data).packet) for data in writes]
+    packets = read_packets(out)
+    assert sum(map(len, batches)) == len(packets) == len(read_packets(whole))
+    # a batch ends at the first check past 3 packets (a slice's begin may follow its ends)
+    assert len(batches) >= len(packets) // 6 > 1 and max(map(len, batches)) < 2 * 3
+    _, slices = decode_slices(packets)
     assert len(slices) == 6
+    assert slices == decode_slices(read_packets(whole))[1]
 
 
 def test_protobuf_refuses_negative_time_and_leaves_no_file(tmp_path):
