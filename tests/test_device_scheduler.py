@@ -9,7 +9,7 @@ import time
 
 import numpy as np
 import pytest
-from test_runtime_support import (
+from runtime_support import (
     CompiledKernel,
     CompiledProgram,
     ParamSpec,

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_merge_inputs import CALIBRATED, CASES, ESTIMATED, FIXTURES, compile_trace_around
+from merge_inputs import CALIBRATED, CASES, ESTIMATED, FIXTURES, compile_trace_around
 
 from pypto.compile_profiling.merge import merge_traces, write_profile_perfetto, write_timeline
 

@@ -15,7 +15,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from test_merge_inputs import CALIBRATED, CASES, ESTIMATED, FIXTURES, compile_trace_around
+from merge_inputs import CALIBRATED, CASES, ESTIMATED, FIXTURES, compile_trace_around
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = REPO / "tools" / "merge_traces.py"

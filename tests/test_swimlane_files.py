@@ -7,8 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from simpler_fixtures import FIXTURES
-from test_runtime_support import (
+from runtime_support import (
     dag_golden,
     dag_program,
     dag_specs,
@@ -16,6 +15,7 @@ from test_runtime_support import (
     mixed_golden,
     mixed_program,
 )
+from simpler_fixtures import FIXTURES
 
 from pypto.runtime import RunConfig, run
 
