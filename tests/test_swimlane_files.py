@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from runtime_support import (
     dag_golden,
@@ -17,6 +18,8 @@ from runtime_support import (
 )
 from simpler_fixtures import FIXTURES
 
+from pypto.compile_profiling import clock_alignment as align
+from pypto.compile_profiling import simpler_readers as readers
 from pypto.runtime import RunConfig, run
 
 HBG = FIXTURES / "hbg_vector_example_l4_depgen"
@@ -173,7 +176,6 @@ def test_name_map_matches_the_capture_schema(hbg4):
 
 
 def test_the_same_reader_reads_ours_and_the_captures(hbg4, tmr4):
-    readers = pytest.importorskip("pypto.compile_profiling.simpler_readers")
     for d in (HBG, TMR4, TMR1, hbg4[0], tmr4):
         rec = readers.read_swimlane_records(d / "chip_swimlane_records.json")
         assert rec.aicore.shape[1] == 6 and rec.aicore_columns == 6
@@ -219,10 +221,6 @@ def test_device_times_map_inside_device_execution(hbg4):
 def test_the_merge_tools_clock_mapping_calibrates_our_anchors(hbg4):
     """The project's own alignment code (used by the trace merger) accepts our anchors and puts
     every AICore task inside device_execution, within the calibrated window."""
-    import numpy as np
-
-    align = pytest.importorskip("pypto.compile_profiling.clock_alignment")
-    readers = pytest.importorskip("pypto.compile_profiling.simpler_readers")
     rec = readers.read_swimlane_records(hbg4[0] / "chip_swimlane_records.json")
     mapping = align.build_clock_mapping(rec.metadata.clock_anchors, rec.metadata.clock_freq_hz)
     cycles = np.concatenate([rec.aicore[:, 3], rec.aicore[:, 4]])
