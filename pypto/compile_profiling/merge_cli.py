@@ -66,33 +66,43 @@ if hasattr(os, "register_at_fork"):
                         after_in_child=_PROGRESS_LOCK.release)
 
 
-class _Progress:
-    """Says on stderr what a step is doing, only once it has taken `PROGRESS_AFTER_S`."""
+class StepProgress:
+    """Says on `out` what a step is doing, only once it has taken `PROGRESS_AFTER_S` (then
+    every 5 s). `progress(message)` starts a step, `stop()` ends the last one.
 
-    def __init__(self, out=sys.stderr) -> None:
+    `timer` (called like `threading.Timer(interval, function, args)`) and `clock` let tests
+    fire the timers themselves instead of sleeping.
+    """
+
+    def __init__(self, out=sys.stderr, *, timer=threading.Timer, clock=time.monotonic) -> None:
         self._out = out
         self._lock = _PROGRESS_LOCK
-        self._timer: threading.Timer | None = None
+        self._new_timer = timer
+        self._clock = clock
+        self._timer = None
+        # Numbers the armings: a cancelled timer whose callback already runs sees a newer
+        # number and stays quiet.
+        self._armed = 0
         self._step = ""
-        self._t0 = time.monotonic()
-        self._started = time.monotonic()
+        self._t0 = self._started = clock()
 
     def __call__(self, message: str) -> None:
         with self._lock:
             self._cancel()
-            self._step, self._t0 = message, time.monotonic()
+            self._step, self._t0 = message, self._clock()
             self._arm(PROGRESS_AFTER_S)
 
     def _arm(self, delay: float) -> None:
-        self._timer = threading.Timer(delay, self._report)
+        self._armed += 1
+        self._timer = self._new_timer(delay, self._report, args=(self._armed,))
         self._timer.daemon = True
         self._timer.start()
 
-    def _report(self) -> None:
+    def _report(self, armed: int) -> None:
         with self._lock:
-            if self._timer is None:
+            if self._timer is None or armed != self._armed:
                 return
-            now = time.monotonic()
+            now = self._clock()
             print(f"... {self._step} ({now - self._t0:.0f} s, {now - self._started:.0f} s in all)",
                   file=self._out, flush=True)
             self._arm(5.0)
@@ -170,15 +180,15 @@ def serve_for_perfetto(path: str | os.PathLike, *, port: int = DEFAULT_PORT,
                               daemon=True)
     thread.start()
     link = f"{PERFETTO_UI}/#!/?url=http://127.0.0.1:{port}{url_path}"
-    print(link, file=out, flush=True)
-    print(f"serving {file} on http://127.0.0.1:{port}{url_path} until it is fetched "
-          "(Ctrl-C to stop)", file=err, flush=True)
-    if open_browser:
-        try:
-            webbrowser.open(link)
-        except Exception as e:  # no browser here: the printed link is enough  # noqa: BLE001
-            print(f"could not open a browser ({e}); open the link above", file=err)
-    try:
+    try:  # from the moment the link is out, Ctrl-C stops cleanly
+        print(link, file=out, flush=True)
+        print(f"serving {file} on http://127.0.0.1:{port}{url_path} until it is fetched "
+              "(Ctrl-C to stop)", file=err, flush=True)
+        if open_browser:
+            try:
+                webbrowser.open(link)
+            except Exception as e:  # no browser here: the link is enough  # noqa: BLE001
+                print(f"could not open a browser ({e}); open the link above", file=err)
         while not done.wait(0.2):
             pass
         return True
@@ -201,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     except ProfileWriteError as e:
         print(str(e), file=err)
         return EXIT_INPUT
-    progress = _Progress(err)
+    progress = StepProgress(err)
     t0 = time.perf_counter()
     try:
         result = merge_traces(args.inputs, offset_us=args.offset_us, progress=progress)
