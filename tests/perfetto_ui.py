@@ -533,9 +533,16 @@ class _UIPage:
 class PerfettoUI:
     """HTTP server + headless Chromium, started once; `load()` opens traces in reused pages."""
 
-    def __init__(self, load_timeout_s: float = LOAD_TIMEOUT_S, max_open: int = MAX_OPEN_TRACES):
+    def __init__(
+        self,
+        load_timeout_s: float = LOAD_TIMEOUT_S,
+        max_open: int = MAX_OPEN_TRACES,
+        reuse_pages: bool = True,
+    ):
         self.load_timeout_s = load_timeout_s
         self.max_open = max_open  # traces open at once = pages kept booted
+        # False: every load boots a fresh page (the old way; benchmarks/bench_perfetto_ui.py)
+        self.reuse_pages = reuse_pages
         self.pages_booted = 0  # fresh UI boots so far (each costs a page + WASM start)
         self._server: _TraceServer | None = None
         self._playwright: Any = None
@@ -603,9 +610,10 @@ class PerfettoUI:
 
     def _page_for_load(self) -> _UIPage:
         """A page without an open trace; a new one up to `max_open`; else the oldest trace's."""
-        for page in self._pages:
-            if page.trace is None:
+        for page in [p for p in self._pages if p.trace is None]:
+            if self.reuse_pages:
                 return page
+            self._discard(page)
         if len(self._pages) < self.max_open:
             assert self._browser is not None and self._server is not None
             page = _UIPage(self._browser, self._server.origin)
@@ -616,10 +624,10 @@ class PerfettoUI:
             f"closed because more than {self.max_open} traces were open; "
             "use `with ui.load(...) as t:` to keep control"
         )
-        return oldest._ui_page
+        return self._page_for_load()
 
     def _discard(self, page: _UIPage) -> None:
-        """Drop a page whose load failed: its UI state is unknown, the next load boots anew."""
+        """Close a page (e.g. whose load failed: its UI state is unknown); later loads boot anew."""
         if page.trace is not None:
             page.trace.close("its page was discarded after a failed load")
         self._pages.remove(page)
