@@ -7,12 +7,22 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 TESTS_DIR = Path(__file__).resolve().parent
 for _path in (str(REPO_ROOT), str(TESTS_DIR)):
     if _path not in sys.path:
         sys.path.insert(0, _path)
+
+# Hypothesis's per-example deadline and "too slow" health check measure the machine's load,
+# not our code: off, as in Hypothesis's own "ci" profile (loaded by itself under CI, where it
+# also derandomizes the examples).
+if not settings().derandomize:
+    settings.register_profile(
+        "busy-machine", deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    )
+    settings.load_profile("busy-machine")
 
 
 @pytest.fixture(scope="session")
