@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 from merge_inputs import CALIBRATED, CASES, ESTIMATED, FIXTURES, compile_trace_around
 
+from pypto.compile_profiling.merge_cli import main
+
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = REPO / "tools" / "merge_traces.py"
 pytestmark = pytest.mark.skipif(not CASES, reason="no Simpler fixtures on this machine")
@@ -155,21 +157,25 @@ BAD_CASES = {
 
 
 @pytest.mark.parametrize("case", sorted(BAD_CASES))
-def test_bad_input_is_one_line_exit_2_and_no_output(tmp_path, case):
+def test_bad_input_is_one_line_exit_2_and_no_output(tmp_path, case, capsys):
     make, expected = BAD_CASES[case]
     inputs = tmp_path / "in"
     inputs.mkdir()
     bad = make(inputs)
     outdir = tmp_path / "out"
     outdir.mkdir()
-    for out in (outdir / "m.json", outdir / "m.pftrace"):
-        r = run_cli(bad, "-o", out)
-        assert r.returncode == 2, (case, r.stderr)
-        lines = r.stderr.strip().splitlines()
-        assert len(lines) == 1, r.stderr
-        assert "Traceback" not in r.stderr
+    def check(status: int, stderr: str) -> None:
+        assert status == 2, (case, stderr)
+        lines = stderr.strip().splitlines()
+        assert len(lines) == 1, stderr
+        assert "Traceback" not in stderr
         assert lines[0].startswith(f"{bad}: "), lines[0]  # `<path>: <problem>`
         assert expected.lower() in lines[0].lower(), lines[0]
+
+    r = run_cli(bad, "-o", outdir / "m.json")  # the script, as a user runs it
+    check(r.returncode, r.stderr)
+    # the other format in-process (one Python start per case is enough)
+    check(main([str(bad), "-o", str(outdir / "m.pftrace")]), capsys.readouterr().err)
     assert list(outdir.iterdir()) == []
 
 
