@@ -25,8 +25,11 @@ if not settings().derandomize:
     settings.load_profile("busy-machine")
 
 
+_started_ui: list = []  # the session's PerfettoUI once a test asked for it
+
+
 @pytest.fixture(scope="session")
-def perfetto_ui_session():
+def perfetto_ui():
     """One offline Perfetto UI (HTTP server + headless Chromium) shared by the whole session.
 
     Fails when a requirement is missing and the CI environment variable is set, skips otherwise.
@@ -39,12 +42,19 @@ def perfetto_ui_session():
             pytest.fail(f"perfetto_ui: {problem} (required when CI is set)", pytrace=False)
         pytest.skip(f"perfetto_ui: {problem}")
     with PerfettoUI() as ui:
+        _started_ui.append(ui)
         yield ui
+        _started_ui.clear()
 
 
-@pytest.fixture
-def perfetto_ui(perfetto_ui_session):
-    """The session's PerfettoUI; closes the traces a test left open so the next test reuses
-    the booted UI page (see tests/perfetto_ui.py)."""
-    yield perfetto_ui_session
-    perfetto_ui_session.close_traces("the test that loaded it ended")
+@pytest.fixture(autouse=True)
+def _close_traces_the_test_loaded():
+    """After each test, close the traces loaded during it, so the next test reuses the booted
+    UI page instead of booting another. Traces loaded by module- or session-scoped fixtures
+    (set up before this one) stay open for the tests that share them."""
+    before = {id(t) for t in _started_ui[0].open_traces} if _started_ui else set()
+    yield
+    if _started_ui:
+        for trace in _started_ui[0].open_traces:
+            if id(trace) not in before:
+                trace.close("the test that loaded it ended")

