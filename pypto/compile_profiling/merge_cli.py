@@ -51,7 +51,8 @@ def _parser() -> argparse.ArgumentParser:
                    help=f"serve OUT on 127.0.0.1 and open it in {PERFETTO_UI}; stops once the "
                         "file was fetched, or on Ctrl-C")
     p.add_argument("--port", type=int, default=DEFAULT_PORT,
-                   help=f"port for --open (default {DEFAULT_PORT}, the one the Perfetto UI accepts)")
+                   help=f"port for --open (default {DEFAULT_PORT}, the one the Perfetto UI accepts; "
+                        "0: any free port)")
     p.add_argument("-q", "--quiet", action="store_true", help="only errors and warnings")
     return p
 
@@ -176,6 +177,7 @@ def serve_for_perfetto(path: str | os.PathLike, *, port: int = DEFAULT_PORT,
     except OSError as e:
         raise ProfileWriteError(f"127.0.0.1:{port}: cannot serve: {e.strerror or e}") from None
     server.daemon_threads = True
+    port = server.server_address[1]  # the one bound, when 0 asked for any free port
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1},
                               daemon=True)
     thread.start()
