@@ -116,10 +116,14 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--no-first-run",
 ]
-LOAD_TIMEOUT_S = 60.0
-QUERY_TIMEOUT_S = 60.0
-# After the file was sent, how long the UI may sit "not loading, no trace" before we call it failed.
-STALLED_LOAD_GRACE_S = 5.0
+# Limits that only catch a hung UI, set so a machine busy with other work never reaches them
+# (a first load took 19 s at load average 22).
+LOAD_TIMEOUT_S = 180.0
+QUERY_TIMEOUT_S = 180.0
+# After the file was sent, how long the UI may sit "not loading, no trace" before we call it
+# failed. A first load fetches the file before it starts loading it, so on a busy machine
+# this gap can last seconds; a UI error dialog or page error fails the load at once anyway.
+STALLED_LOAD_GRACE_S = 30.0
 MAX_OPEN_TRACES = 3
 POLL_INTERVAL_MS = 50
 TRACE_URL_PREFIX = "/traces/"
