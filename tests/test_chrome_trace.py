@@ -8,9 +8,12 @@ import socket
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from decimal import Decimal
 
 import pypto
-from pypto.compile_profiling import CompileProfiler, bind_to_current
+from pypto.compile_profiling import CompileProfiler, StageRecord, bind_to_current
+
+WORKERS = 2
 
 
 def sample_profile():
@@ -19,16 +22,20 @@ def sample_profile():
             pass
         with prof.stage("passes"):
             with prof.stage("UnrollLoops", {"ir_nodes_before": 3}):
-                time.sleep(0.0005)
-            with prof.stage("zero"):
-                pass
+                time.sleep(0.0005)  # work, so its share of the total is above 0
+            now = time.perf_counter()
+            prof.add_stage_record(StageRecord("zero", now, now))
         with prof.stage("codegen"):
+            # Every kernel waits for WORKERS kernels to run at once, so each pool thread runs
+            # some: exactly WORKERS codegen lanes, however the OS schedules the threads.
+            all_workers_busy = threading.Barrier(WORKERS, timeout=60)
+
             def kernel(i):
                 with CompileProfiler.current().stage(f"kernel_codegen:k{i}"):
-                    time.sleep(0.001)
+                    all_workers_busy.wait()
 
-            with ThreadPoolExecutor(2, thread_name_prefix="codegen") as pool:
-                list(pool.map(bind_to_current(kernel), range(4)))
+            with ThreadPoolExecutor(WORKERS, thread_name_prefix="codegen") as pool:
+                list(pool.map(bind_to_current(kernel), range(2 * WORKERS)))
     return prof
 
 
@@ -36,22 +43,29 @@ def complete_events(trace):
     return [e for e in trace["traceEvents"] if e["ph"] == "X"]
 
 
-def test_one_complete_event_per_stage_with_absolute_monotonic_times():
+def written_trace(prof, tmp_path) -> dict:
+    """trace.json as written, its numbers read exactly (a float of µs loses ns at 1e9 µs)."""
+    prof.to_chrome_trace(tmp_path / "trace.json")
+    return json.loads((tmp_path / "trace.json").read_text(), parse_float=Decimal)
+
+
+def test_one_complete_event_per_stage_with_absolute_monotonic_times(tmp_path):
     prof = sample_profile()
-    trace = prof.to_chrome_trace()
+    trace = written_trace(prof, tmp_path)
     events = {e["name"]: e for e in complete_events(trace)}
     assert len(complete_events(trace)) == 9  # parse, passes + 2 children, codegen + 4 kernels
     unroll_rec = prof.stages[1].children[0]
     e = events["UnrollLoops"]
     assert e["ts"] * 1000 == unroll_rec.start_ns  # microseconds keeping ns fractions
-    assert round(e["dur"] * 1000) == unroll_rec.end_ns - unroll_rec.start_ns
+    assert e["dur"] * 1000 == unroll_rec.end_ns - unroll_rec.start_ns
     assert e["pid"] == os.getpid() and e["tid"] == threading.get_native_id()
     assert e["cat"] == "pass"
     assert e["args"]["path"] == "passes/UnrollLoops" and e["args"]["ir_nodes_before"] == 3
     assert 0 < e["args"]["share_pct"] < 100
     assert events["kernel_codegen:k0"]["cat"] == "codegen"
     assert events["kernel_codegen:k0"]["args"]["path"] == "codegen/kernel_codegen:k0"
-    assert events["zero"]["dur"] >= 0
+    zero_rec = prof.stages[1].children[1]
+    assert events["zero"]["dur"] == 0 and events["zero"]["ts"] * 1000 == zero_rec.start_ns
     # absolute: close to "now" on perf_counter_ns, not an offset from the profile's start
     assert abs(e["ts"] * 1000 - time.perf_counter_ns()) < 60e9
 
@@ -71,7 +85,7 @@ def test_metadata_names_process_and_threads_and_sorts_main_thread_first():
                       "args": {"name": "PyPTO compile"}}]
     threads = {e["tid"]: e["args"]["name"] for e in meta if e["name"] == "thread_name"}
     assert threads[threading.get_native_id()] == "MainThread"
-    assert sum(name.startswith("codegen") for name in threads.values()) == 2
+    assert sum(name.startswith("codegen") for name in threads.values()) == WORKERS
     order = {e["tid"]: e["args"]["sort_index"] for e in meta if e["name"] == "thread_sort_index"}
     assert order[threading.get_native_id()] == min(order.values())
 
@@ -99,7 +113,12 @@ def test_slices_nest_properly_on_every_thread():
         lane.sort(key=lambda e: (e["ts"], -e["dur"]))
         stack = []
         for e in lane:
-            while stack and e["ts"] >= stack[-1]["ts"] + stack[-1]["dur"] and e["dur"] > 0:
+            # the slices the event starts after are done (one starting where a slice ends is
+            # after it, unless it is zero-length: that one may still be its last instant)
+            while stack and (
+                e["ts"] > stack[-1]["ts"] + stack[-1]["dur"]
+                or (e["ts"] == stack[-1]["ts"] + stack[-1]["dur"] and e["dur"] > 0)
+            ):
                 stack.pop()
             if stack:
                 parent = stack[-1]
@@ -107,9 +126,15 @@ def test_slices_nest_properly_on_every_thread():
             stack.append(e)
 
 
-def test_child_recorded_outside_its_parent_is_clamped_into_it():
-    from pypto.compile_profiling import StageRecord
+def test_record_ending_before_it_starts_is_written_with_zero_duration(tmp_path):
+    with CompileProfiler() as prof:
+        now = time.perf_counter()
+        prof.add_stage_record(StageRecord("backwards", now, now - 0.001))
+    (e,) = complete_events(written_trace(prof, tmp_path))
+    assert e["dur"] == 0 and e["ts"] * 1000 == prof.stages[0].start_ns
 
+
+def test_child_recorded_outside_its_parent_is_clamped_into_it():
     with CompileProfiler() as prof, prof.stage("outer"):
         now = time.perf_counter()
         prof.add_stage_record(StageRecord("sticks_out", now - 10, now + 10))
@@ -135,16 +160,14 @@ def test_failed_and_open_stages_are_flagged():
             raise ValueError("x")
     except ValueError:
         pass
-    prof._begin_stage("still_running")
-    events = {e["name"]: e for e in complete_events(prof.to_chrome_trace())}
+    with prof.stage("still_running"):
+        events = {e["name"]: e for e in complete_events(prof.to_chrome_trace())}
     assert events["bad"]["args"]["failed"] is True
     assert events["bad"]["args"]["error"] == "ValueError"
     assert events["still_running"]["args"]["open"] is True
 
 
 def test_other_process_records_get_their_own_named_process():
-    from pypto.compile_profiling import StageRecord
-
     prof = CompileProfiler()
     prof.set_process_name(424242, "PyPTO device")
     now = time.perf_counter()

@@ -9,7 +9,7 @@ import time
 
 import numpy as np
 import pytest
-from test_runtime_support import (
+from runtime_support import (
     CompiledKernel,
     CompiledProgram,
     ParamSpec,
@@ -22,7 +22,7 @@ from test_runtime_support import (
 )
 
 from pypto.runtime.device import DeviceLayout, SimulatedDevice
-from pypto.runtime.device_clock import DeviceCounter
+from pypto.runtime.device_clock import HOST_DISTANCE_CYCLES, MIN_ORIGIN_CYCLES, DeviceCounter
 from pypto.runtime.task_graph import TaskGraph
 
 
@@ -198,16 +198,39 @@ def test_war_waw_and_views_make_edges():
     assert kinds[(1, 4)] == "raw"
 
 
-def test_device_counter_has_own_origin_and_real_rate():
-    c = DeviceCounter.start(50_000_000)
-    h0, c0 = time.perf_counter_ns(), c.read()
-    assert abs(c0 - h0 * 50_000_000 / 1e9) > 1e9, "counter origin too close to host clock"
-    time.sleep(0.05)
-    h1, c1 = time.perf_counter_ns(), c.read()
-    rate = (c1 - c0) / ((h1 - h0) / 1e9)
-    assert rate == pytest.approx(50e6, rel=0.02)
-    other = DeviceCounter.start(50_000_000)
-    assert other.origin_cycles != c.origin_cycles
+@pytest.mark.parametrize("seed", range(64))
+def test_device_counter_origin_is_never_near_the_host_clock(seed):
+    freq = 50_000_000
+    c = DeviceCounter.start(freq, seed=seed)
+    host_cycles = c.epoch_ns * freq // 1_000_000_000
+    assert abs(c.origin_cycles - host_cycles) >= HOST_DISTANCE_CYCLES[0]
+    assert abs(c.origin_cycles - host_cycles) < HOST_DISTANCE_CYCLES[1]
+    assert c.origin_cycles >= MIN_ORIGIN_CYCLES
+
+
+def test_device_counter_origin_is_random_unless_seeded_or_given():
+    origins = {DeviceCounter.start(50_000_000).origin_cycles for _ in range(8)}
+    assert len(origins) == 8
+    def distance_from_host(c):
+        return c.origin_cycles - c.epoch_ns * c.freq_hz // 1_000_000_000
+
+    a, b = DeviceCounter.start(50_000_000, seed=3), DeviceCounter.start(50_000_000, seed=3)
+    assert distance_from_host(a) == distance_from_host(b)
+    assert DeviceCounter.start(50_000_000, origin_cycles=12345).origin_cycles == 12345
+    with pytest.raises(ValueError, match="origin_cycles"):
+        DeviceCounter.start(50_000_000, origin_cycles=-1)
+
+
+def test_device_counter_ticks_at_its_frequency_from_its_origin():
+    c = DeviceCounter.start(50_000_000, origin_cycles=1 << 40)
+    assert c.cycles_at(c.epoch_ns) == 1 << 40
+    assert c.cycles_at(c.epoch_ns + 1_000_000_000) - c.cycles_at(c.epoch_ns) == 50_000_000
+    drifting = DeviceCounter.start(50_000_000, drift_ppm=100.0, origin_cycles=0)
+    assert drifting.cycles_at(drifting.epoch_ns + 1_000_000_000) == 50_005_000
+    before = time.perf_counter_ns()
+    now = c.read()  # read() is cycles_at(the host clock now)
+    after = time.perf_counter_ns()
+    assert c.cycles_at(before) <= now <= c.cycles_at(after)
 
 
 def test_device_process_program_pickles_by_reference():

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_merge_inputs import CALIBRATED, CASES, ESTIMATED, FIXTURES, compile_trace_around
+from merge_inputs import CALIBRATED, CASES, ESTIMATED, FIXTURES, compile_trace_around
 
 from pypto.compile_profiling.trace_merge import (
     merge_traces,
@@ -157,8 +157,8 @@ def test_real_run_on_the_simulator_merges_and_loads(perfetto_ui, tmp_path, runti
     for suffix in FORMATS:
         out = tmp_path / f"merged{suffix}"
         write_timeline(tl, out)
-        t = perfetto_ui.load(out)
-        rows = check_matches_timeline(t, tl)
+        with perfetto_ui.load(out) as t:  # closed before the next load: one page serves both
+            rows = check_matches_timeline(t, tl)
         (ex,) = [x for x in rows if x["name"] == "device_execution"]
         device = [x for x in rows if x["process_name"].startswith("Device r0")]
         assert len([x for x in device if "AICore" in x["process_name"]]) == 5

@@ -41,7 +41,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
-from test_merge_inputs import CASES, FIXTURES, compile_trace_around
+from merge_inputs import CASES, FIXTURES, compile_trace_around
 
 from pypto.compile_profiling import merge_cli
 

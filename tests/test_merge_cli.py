@@ -9,13 +9,14 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 
 import pytest
-from test_merge_inputs import CALIBRATED, CASES, ESTIMATED, FIXTURES, compile_trace_around
+from merge_inputs import CALIBRATED, CASES, ESTIMATED, FIXTURES, compile_trace_around
+
+from pypto.compile_profiling.merge_cli import main
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = REPO / "tools" / "merge_traces.py"
@@ -157,21 +158,25 @@ BAD_CASES = {
 
 
 @pytest.mark.parametrize("case", sorted(BAD_CASES))
-def test_bad_input_is_one_line_exit_2_and_no_output(tmp_path, case):
+def test_bad_input_is_one_line_exit_2_and_no_output(tmp_path, case, capsys):
     make, expected = BAD_CASES[case]
     inputs = tmp_path / "in"
     inputs.mkdir()
     bad = make(inputs)
     outdir = tmp_path / "out"
     outdir.mkdir()
-    for out in (outdir / "m.json", outdir / "m.pftrace"):
-        r = run_cli(bad, "-o", out)
-        assert r.returncode == 2, (case, r.stderr)
-        lines = r.stderr.strip().splitlines()
-        assert len(lines) == 1, r.stderr
-        assert "Traceback" not in r.stderr
-        assert lines[0].startswith(f"{bad}") or str(bad) in lines[0], lines[0]
+    def check(status: int, stderr: str) -> None:
+        assert status == 2, (case, stderr)
+        lines = stderr.strip().splitlines()
+        assert len(lines) == 1, stderr
+        assert "Traceback" not in stderr
+        assert lines[0].startswith(f"{bad}: "), lines[0]  # `<path>: <problem>`
         assert expected.lower() in lines[0].lower(), lines[0]
+
+    r = run_cli(bad, "-o", outdir / "m.json")  # the script, as a user runs it
+    check(r.returncode, r.stderr)
+    # the other format in-process (one Python start per case is enough)
+    check(main([str(bad), "-o", str(outdir / "m.pftrace")]), capsys.readouterr().err)
     assert list(outdir.iterdir()) == []
 
 
@@ -264,27 +269,65 @@ def test_open_stops_on_ctrl_c(tmp_path):
 
 
 def test_script_runs_from_a_copy_of_the_checkout_without_install(tmp_path):
-    # `python3 tools/merge_traces.py` from the repo root, nothing on PYTHONPATH
-    r = subprocess.run([sys.executable, "tools/merge_traces.py", "--help"], capture_output=True, check=False,
-                       text=True, cwd=REPO, env=dict(os.environ, PYTHONPATH=""), timeout=60)
-    assert r.returncode == 0 and "--offset-us" in r.stdout
-    assert shutil.which(sys.executable)
+    """`python3 tools/merge_traces.py` in a copied checkout, nothing on PYTHONPATH: it merges,
+    importing the copy's package (python -v names each imported file)."""
+    copy = tmp_path / "checkout"
+    ignore = shutil.ignore_patterns("__pycache__")
+    for part in ("pypto", "tools"):
+        shutil.copytree(REPO / part, copy / part, ignore=ignore)
+    out = tmp_path / "merged.json"
+    r = subprocess.run([sys.executable, "-v", "tools/merge_traces.py", FIXTURES / CALIBRATED[0],
+                        "-o", out, "-q"], capture_output=True, check=False, text=True, cwd=copy,
+                       env=dict(os.environ, PYTHONPATH=""), timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert json.loads(out.read_text())["traceEvents"]
+    imported = [line for line in r.stderr.splitlines() if "/pypto/compile_profiling/" in line]
+    assert any(str(copy / "pypto" / "compile_profiling" / "merge_cli.py") in line
+               for line in imported)
+    assert all(str(copy) in line for line in imported), [
+        line for line in imported if str(copy) not in line]
 
 
-def test_progress_is_shown_only_for_slow_steps(monkeypatch):
+def test_progress_is_shown_only_for_slow_steps():
     import io
 
-    from pypto.compile_profiling import merge_cli
+    from pypto.compile_profiling.merge_cli import PROGRESS_AFTER_S, StepProgress
 
-    monkeypatch.setattr(merge_cli, "PROGRESS_AFTER_S", 0.2)
+    made = []
+
+    class FakeTimer:  # fires only when the test says so
+        def __init__(self, interval, function, args=()):
+            self.interval, self.function, self.args = interval, function, args
+            self.started = self.cancelled = False
+            made.append(self)
+
+        def start(self):
+            self.started = True
+
+        def cancel(self):
+            self.cancelled = True
+
+        def fire(self):
+            self.function(*self.args)
+
+    now = [100.0]
     out = io.StringIO()
-    progress = merge_cli._Progress(out)
+    progress = StepProgress(out, timer=FakeTimer, clock=lambda: now[0])
     progress("quick step")
-    time.sleep(0.05)
-    progress("slow step")
-    time.sleep(0.5)
+    quick = made[-1]
+    assert quick.started and quick.interval == PROGRESS_AFTER_S
+    now[0] = 100.5
+    progress("slow step")  # the quick step ended before its timer fired
+    assert quick.cancelled
+    quick.fire()  # a cancelled timer whose callback was already on its way: ignored
+    assert out.getvalue() == ""
+    slow = made[-1]
+    now[0] = 100.5 + 3.2
+    slow.fire()
+    assert out.getvalue() == "... slow step (3 s, 4 s in all)\n"
+    again = made[-1]
+    assert again is not slow and again.interval == 5.0 and again.started
     progress.stop()
-    text = out.getvalue()
-    assert "slow step" in text and "quick step" not in text
-    time.sleep(0.3)
-    assert out.getvalue() == text  # stopped: nothing more
+    assert again.cancelled
+    again.fire()
+    assert out.getvalue() == "... slow step (3 s, 4 s in all)\n"  # stopped: nothing more

@@ -387,7 +387,7 @@ def test_kernels_from_any_file_of_the_work_dir_report(work_dir, capsys):
 
 
 def test_kernels_on_simpler_outputs_alone_gives_the_device_side(capsys):
-    from test_merge_inputs import FIXTURES
+    from merge_inputs import FIXTURES
 
     capture = FIXTURES / "tmr_mixed_example_case1_l4_depgen"
     if not capture.is_dir():

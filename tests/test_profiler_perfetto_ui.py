@@ -11,6 +11,8 @@ import pytest
 
 from pypto.compile_profiling import CompileProfiler, StageRecord, bind_to_current
 
+WORKERS = 3
+
 
 @pytest.mark.perfetto_ui
 def test_compile_trace_loads_in_perfetto_with_expected_counts(tmp_path, perfetto_ui):
@@ -19,19 +21,28 @@ def test_compile_trace_loads_in_perfetto_with_expected_counts(tmp_path, perfetto
             pass
         with prof.stage("passes"):
             for name in ("UnrollLoops", "ConvertToSSA", "UnrollLoops"):
-                prof._begin_stage(name)
-                prof._end_stage()
+                with prof.stage(name):
+                    pass
             now = time.perf_counter()
             prof.add_stage_record(StageRecord("zero-length", now, now))
         with prof.stage("codegen"):
+            # each kernel waits until WORKERS run at once: every pool thread runs some
+            all_workers_busy = threading.Barrier(WORKERS, timeout=60)
+
             def kernel(i):
                 with CompileProfiler.current().stage(f"kernel_codegen:k{i}", {"i": i}):
-                    time.sleep(0.002)
+                    all_workers_busy.wait()
 
-            with ThreadPoolExecutor(3, thread_name_prefix="codegen") as pool:
-                list(pool.map(bind_to_current(kernel), range(6)))
+            with ThreadPoolExecutor(WORKERS, thread_name_prefix="codegen") as pool:
+                list(pool.map(bind_to_current(kernel), range(2 * WORKERS)))
             with prof.stage('orchestration "codegen" ✓'):
                 pass
+        # At a fixed time, not the host's uptime (the UI's JSON importer keeps every ns only
+        # up to about 2^53 ns, 104 days), on a lane of its own: nothing clamps or nests it.
+        exact_ns = 1_234_567_890_123
+        prof.add_stage_record(StageRecord("fixed-time", exact_ns / 1e9, (exact_ns + 1) / 1e9,
+                                          start_ns=exact_ns, end_ns=exact_ns + 1,
+                                          tid=999_999_001, thread_name="fixed-time lane"))
     prof.write_report(tmp_path)
 
     trace = perfetto_ui.load(tmp_path / "trace.json")
@@ -40,25 +51,27 @@ def test_compile_trace_loads_in_perfetto_with_expected_counts(tmp_path, perfetto
     assert [p["name"] for p in procs] == ["PyPTO compile"]
     threads = [t for t in trace.threads() if t["pid"] == os.getpid()]
     names = sorted(t["name"] for t in threads)
-    assert "MainThread" in names and sum(n.startswith("codegen") for n in names) == 3
-    assert trace.slice_count() == 14  # parse; passes + 3 passes + zero-length; codegen + 6 + 1
+    assert "MainThread" in names and sum(n.startswith("codegen") for n in names) == WORKERS
+    assert trace.slice_count() == 15  # parse; passes + 3 + zero-length; codegen + 6 + 1; fixed
 
     slices = trace.slices()
     by_name = {s["name"]: s for s in slices}
-    assert by_name["UnrollLoops"]["depth"] == 1 and by_name["passes"]["depth"] == 0
+    assert [s["depth"] for s in slices if s["name"] == "UnrollLoops"] == [1, 1]
+    assert by_name["passes"]["depth"] == 0
     assert by_name['orchestration "codegen" ✓']["depth"] == 1
     assert by_name["zero-length"]["dur"] == 0 and by_name["zero-length"]["depth"] == 1
+    fixed = by_name["fixed-time"]
+    assert (fixed["ts"], fixed["dur"], fixed["tid"]) == (exact_ns, 1, 999_999_001)  # every ns
     kernels = [s for s in slices if s["name"].startswith("kernel_codegen:")]
-    assert len(kernels) == 6
+    assert len(kernels) == 2 * WORKERS
     assert all(k["thread_name"].startswith("codegen") and k["depth"] == 0 for k in kernels)
+    assert len({k["tid"] for k in kernels}) == WORKERS
     assert {k["tid"] for k in kernels}.isdisjoint({threading.get_native_id()})
     codegen = by_name["codegen"]
     assert all(codegen["ts"] <= k["ts"] and k["ts"] + k["dur"] <= codegen["ts"] + codegen["dur"]
                for k in kernels)
-    unroll = prof.stages[1].children[0]
-    assert by_name["parse"]["ts"] == prof.stages[0].start_ns  # ns precision survives
     assert trace.slice_args("UnrollLoops")["args.path"] == "passes/UnrollLoops"
-    assert unroll.name == "UnrollLoops"
+    assert trace.slice_args("kernel_codegen:k4")["args.i"] == 4
 
 
 @pytest.mark.perfetto_ui

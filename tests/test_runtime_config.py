@@ -6,7 +6,7 @@ import warnings
 
 import numpy as np
 import pytest
-from test_runtime_support import dag_golden, dag_program, dag_specs
+from runtime_support import dag_golden, dag_program, dag_specs
 
 from pypto.errors import RuntimeConfigError
 from pypto.runtime import RunConfig, TensorSpec, run

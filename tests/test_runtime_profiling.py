@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_runtime_support import dag_golden, dag_program, dag_specs, failing_program
+from runtime_support import dag_golden, dag_program, dag_specs, failing_program
 
 from pypto.compile_profiling import CompileProfiler, get_active_profiler, refresh_from_environment
 from pypto.runtime import RunConfig, run

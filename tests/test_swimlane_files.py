@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
-from simpler_fixtures import FIXTURES
-from test_runtime_support import (
+from runtime_support import (
     dag_golden,
     dag_program,
     dag_specs,
@@ -16,7 +16,10 @@ from test_runtime_support import (
     mixed_golden,
     mixed_program,
 )
+from simpler_fixtures import FIXTURES
 
+from pypto.compile_profiling.trace_merge import clock_alignment as align
+from pypto.compile_profiling.trace_merge import read_simpler as readers
 from pypto.runtime import RunConfig, run
 
 HBG = FIXTURES / "hbg_vector_example_l4_depgen"
@@ -173,8 +176,6 @@ def test_name_map_matches_the_capture_schema(hbg4):
 
 
 def test_the_same_reader_reads_ours_and_the_captures(hbg4, tmr4):
-    from pypto.compile_profiling.trace_merge import read_simpler as readers
-
     for d in (HBG, TMR4, TMR1, hbg4[0], tmr4):
         rec = readers.read_records(d / "chip_swimlane_records.json")
         assert rec.aicore_columns == 6
@@ -220,11 +221,6 @@ def test_device_times_map_inside_device_execution(hbg4):
 def test_the_merge_tools_clock_mapping_calibrates_our_anchors(hbg4):
     """The project's own alignment code (used by the trace merger) accepts our anchors and puts
     every AICore task inside device_execution, within the calibrated window."""
-    import numpy as np
-
-    from pypto.compile_profiling.trace_merge import clock_alignment as align
-    from pypto.compile_profiling.trace_merge import read_simpler as readers
-
     rec = readers.read_records(hbg4[0] / "chip_swimlane_records.json")
     mapping = align.build_clock_mapping(rec.clock_anchors, rec.freq_hz)
     cycles = np.concatenate([rec.aicore["start_cycles"], rec.aicore["end_cycles"]])

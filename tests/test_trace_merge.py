@@ -8,7 +8,7 @@ import re
 import shutil
 
 import pytest
-from test_merge_inputs import (
+from merge_inputs import (
     CALIBRATED,
     CASES,
     ESTIMATED,

@@ -179,7 +179,7 @@ def test_busy_port_is_one_line_and_exit_2(trace):
 
 
 def test_busy_port_fails_a_merge_before_it_writes_anything(tmp_path):
-    from test_merge_inputs import CALIBRATED, FIXTURES
+    from merge_inputs import CALIBRATED, FIXTURES
 
     if not CALIBRATED:
         pytest.skip("no Simpler fixtures on this machine")

@@ -31,14 +31,19 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = [
+__all__ = [  # the profiler's names and the lazily loaded _MERGE_API
     "ENV_DIR_VAR",
     "ENV_VAR",
     "CompileProfiler",
+    "MergeResult",
     "StageRecord",
     "bind_to_current",
     "default_profile_dir",
+    "format_for_path",
     "get_active_profiler",
+    "merge_traces",
+    "profile_to_timeline",
     "refresh_from_environment",
-    *sorted(_MERGE_API),
+    "write_profile_perfetto",
+    "write_timeline",
 ]

@@ -127,17 +127,19 @@ class _EventEmitter:
             start = rec.start_ns
             is_open = rec.end <= 0
             end = now_ns if is_open else rec.end_ns
-            if end < start:
+            # Clamps as `if`s, not min()/max(): 22 ns against 124 ns each (CPython 3.11,
+            # timeit), four per stage in this loop.
+            if end < start:  # noqa: PLR1730
                 end = start
             lane, lane_name = rec.lane, rec.lane_name
             if window is not None and window[0] == pid and window[1] == tid and window[4] == lane:
                 lane = window[5]  # a parent moved to an overlap lane takes its subtree along
                 lane_name = window[6]
-                if start < window[2]:
+                if start < window[2]:  # noqa: PLR1730
                     start = window[2]
-                if end > window[3]:
+                if end > window[3]:  # noqa: PLR1730
                     end = window[3]
-                if start > end:
+                if start > end:  # noqa: PLR1730
                     start = end
             track = (pid, tid, lane)
             busy_until = busy.get(track)
@@ -185,7 +187,7 @@ class _EventEmitter:
             if rec.interrupted:
                 args += ',"interrupted":true'
             dur = end - start
-            append('{"ph":"X","name":%s,"cat":%s,"ts":%d.%03d,"dur":%d.%03d,"pid":%d,"tid":%d,'
+            append('{"ph":"X","name":%s,"cat":%s,"ts":%d.%03d,"dur":%d.%03d,"pid":%d,"tid":%d,'  # noqa: UP031
                    '"args":%s}}' % (entry[0], cat_json, start // 1000, start % 1000,
                                     dur // 1000, dur % 1000, pid, out_tid, args))
             if len(events) >= 8192:

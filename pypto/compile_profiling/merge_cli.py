@@ -85,43 +85,46 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-# Guards progress state and printing. The exporters may fork a helper process while the
-# progress timer thread runs; holding this lock across every fork guarantees the child never
-# inherits a stream or lock that the timer thread held mid-print.
-_PROGRESS_LOCK = threading.Lock()
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(before=_PROGRESS_LOCK.acquire,
-                        after_in_parent=_PROGRESS_LOCK.release,
-                        after_in_child=_PROGRESS_LOCK.release)
+class StepProgress:
+    """Says on `out` what a step is doing, only once it has taken `PROGRESS_AFTER_S` (then
+    every 5 s). `progress(message)` starts a step, `stop()` ends the last one. Only for a
+    person at a terminal: the CLI gives it stderr only when that is a TTY, so a script sees
+    nothing but the result (or the one-line error).
 
+    `timer` (called like `threading.Timer(interval, function, args)`) and `clock` let tests
+    fire the timers themselves instead of sleeping.
+    """
 
-class _Progress:
-    """Says on stderr what a step is doing, only once it has taken `PROGRESS_AFTER_S`."""
-
-    def __init__(self, out=sys.stderr) -> None:
+    def __init__(self, out=sys.stderr, *, timer=threading.Timer, clock=time.monotonic) -> None:
         self._out = out
-        self._lock = _PROGRESS_LOCK
-        self._timer: threading.Timer | None = None
+        self._lock = threading.Lock()
+        self._new_timer = timer
+        self._clock = clock
+        self._timer = None
+        # Numbers the armings: a cancelled timer whose callback already runs sees a newer
+        # number and stays quiet.
+        self._armed = 0
         self._step = ""
-        self._t0 = time.monotonic()
-        self._started = time.monotonic()
+        self._t0 = self._started = clock()
 
     def __call__(self, message: str) -> None:
         with self._lock:
             self._cancel()
-            self._step, self._t0 = message, time.monotonic()
-            self._arm(PROGRESS_AFTER_S)
+            self._step, self._t0 = message, self._clock()
+            if self._out is not None:
+                self._arm(PROGRESS_AFTER_S)
 
     def _arm(self, delay: float) -> None:
-        self._timer = threading.Timer(delay, self._report)
+        self._armed += 1
+        self._timer = self._new_timer(delay, self._report, args=(self._armed,))
         self._timer.daemon = True
         self._timer.start()
 
-    def _report(self) -> None:
+    def _report(self, armed: int) -> None:
         with self._lock:
-            if self._timer is None:
+            if self._timer is None or armed != self._armed:
                 return
-            now = time.monotonic()
+            now = self._clock()
             print(f"... {self._step} ({now - self._t0:.0f} s, {now - self._started:.0f} s in all)",
                   file=self._out, flush=True)
             self._arm(5.0)
@@ -220,7 +223,7 @@ def _merge(args, state: dict, server) -> int:
         except ProfileWriteError as e:
             print(str(e), file=err)
             return EXIT_INPUT if isinstance(e, OutputPathError) else EXIT_WRITE
-    progress = _Progress(err)
+    progress = StepProgress(err if err.isatty() else None)
     t0 = time.perf_counter()
     try:
         result = merge_traces(args.inputs, offset_us=args.offset_us, progress=progress,

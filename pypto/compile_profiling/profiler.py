@@ -28,7 +28,10 @@ import warnings
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 _pc = time.perf_counter_ns
 
@@ -158,7 +161,7 @@ class LiveStage:
     __slots__ = ("_error", "end_ns", "log", "parent", "ref", "start_ns")
 
     # -- the `with` protocol (hot path) ----------------------------------------------------
-    def __enter__(self) -> LiveStage:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, et, ev, tb) -> None:
@@ -367,7 +370,7 @@ class CompileProfiler:
         _profilers.add(self)
 
     # -- activation ----------------------------------------------------------------------
-    def __enter__(self) -> CompileProfiler:
+    def __enter__(self) -> Self:
         self._tokens.append(_active.set(self))
         self._entry_tid = threading.get_native_id()
         self._total_start = time.perf_counter()

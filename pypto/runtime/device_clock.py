@@ -1,8 +1,10 @@
 """The simulated device's free-running counter and Simpler-style clock anchors.
 
 The counter ticks at the platform frequency (50 MHz on a2a3) and advances with real elapsed
-time, so device durations are real; its origin is a random large offset unrelated to the
-host clock, so nothing can line device time up with host time except the anchors.
+time, so device durations are real; like a real device's counter it did not start with the
+host's clock: it reads the host's uptime in cycles shifted by a random 2^36 to 2^39 cycles
+(23 minutes to 3 hours at 50 MHz; earlier only when the result still leaves the device up
+for a while), so nothing can line device time up with host time except the anchors.
 """
 
 from __future__ import annotations
@@ -15,6 +17,9 @@ _pc = time.perf_counter_ns
 
 ANCHOR_POSITIONS = ("pre_host_orchestration", "post_device_execution")
 SAMPLES_PER_POSITION = 3
+# How far (in cycles) a default counter's origin lies from the host clock read in cycles.
+HOST_DISTANCE_CYCLES = (1 << 36, 1 << 39)
+MIN_ORIGIN_CYCLES = 1 << 34  # an origin before the host's still reads at least this
 
 
 @dataclass(slots=True)
@@ -33,10 +38,26 @@ class DeviceCounter:
     drift_ppm: float = 0.0
 
     @classmethod
-    def start(cls, freq_hz: int, drift_ppm: float = 0.0, seed: int | None = None) -> DeviceCounter:
-        """A counter with a random origin between 2^34 and 2^36 cycles (hours of uptime)."""
-        rng = random.Random(seed)
-        return cls(freq_hz, rng.randrange(1 << 34, 1 << 36), _pc(), drift_ppm)
+    def start(cls, freq_hz: int, drift_ppm: float = 0.0, seed: int | None = None,
+              origin_cycles: int | None = None) -> DeviceCounter:
+        """A counter started now; `origin_cycles` is its value now (default: random, below).
+
+        The default origin is the host's `CLOCK_MONOTONIC` in cycles moved by
+        `HOST_DISTANCE_CYCLES` (a random distance in that range, `seed` makes it repeatable),
+        so the counter never happens to read close to host time; it lies before the host's
+        value only when that leaves at least `MIN_ORIGIN_CYCLES`.
+        """
+        epoch = _pc()
+        if origin_cycles is None:
+            rng = random.Random(seed)
+            host_cycles = epoch * freq_hz // 1_000_000_000
+            distance = rng.randrange(*HOST_DISTANCE_CYCLES)
+            earlier = host_cycles - distance
+            use_earlier = rng.getrandbits(1) and earlier >= MIN_ORIGIN_CYCLES
+            origin_cycles = earlier if use_earlier else host_cycles + distance
+        if origin_cycles < 0:
+            raise ValueError(f"origin_cycles must not be negative, got {origin_cycles}")
+        return cls(freq_hz, origin_cycles, epoch, drift_ppm)
 
     def cycles_at(self, host_ns: int) -> int:
         scale = self.freq_hz * (1.0 + self.drift_ppm * 1e-6) / 1e9

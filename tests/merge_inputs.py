@@ -1,4 +1,5 @@
-"""Inputs shared by the merge tests (imported by them): the real Simpler captures and compile traces made to fit them.
+"""Inputs shared by the merge tests (a helper module, no tests): the real Simpler captures and
+compile traces made to fit them.
 
 `compile_trace_around(capture_dir)` writes a trace.json in the format of
 `pypto/compile_profiling/chrome_trace.py` whose `device_execution` stage brackets the
@@ -14,6 +15,9 @@ from pathlib import Path
 
 from simpler_fixtures import CASES, FIXTURES
 
+__all__ = ["CALIBRATED", "CASES", "ESTIMATED", "FIXTURES", "capture_host_facts",
+           "compile_trace_around", "kernel_names"]
+
 CALIBRATED = [c for c in CASES if c.startswith("hbg_")]
 ESTIMATED = [c for c in CASES if c.startswith("tmr_")]
 
@@ -24,7 +28,10 @@ _RUN = re.compile(r"\[STRACE\] .*?pid=(\d+) tid=(\d+) .*?name=chip\.run ts=(\d+)
 def capture_host_facts(capture_dir: Path) -> dict:
     """pid, clock anchor and the host span of the Simpler run, from its log."""
     text = (capture_dir / "host_log.txt").read_text()
-    pid, mono, wall = map(int, _ANCHOR.search(text).groups())
+    anchor = _ANCHOR.search(text)
+    if anchor is None:
+        raise AssertionError(f"{capture_dir}/host_log.txt: no [CLOCK_ANCHOR] line")
+    pid, mono, wall = map(int, anchor.groups())
     run = _RUN.search(text)
     facts = {"pid": pid, "mono_ns": mono, "wall_ns": wall}
     if run:
@@ -81,20 +88,3 @@ def compile_trace_around(capture_dir: Path, out: Path, *, host: str = "testhost"
            "traceEvents": ev}
     out.write_text(json.dumps(doc))
     return {"exec_start": exec_start, "exec_end": exec_end, "kernels": names, "pid": pid}
-
-
-# The helpers above are imported by the other merge tests; these check they fit the fixtures.
-
-def test_every_calibrated_fixture_has_a_run_span_and_anchor():
-    for case in CALIBRATED:
-        facts = capture_host_facts(FIXTURES / case)
-        assert facts["run_end"] > facts["run_start"] > facts["mono_ns"] > 0
-
-
-def test_compile_trace_brackets_the_run(tmp_path):
-    case = FIXTURES / CALIBRATED[0]
-    info = compile_trace_around(case, tmp_path / "trace.json")
-    facts = capture_host_facts(case)
-    assert info["exec_start"] < facts["run_start"] < facts["run_end"] < info["exec_end"]
-    doc = json.loads((tmp_path / "trace.json").read_text())
-    assert doc["otherData"]["clock"] == "CLOCK_MONOTONIC"
