@@ -32,7 +32,7 @@ from bench_merge import SOURCE, build_capture
 _CHILD = """
 import gc, json, sys, time
 mode, records, deps = sys.argv[1:4]
-gc.disable()      # as in the merge (trace_merge.gc_paused)
+gc.disable()      # as in the merge (stage_tree.gc_paused)
 t, c = time.perf_counter(), time.process_time()
 if mode == "readers":
     from pypto.compile_profiling.trace_merge.read_simpler import read_deps, read_records

@@ -527,24 +527,25 @@ def test_name_map_keys_and_unsafe_names(tmp_path):
     p.write_bytes(b'{"callable_id_to_name": {"0": "Q\\ud800K", "1": "a\\u0001b", "-1": "x"},'
                   b' "orchestrator_name": "o\\udc00"}')
     nm = rs.read_name_map(p)
-    assert nm.names == {0: "Q\ufffdK", 1: "a\x01b", -1: "x"}
-    assert nm.orchestrator_name == "o\ufffd"
+    assert nm.names == {0: "Q\\ud800K", 1: "a\x01b", -1: "x"}   # visible escapes
+    assert nm.orchestrator_name == "o\\udc00"
     "".join(nm.names.values()).encode("utf-8")       # strict UTF-8 from here on
 
 
 def test_lone_surrogates_anywhere_become_safe(tmp_path):
-    """msgspec refuses them, Python's json reads them: any string read is valid UTF-8."""
+    """msgspec refuses them, Python's json reads them: any string read is valid UTF-8, the
+    surrogate written as its visible escape (the one rule, `safe_json.clean_text`)."""
     raw = (BGEMM / "chip_swimlane_records.json").read_bytes().replace(
         b'"kind": "dispatch"', b'"kind": "dis\\ud800patch"', 1)
     p = tmp_path / "chip_swimlane_records.json"
     p.write_bytes(raw)
     kinds = rs.read_records(p).scheduler[0].kinds
-    assert "dis\ufffdpatch" in kinds and "dispatch" in kinds
+    assert "dis\\ud800patch" in kinds and "dispatch" in kinds
     c = tmp_path / "merged_swimlane.json"
     c.write_bytes(b'{"traceEvents":[{"ph":"X","ts":1,"dur":1,"name":"a\\ud800",'
                   b'"args":{"k\\udc00":["v\\udc00", {"x": "\\ud83d"}]}}]}')
     (s,) = rs.read_converted_trace(c).slices
-    assert (s.name, s.args) == ("a\ufffd", {"k\ufffd": ["v\ufffd", {"x": "\ufffd"}]})
+    assert (s.name, s.args) == ("a\\ud800", {"k\\udc00": ["v\\udc00", {"x": "\\ud83d"}]})
 
 
 def test_bad_dispatch_program_and_converted(tmp_path):

@@ -12,12 +12,11 @@ One direction, one module per step:
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from pypto.compile_profiling.stage_tree import gc_paused
 from pypto.compile_profiling.trace_merge.timeline import Timeline
 from pypto.errors import ProfileWriteError
 
@@ -36,19 +35,6 @@ class MergeResult:
     timeline: Timeline
     summary_lines: list[str]
     warnings: list[str]
-
-
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic GC. Measured: reading and laying out a big capture makes objects
-    that live to the end, and each full collection rescans all of them, for no garbage."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def merge_traces(inputs: Iterable[str | os.PathLike], *, offset_us: float | None = None,

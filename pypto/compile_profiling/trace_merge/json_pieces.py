@@ -30,6 +30,7 @@ from typing import BinaryIO
 
 import msgspec
 
+from pypto.compile_profiling.safe_json import clean_text as safe_str
 from pypto.errors import TraceInputError
 
 __all__ = ["SEP_OBJECTS", "SEP_ROWS", "JsonPieces", "safe_str", "safe_strings",
@@ -48,17 +49,6 @@ _SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
 _TRUNCATED = "truncated JSON (file ends before the document is complete)"
 _untyped = msgspec.json.Decoder()
 _py_json = json.JSONDecoder()
-
-
-def safe_str(s: str) -> str:
-    """`s` with lone surrogates (valid in JSON escapes, not in UTF-8) replaced by U+FFFD."""
-    if s.isascii():
-        return s
-    try:
-        s.encode("utf-8")
-        return s
-    except UnicodeEncodeError:
-        return s.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 def safe_strings(obj: object) -> object:

@@ -31,6 +31,7 @@ import numpy as np
 import orjson
 
 from pypto.compile_profiling.atomic_io import atomic_writer
+from pypto.compile_profiling.safe_json import clean_text as safe_text
 from pypto.compile_profiling.trace_merge.timeline import (
     CounterTrack,
     FlowBlock,
@@ -65,17 +66,6 @@ def _repr(v) -> str:
         return reprlib.repr(v)
     except Exception as e:  # noqa: BLE001 - a broken __repr__ must not stop the export
         return f"<{type(v).__name__}: repr failed: {type(e).__name__}>"
-
-
-def safe_text(s: str) -> str:
-    """`s` if it is valid UTF-8 text; else lone surrogates as visible `\\udcxx` escapes."""
-    if s.isascii():
-        return s
-    try:
-        s.encode("utf-8")
-        return s
-    except UnicodeEncodeError:
-        return s.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def json_safe(v, depth: int = 0):
