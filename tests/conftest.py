@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+# A job started in the background of a non-interactive shell (nohup, some CI scripts) runs with
+# SIGINT ignored, and every child inherits that: the tests that press Ctrl-C on a CLI child
+# would wait for nothing. A Python handler here is reset to the default in children at exec,
+# so they get Python's usual KeyboardInterrupt again.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 TESTS_DIR = Path(__file__).resolve().parent
