@@ -53,7 +53,6 @@ class _HostRows:
     name: list[str] = field(default_factory=list)
     cat: list[str] = field(default_factory=list)
     args: list[dict | None] = field(default_factory=list)
-    source: list[tuple] = field(default_factory=list)   # (source key, index) for flows
 
 
 class TimelineBuilder:

@@ -178,7 +178,7 @@ def host_blocks(b: TimelineBuilder) -> int:
             tracks.append(tr)
         tix[i] = k
     moved = 0
-    overflow: dict[tuple[int, int], Track] = {}
+    overflow: dict[tuple[int, int], int] = {}   # (track, sub-lane) -> index in `tracks`
     for k, tr in enumerate(list(tracks)):
         sel = np.flatnonzero(tix == k)
         lane = sublanes(start[sel], end[sel], allow_nesting=True)
@@ -186,10 +186,10 @@ def host_blocks(b: TimelineBuilder) -> int:
             key = (k, int(lane[j]))
             sub = overflow.get(key)
             if sub is None:
-                sub = overflow[key] = b.lane(tr.process, f"{tr.name} (overlap {lane[j]})",
-                                             tr.sort_index * 100 + int(lane[j]))
-                tracks.append(sub)
-            tix[sel[j]] = tracks.index(sub)
+                sub = overflow[key] = len(tracks)
+                tracks.append(b.lane(tr.process, f"{tr.name} (overlap {lane[j]})",
+                                     tr.sort_index * 100 + int(lane[j])))
+            tix[sel[j]] = sub
             moved += 1
     blocks: dict[str, list[int]] = {}
     for i, cat in enumerate(rows.cat):
