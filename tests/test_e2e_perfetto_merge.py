@@ -161,7 +161,8 @@ def test_real_run_on_the_simulator_merges_and_loads(perfetto_ui, tmp_path, runti
             rows = check_matches_timeline(t, tl)
         (ex,) = [x for x in rows if x["name"] == "device_execution"]
         device = [x for x in rows if x["process_name"].startswith("Device r0")]
-        assert len([x for x in device if "AICore" in x["process_name"]]) == 5
+        kernels = [x for x in device if "AICore" in x["process_name"] and x["category"] == "aicore"]
+        assert len(kernels) == 5
         kflows = sum(len(f) for f in tl.flows if f.cat == "kernel_codegen")
         assert kflows == 3  # add, add_scalar, mul: each to its first task
         if calibrated:

@@ -54,7 +54,21 @@ def _offset_us(text: str) -> float:
     return value
 
 
+def _names(known: tuple[str, ...], what: str):
+    """--views / --flows: `all`, `none` or a comma-separated subset of `known`."""
+    def parse(text: str) -> frozenset[str]:
+        from pypto.compile_profiling.trace_merge.views import parse_names
+
+        try:
+            return parse_names(text, known, what)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+    return parse
+
+
 def _parser() -> argparse.ArgumentParser:
+    from pypto.compile_profiling.trace_merge.views import FLOWS, VIEWS
+
     p = argparse.ArgumentParser(
         prog="pypto-merge-traces",
         description="Merge PyPTO compile traces and Simpler device captures into one Perfetto "
@@ -76,6 +90,20 @@ def _parser() -> argparse.ArgumentParser:
                    help="place device timelines without clock anchors US microseconds after "
                         "the start of the device_execution stage (after time 0 without one); "
                         "calibrated captures ignore it")
+    p.add_argument("--views", type=_names(VIEWS, "views"), metavar="LIST",
+                   help="device views to draw, comma-separated, or all / none (default: all "
+                        "that each capture supports): worker (AICore lanes, kernel bars), "
+                        "setup (the receive->start wait before each kernel), scheduler-view "
+                        "(per core, AICPU dispatch to finish), scheduler (AICPU scheduler "
+                        "phases), orchestrator (submits, H2D), ready-queue (shared ready-"
+                        "queue depth counters), utilisation (per-core busy fraction counters)")
+    p.add_argument("--flows", type=_names(FLOWS, "flows"), metavar="LIST",
+                   help="kinds of arrows to draw, comma-separated, or all / none (default: "
+                        "all): dependency (deps.json edges), dispatch (scheduler -> task), "
+                        "complete (task -> the complete phase that saw it finish), "
+                        "submit-dispatch (orchestrator submit -> dispatch), complete-ready "
+                        "(the complete that released a task's last input -> its dispatch); "
+                        "an arrow is drawn only when the views at both ends are")
     p.add_argument("--open", action="store_true",
                    help=f"serve OUT on 127.0.0.1 and open it in {PERFETTO_UI}; stops once the "
                         "file was fetched, or on Ctrl-C (as `pypto-profile open OUT`)")
@@ -227,7 +255,8 @@ def _merge(args, state: dict, server) -> int:
     t0 = time.perf_counter()
     try:
         result = merge_traces(args.inputs, offset_us=args.offset_us, progress=progress,
-                              output=None if to_stdout else args.output)
+                              output=None if to_stdout else args.output,
+                              views=args.views, flows=args.flows)
         tl = result.timeline
         progress(f"writing {'to stdout' if to_stdout else args.output}")
         if to_stdout:

@@ -39,13 +39,22 @@ class MergeResult:
 
 def merge_traces(inputs: Iterable[str | os.PathLike], *, offset_us: float | None = None,
                  progress: Callable[[str], None] | None = None,
-                 output: str | os.PathLike | None = None) -> MergeResult:
+                 output: str | os.PathLike | None = None,
+                 views: Iterable[str] | None = None,
+                 flows: Iterable[str] | None = None) -> MergeResult:
     """Read every input, place each source on one host CLOCK_MONOTONIC axis, lay them out.
 
     Raises `TraceInputError` (naming the file) for unreadable or invalid input, before
     anything is laid out. `progress(message)` is called as each step starts. `output`: the
     path the result will be written to; `OutputPathError` if it is one of the input files.
+    `views` / `flows`: the device views and kinds of arrows to draw (names in
+    `trace_merge.views.VIEWS` / `FLOWS`; default all that the captures support).
     """
+    from pypto.compile_profiling.trace_merge.views import FLOWS, VIEWS, Selection, parse_names
+
+    sel = Selection(
+        frozenset(VIEWS) if views is None else parse_names(",".join(views) or "none", VIEWS, "views"),
+        frozenset(FLOWS) if flows is None else parse_names(",".join(flows) or "none", FLOWS, "flows"))
     from pypto.compile_profiling.trace_merge.layout import lay_out
     from pypto.compile_profiling.trace_merge.place import place
     from pypto.compile_profiling.trace_merge.read_inputs import read_inputs
@@ -57,7 +66,7 @@ def merge_traces(inputs: Iterable[str | os.PathLike], *, offset_us: float | None
         say("placing sources")
         plan = place(found, offset_us=offset_us)
         say("laying out")
-        timeline, summary, warnings = lay_out(plan)
+        timeline, summary, warnings = lay_out(plan, sel)
     return MergeResult(timeline, summary, warnings)
 
 

@@ -21,6 +21,12 @@ from pypto.compile_profiling.trace_merge.builder import (
     KERNEL_CODEGEN_PREFIX,
     TimelineBuilder,
 )
+from pypto.compile_profiling.trace_merge.device_counters import (
+    kernel_summary,
+    ready_queue_counters,
+    utilisation_counters,
+)
+from pypto.compile_profiling.trace_merge.device_flows import add_device_flows
 from pypto.compile_profiling.trace_merge.layout_converted import add_converted
 from pypto.compile_profiling.trace_merge.layout_device import add_capture
 from pypto.compile_profiling.trace_merge.layout_host import (
@@ -31,10 +37,11 @@ from pypto.compile_profiling.trace_merge.layout_host import (
 )
 from pypto.compile_profiling.trace_merge.place import Plan
 from pypto.compile_profiling.trace_merge.timeline import FlowBlock, SliceBlock, Timeline
+from pypto.compile_profiling.trace_merge.views import ALL, Selection
 
 
-def lay_out(plan: Plan) -> tuple[Timeline, list[str], list[str]]:
-    """-> (timeline, summary lines, warnings)."""
+def lay_out(plan: Plan, sel: Selection = ALL) -> tuple[Timeline, list[str], list[str]]:
+    """-> (timeline, summary lines, warnings); `sel`: the device views and arrows to draw."""
     b = TimelineBuilder(plan)
     warnings = list(plan.warnings)
     for ct, hc in plan.traces:
@@ -57,7 +64,7 @@ def lay_out(plan: Plan) -> tuple[Timeline, list[str], list[str]]:
                 b.summary.append(f"{conv}: Simpler's rendering of the records beside it, "
                                  "not read (the records are drawn)")
         if cp.capture.records is not None:
-            add_capture(b, cp, warnings)
+            _add_device_views(b, cp, sel, warnings)
         elif cp.converted is not None:
             for conv in cp.capture.converted:
                 add_converted(b, cp, conv, warnings)
@@ -85,6 +92,39 @@ def lay_out(plan: Plan) -> tuple[Timeline, list[str], list[str]]:
     if n_flows:
         b.summary.append(f"linked {n_flows} kernel_codegen stage(s) to their first device task")
     return b.tl, b.summary, warnings
+
+
+def _add_device_views(b: TimelineBuilder, cp, sel: Selection, warnings: list[str]) -> None:
+    """A capture's views, then its arrows and counters, and its per-kernel totals."""
+    rows = add_capture(b, cp, sel, warnings)
+    if rows is None:
+        return
+    flows, counts = add_device_flows(rows, cp.capture.deps, sel)
+    b.tl.flows.extend(flows)
+    extra: dict[str, int] = {}
+    if sel.view("ready-queue") and rows.scheduler_proc is not None:
+        queue = ready_queue_counters(rows, rows.scheduler_proc)
+        b.tl.counters.extend(queue)
+        if queue:
+            extra["ready_queue_samples"] = sum(len(c.ts_ns) for c in queue)
+    if sel.view("utilisation") and rows.worker_proc is not None:
+        busy, width = utilisation_counters(rows, rows.worker_proc)
+        b.tl.counters.extend(busy)
+        if busy:
+            extra["utilisation_counters"] = len(busy)
+            rows.worker_proc.args["utilisation_bin_ns"] = width
+    shown = {**{f"{k}_flows": v for k, v in counts.items()}, **extra}
+    if shown:
+        b.summary.append(f"{cp.capture.records.path}: capture {cp.label}: " + ", ".join(
+            f"{v} {k.replace('-', '_')}" for k, v in shown.items() if v))
+    for kind, n in counts.items():
+        if kind.endswith("_unbound"):
+            warnings.append(f"{cp.capture.records.path}: {n} {kind[:-8]} arrows have no "
+                            "scheduler phase to bind to (not drawn)")
+    lines, table = kernel_summary(cp.capture, cp.label)
+    b.summary.extend(lines)
+    b.sources[-1]["kernels"] = table
+    b.sources[-1]["flows"] = counts
 
 
 def _kernel_codegen_flows(b: TimelineBuilder) -> int:

@@ -1,23 +1,23 @@
-"""Lay out one Simpler capture's records: "Device <label> · AICore" (one lane per core,
-kernel start to end), "· AICPU scheduler" (one lane per scheduler thread, one slice per
-phase), "· Orchestrator" (AICPU orchestrator in device cycles, host orchestrator and H2D
-uploads in host ns), and deps.json's edges as flows between the first slice of each task.
-Columns in, columns out: the capture's arrays become `SliceBlock` columns."""
+"""Lay out one Simpler capture's records as the views `views.py` lists: "Device <label> ·
+AICore" (worker lanes, one per core: the receive -> start wait, then the kernel bar),
+"· Scheduler view" (per core, AICPU dispatch to finish), "· AICPU scheduler" (one lane per
+scheduler thread, one slice per phase), "· Orchestrator" (AICPU orchestrator in device
+cycles, host orchestrator and H2D uploads in host ns). Columns in, columns out: the
+capture's arrays become `SliceBlock` columns, and a `DeviceRows` keeps what the arrows
+(`device_flows`) and counters (`device_counters`) need, row-aligned with the AICore rows.
+"""
 
 from __future__ import annotations
+
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from pypto.compile_profiling.trace_merge.builder import SEP, TimelineBuilder, device_args, intern
 from pypto.compile_profiling.trace_merge.lanes import sublanes
 from pypto.compile_profiling.trace_merge.place import CapturePlan, DeviceClock, fmt_ns
-from pypto.compile_profiling.trace_merge.timeline import (
-    ArgColumn,
-    FlowBlock,
-    Process,
-    SliceBlock,
-    Track,
-)
+from pypto.compile_profiling.trace_merge.timeline import ArgColumn, Process, SliceBlock, Track
+from pypto.compile_profiling.trace_merge.views import Selection
 
 # --------------------------------------------------------------------------- labels
 
@@ -48,7 +48,59 @@ def kernel_name(func_id: int, names: dict[int, str] | None) -> str | None:
 
 # --------------------------------------------------------------------------- device captures
 
-def add_capture(b: TimelineBuilder, cp: CapturePlan, warnings: list[str]) -> None:
+@dataclass(slots=True, eq=False)
+class PhaseRows:
+    """One phase stream (a scheduler thread, an orchestrator) on the reference axis; `block`
+    is its drawn slices (row-aligned), None when its view is off."""
+
+    thread: int
+    block: SliceBlock | None
+    start: np.ndarray          # int64 ns
+    end: np.ndarray            # int64 ns
+    kind: np.ndarray           # int32 index into kinds
+    kinds: list[str]
+    columns: object            # the reader's PhaseColumns (for args such as task_id)
+
+    def rows_of_kind(self, name: str) -> np.ndarray:
+        k = self.kinds.index(name) if name in self.kinds else -1
+        return np.flatnonzero(self.kind == k)
+
+
+@dataclass(slots=True, eq=False)
+class DeviceRows:
+    """A capture's AICore rows (file order) with their AICPU join, in reference-axis ns,
+    and the blocks that drew them: what the arrows and counters are built from."""
+
+    label: str
+    core_types: list[str]
+    core_to_thread: list[int] | None
+    task: np.ndarray
+    core: np.ndarray
+    func: np.ndarray               # kernel id (-1 unknown)
+    spmd: np.ndarray               # bool
+    start: np.ndarray
+    end: np.ndarray
+    receive: np.ndarray
+    has_cpu: np.ndarray            # bool: an AICPU row joined
+    dispatch: np.ndarray
+    finish: np.ndarray
+    worker: SliceBlock | None = None
+    sched_view: SliceBlock | None = None
+    sched_view_row: np.ndarray | None = None    # per AICore row: its scheduler view row, -1
+    worker_proc: Process | None = None
+    sched_proc: Process | None = None          # the Scheduler view
+    scheduler_proc: Process | None = None      # the AICPU scheduler's phases
+    scheduler: list[PhaseRows] = field(default_factory=list)
+    submits: list[PhaseRows] = field(default_factory=list)   # streams with task ids
+    names: dict[int, str] | None = None   # kernel names (the name map)
+    labels: tuple | None = None           # _task_labels, once
+    joined: np.ndarray | None = None   # per AICore row: its AICPU row, -1
+    used_cpu_rows: int = 0
+
+
+def add_capture(b: TimelineBuilder, cp: CapturePlan, sel: Selection, warnings: list[str]
+                ) -> DeviceRows | None:
+    """Draw the selected views of one capture; -> its rows (None without AICore rows)."""
     cap, dev = cp.capture, cp.device
     rec = cap.records
     estimated = dev.status != "calibrated"
@@ -63,50 +115,68 @@ def add_capture(b: TimelineBuilder, cp: CapturePlan, warnings: list[str]) -> Non
             args["timestamps_outside_anchor_window"] = outside
             warnings.append(f"{rec.path}: {outside} device timestamps lie outside the clock-"
                             "anchor window; they are extrapolated, not calibrated")
-    aic_proc = b.process(f"Device {cp.label}{SEP}AICore{tag}", args=args, estimated=estimated)
+
+    def view_process(name: str, proc_args: dict = args, device_clock: bool = True) -> Process:
+        """A device view, its name saying how its device clock was placed."""
+        return b.process(f"Device {cp.label}{SEP}{name}{tag if device_clock else ''}",
+                         args=proc_args, estimated=estimated and device_clock)
+
+    rows = _device_rows(cp)
+    has_aicore = rows is not None and len(rows.task)
+    if has_aicore and (sel.view("worker") or sel.view("utilisation")):
+        rows.worker_proc = view_process("AICore")
+    if has_aicore and sel.view("scheduler-view") and rows.has_cpu.any():
+        rows.sched_proc = view_process("Scheduler view")
+    sched_streams = [s for s in rec.scheduler if len(s.start)]
     moved = 0
-    if any(len(s.start) for s in rec.scheduler):
-        proc = b.process(f"Device {cp.label}{SEP}AICPU scheduler{tag}", args=args,
-                         estimated=estimated)
-        for s in rec.scheduler:
-            moved += _phase_block(b, proc, f"Sched_{s.thread}", s.thread, s, dev.to_ns,
-                                  "scheduler", _scheduler_names)
+    sched_proc = None
+    if sched_streams and (sel.view("scheduler") or sel.view("ready-queue")):
+        sched_proc = view_process("AICPU scheduler")
+    scheduler = [_phase_rows(b, sched_proc if sel.view("scheduler") else None,
+                             f"Sched_{s.thread}", s.thread, s, dev.to_ns, "scheduler",
+                             _scheduler_names) for s in sched_streams]
+    moved += sum(m for _, m in scheduler)
     counts["scheduler_phases"] = sum(len(s.start) for s in rec.scheduler)
     host_streams = [s for s in rec.host_orchestrator if len(s.start)]
     uploads = [s for s in rec.host_uploads if len(s.start)]
     dev_orch = [s for s in rec.orchestrator if len(s.start)]
-    if dev_orch or host_streams or uploads:
+    submits = []
+    if (dev_orch or host_streams or uploads) and sel.view("orchestrator"):
         oargs = dict(args) if dev_orch else {
             "alignment": {"status": "exact", "method": "host_monotonic_ns"}, "source": rec.path}
-        proc = b.process(f"Device {cp.label}{SEP}Orchestrator{tag if dev_orch else ''}",
-                         args=oargs, estimated=estimated and bool(dev_orch))
+        proc = view_process("Orchestrator", oargs, bool(dev_orch))
 
         def host_ns(v: np.ndarray) -> np.ndarray:
             return v.astype(np.int64) + cp.host.offset_ns
 
         for s in dev_orch:
-            moved += _phase_block(b, proc, f"Orch_{s.thread}", s.thread, s, dev.to_ns,
-                                  "orchestrator", _submit_names)
+            submits.append(_phase_rows(b, proc, f"Orch_{s.thread}", s.thread, s, dev.to_ns,
+                                       "orchestrator", _submit_names))
         for s in host_streams:
-            moved += _phase_block(b, proc, f"Host_{s.thread}", 50 + s.thread, s, host_ns,
-                                  "host_orchestrator", _submit_names)
+            submits.append(_phase_rows(b, proc, f"Host_{s.thread}", 50 + s.thread, s, host_ns,
+                                       "host_orchestrator", _submit_names))
         for s in uploads:
-            moved += _phase_block(b, proc, "H2D", 99 + s.thread, s, host_ns, "host_h2d", None)
+            moved += _phase_rows(b, proc, "H2D", 99 + s.thread, s, host_ns, "host_h2d", None)[1]
+        moved += sum(m for _, m in submits)
     counts["orchestrator_phases"] = sum(len(s.start) for s in dev_orch)
     counts["host_orchestrator_phases"] = sum(len(s.start) for s in host_streams)
     counts["host_device_uploads"] = sum(len(s.start) for s in uploads)
-    aic, joined, unmatched, aic_moved = _aicore_block(b, aic_proc, cp)
-    moved += aic_moved
-    counts.update(aicore_tasks=len(aic) if aic is not None else 0, aicpu_joined=joined,
-                  aicpu_unmatched=unmatched)
-    if unmatched:
-        warnings.append(f"{rec.path}: {unmatched} aicpu_tasks rows have no AICore row "
-                        "(joined on core_id, reg_task_id)")
-    n_flows = missing = 0
-    if aic is not None and cap.deps is not None and len(cap.deps.pred):
-        n_flows, missing = _dependency_flows(b, aic, cap.deps)
-    counts["dependency_flows"] = n_flows
-    counts["dependency_edges_without_slices"] = missing
+    n_cpu = len(rec.aicpu["dispatch_cycles"])
+    counts["aicore_tasks"] = len(rows.task) if rows is not None else 0
+    if rows is not None:
+        rows.scheduler_proc = sched_proc
+        rows.scheduler = [p for p, _ in scheduler]
+        rows.submits = [p for p, _ in submits]
+        if rows.worker_proc is not None and sel.view("worker"):
+            moved += _worker_blocks(b, rows, cap, sel.view("setup"))
+        if rows.sched_proc is not None:
+            counts["scheduler_view_overlaps"] = _scheduler_view_block(b, rows)
+        joined = int(rows.has_cpu.sum())
+        counts["aicpu_joined"] = joined
+        counts["aicpu_unmatched"] = unmatched = n_cpu - rows.used_cpu_rows
+        if unmatched:
+            warnings.append(f"{rec.path}: {unmatched} aicpu_tasks rows have no AICore row "
+                            "(joined on core_id, reg_task_id)")
     counts["overlaps_moved"] = moved
     if moved:
         warnings.append(f"{rec.path}: {moved} overlapping slices of {cp.label} were moved "
@@ -125,6 +195,7 @@ def add_capture(b: TimelineBuilder, cp: CapturePlan, warnings: list[str]) -> Non
                       else f"estimated: {dev.how}",
                       "estimated": estimated, "uncertainty_ns": dev.uncertainty_ns,
                       "details": dev.describe(), "host_offset_ns": cp.host.offset_ns})
+    return rows
 
 
 def _outside_window(rec, dev: DeviceClock) -> int:
@@ -140,10 +211,15 @@ def _outside_window(rec, dev: DeviceClock) -> int:
     return n
 
 
-def _phase_block(b: TimelineBuilder, proc: Process, lane: str, sort_index: int, s, to_ns, cat: str,
-                 namer) -> int:
+def _phase_rows(b: TimelineBuilder, proc: Process | None, lane: str, sort_index: int, s, to_ns,
+                cat: str, namer) -> tuple[PhaseRows, int]:
+    """One phase stream on the reference axis, drawn on `proc` (lanes `lane`, `lane (overlap
+    k)`) unless `proc` is None; -> (its rows, slices moved to overlap lanes)."""
     start, end = to_ns(s.start), to_ns(s.end)
     end = np.maximum(end, start)
+    rows = PhaseRows(s.thread, None, start, end, s.kind, s.kinds, s)
+    if proc is None:
+        return rows, 0
     sub = sublanes(start, end, allow_nesting=True)
     n_lanes = int(sub.max()) + 1 if len(sub) else 1
     tracks = [b.lane(proc, lane if k == 0 else f"{lane} (overlap {k})", sort_index * 100 + k)
@@ -153,8 +229,9 @@ def _phase_block(b: TimelineBuilder, proc: Process, lane: str, sort_index: int, 
     args = [ArgColumn("kind", [s.kinds[k] for k in s.kind.tolist()])] if namer is not None \
         and len(s.kinds) > 1 else []
     args += [ArgColumn(f"start_{unit}", s.start), ArgColumn(f"end_{unit}", s.end), *s.args]
-    b.tl.blocks.append(SliceBlock(cat, tracks, sub, start, end - start, names, name_ix, args))
-    return int(np.count_nonzero(sub))
+    rows.block = SliceBlock(cat, tracks, sub, start, end - start, names, name_ix, args)
+    b.tl.blocks.append(rows.block)
+    return rows, int(np.count_nonzero(sub))
 
 
 def _scheduler_names(s) -> tuple[list[str], np.ndarray]:
@@ -211,90 +288,155 @@ def row_kernels(cap) -> tuple[np.ndarray, np.ndarray]:
     return np.full(n, -1, dtype=np.int64), ((cnt > 1) & (types != 3))[inv.reshape(-1)]
 
 
-def _aicore_block(b: TimelineBuilder, proc: Process, cp: CapturePlan):
-    """The AICore slices (kernel start to end), one lane per core; -> (block, joined AICPU
-    rows, unmatched AICPU rows, rows moved to overlap lanes)."""
+def _device_rows(cp: CapturePlan) -> DeviceRows | None:
+    """The AICore rows with their AICPU row (joined on (core_id, reg_task_id), the last
+    duplicate wins) and kernel, every time point on the reference axis."""
     cap, dev = cp.capture, cp.device
     rec = cap.records
-    a = rec.aicore
+    a, cpu = rec.aicore, rec.aicpu
     n = len(a["start_cycles"])
-    cpu = rec.aicpu
-    n_cpu = len(cpu["dispatch_cycles"])
     if not n:
-        return None, 0, n_cpu, 0
-    core = a["core_id"]
-    task = a["task_id"]
+        return None
     start, end = dev.to_ns(a["start_cycles"]), dev.to_ns(a["end_cycles"])
     end = np.maximum(end, start)
-    core_types = list(rec.core_types)
-    ct_arr = np.array(core_types, dtype=object)
-    row_ct = ct_arr[core]
-
-    # lanes: one per core (AIC_<id>/AIV_<id>), overlaps to sub-lanes
-    tracks: list[Track] = []
-    tix = np.empty(n, dtype=np.int32)
-    moved = 0
-    for c in np.unique(core).tolist():
-        sel = np.flatnonzero(core == c)
-        sub = sublanes(start[sel], end[sel], allow_nesting=False)
-        base = f"{core_types[c].upper()}_{c}"
-        first = len(tracks)
-        for k in range(int(sub.max()) + 1):
-            tracks.append(b.lane(proc, base if k == 0 else f"{base} (overlap {k})",
-                                 c * 100 + k))
-        tix[sel] = first + sub
-        moved += int(np.count_nonzero(sub))
-
+    receive = np.minimum(dev.to_ns(a["start_cycles"] - a["receive_to_start_cycles"]), start)
+    joined = _join_last(a["core_id"], a["reg_task_id"], cpu["core_id"], cpu["reg_task_id"])
+    has = joined >= 0
+    if has.any():
+        jr = np.where(has, joined, 0)
+        dispatch = dev.to_ns(cpu["dispatch_cycles"][jr])
+        finish = np.maximum(dev.to_ns(cpu["finish_cycles"][jr]), dispatch)
+    else:
+        dispatch = finish = np.zeros(n, dtype=np.int64)
     func, spmd = row_kernels(cap)
-    names_map = cap.name_map.names if cap.name_map is not None else None
-    uniq, inv = _unique_rows(task, func + 1, spmd.astype(np.int64))
-    labels, displays, knames = [], [], []
+    rows = DeviceRows(cp.label, list(rec.core_types), rec.core_to_thread, a["task_id"],
+                      a["core_id"], func, spmd, start, end, receive, has, dispatch, finish)
+    rows.used_cpu_rows = len(np.unique(joined[has])) if has.any() else 0
+    rows.names = cap.name_map.names if cap.name_map is not None else None
+    rows.joined = joined
+    return rows
+
+
+def _task_labels(rows: DeviceRows, names_map) -> tuple[list[str], np.ndarray, list[str]]:
+    """Simpler's label of each row (`GEMM(t3)`, `PA_spmd(r1t2)`, `task(t3)`) as (labels,
+    index per row), and the `t3` display of each row (computed once per capture)."""
+    if rows.labels is not None:
+        return rows.labels
+    uniq, inv = _unique_rows(rows.task, rows.func + 1, rows.spmd.astype(np.int64))
+    labels, displays = [], []
     for t, f, sp in uniq.tolist():
-        f -= 1
         disp = task_display(t)
-        kn = kernel_name(f, names_map)
+        kn = kernel_name(f - 1, names_map)
         displays.append(disp)
-        knames.append(kn)
         if kn is None:
             labels.append(f"task({disp})")
         else:
             labels.append(f"{kn}{'_spmd' if sp and 'spmd' not in kn.lower() else ''}({disp})")
+    rows.labels = labels, inv.astype(np.int32), np.array(displays, dtype=object)[inv].tolist()
+    return rows.labels
 
-    # AICPU rows join on (core_id, reg_task_id); the last duplicate wins
-    joined_row = _join_last(core, a["reg_task_id"], cpu["core_id"], cpu["reg_task_id"])
-    has = joined_row >= 0
-    jr = np.where(has, joined_row, 0)
-    disp_c = cpu["dispatch_cycles"][jr] if n_cpu else np.zeros(n, dtype=np.int64)
-    fin_c = cpu["finish_cycles"][jr] if n_cpu else np.zeros(n, dtype=np.int64)
-    matched = int(has.sum())
-    used = len(np.unique(joined_row[has])) if matched else 0
-    disp_arr = np.array(displays, dtype=object)
+
+def _core_lanes(b: TimelineBuilder, proc: Process, rows: DeviceRows, start: np.ndarray,
+                end: np.ndarray, sel: np.ndarray | None = None
+                ) -> tuple[list[Track], np.ndarray, int]:
+    """One lane per core (`AIC_3`), overlapping rows on `AIC_3 (overlap k)`; -> (tracks,
+    track index per selected row, rows on overlap lanes)."""
+    idx = np.arange(len(rows.core)) if sel is None else np.flatnonzero(sel)
+    core = rows.core[idx]
+    tracks: list[Track] = []
+    tix = np.empty(len(idx), dtype=np.int32)
+    moved = 0
+    for c in np.unique(core).tolist():
+        on = np.flatnonzero(core == c)
+        sub = sublanes(start[idx[on]], end[idx[on]], allow_nesting=False)
+        ct = rows.core_types[c] if c < len(rows.core_types) else "core"
+        base = f"{ct.upper()}_{c}"
+        first = len(tracks)
+        for k in range(int(sub.max()) + 1):
+            tracks.append(b.lane(proc, base if k == 0 else f"{base} (overlap {k})", c * 100 + k))
+        tix[on] = first + sub
+        moved += int(np.count_nonzero(sub))
+    return tracks, tix, moved
+
+
+def _worker_blocks(b: TimelineBuilder, rows: DeviceRows, cap, setup: bool) -> int:
+    """The kernel bars (kernel start to end) and, with `setup`, the receive -> start wait
+    before each, on one lane per core; a lane holds a task from receive to end, so the
+    wait never overlaps the previous kernel. -> rows moved to overlap lanes."""
+    rec = cap.records
+    a = rec.aicore
+    lane_start = rows.receive if setup else rows.start
+    tracks, tix, moved = _core_lanes(b, rows.worker_proc, rows, lane_start, rows.end)
+    names_map = rows.names
+    labels, name_ix, displays = _task_labels(rows, names_map)
+    has = rows.has_cpu
+    jr = np.where(has, rows.joined, 0)
+    cpu = rec.aicpu
+    n = len(rows.task)
+    disp_c = cpu["dispatch_cycles"][jr] if has.any() else np.zeros(n, dtype=np.int64)
+    fin_c = cpu["finish_cycles"][jr] if has.any() else np.zeros(n, dtype=np.int64)
+    core_type = np.array(rows.core_types + ["core"], dtype=object)[
+        np.minimum(rows.core, len(rows.core_types))].tolist()
     args = [
-        ArgColumn("task_id", task),
-        ArgColumn("task", disp_arr[inv].tolist()),
-        ArgColumn("core_id", core),
-        ArgColumn("core_type", row_ct.tolist()),
-        ArgColumn("kernel_id", func),
+        ArgColumn("task_id", rows.task),
+        ArgColumn("task", displays),
+        ArgColumn("core_id", rows.core),
+        ArgColumn("core_type", core_type),
+        ArgColumn("kernel_id", rows.func),
         ArgColumn("reg_task_id", a["reg_task_id"]),
         ArgColumn("start_cycles", a["start_cycles"]),
         ArgColumn("end_cycles", a["end_cycles"]),
         ArgColumn("receive_to_start_cycles", a["receive_to_start_cycles"]),
         ArgColumn("dispatch_cycles", disp_c, has),
         ArgColumn("finish_cycles", fin_c, has),
-        ArgColumn("dispatch_ts_ns", dev.to_ns(disp_c), has),
-        ArgColumn("finish_ts_ns", dev.to_ns(fin_c), has),
+        ArgColumn("dispatch_ts_ns", rows.dispatch, has),
+        ArgColumn("finish_ts_ns", rows.finish, has),
+        ArgColumn("dispatch_to_start_ns", rows.start - rows.dispatch, has),
+        ArgColumn("end_to_finish_ns", rows.finish - rows.end, has),
     ]
-    block = SliceBlock("aicore", tracks, tix, start, end - start, labels,
-                       inv.astype(np.int32), args)
+    block = SliceBlock("aicore", tracks, tix, rows.start, rows.end - rows.start, labels,
+                       name_ix, args)
     b.tl.blocks.append(block)
-
+    rows.worker = block
+    if setup:
+        wait = np.flatnonzero(rows.receive < rows.start)
+        if len(wait):
+            b.tl.blocks.append(SliceBlock(
+                "aicore_setup", tracks, tix[wait], rows.receive[wait],
+                rows.start[wait] - rows.receive[wait], ["setup"],
+                np.zeros(len(wait), dtype=np.int32),
+                [ArgColumn("task", [displays[i] for i in wait.tolist()]),
+                 ArgColumn("task_id", rows.task[wait]),
+                 ArgColumn("receive_to_start_ns", rows.start[wait] - rows.receive[wait])]))
     # first row of each kernel (for kernel_codegen flows)
-    for f in np.unique(func[func >= 0]).tolist():
-        rows = np.flatnonzero(func == f)
-        r = int(rows[np.argmin(start[rows])])
-        kn = kernel_name(f, names_map)
-        b.first_task.append((kn, block, r, int(start[r])))
-    return block, matched, n_cpu - used, moved
+    for f in np.unique(rows.func[rows.func >= 0]).tolist():
+        sel = np.flatnonzero(rows.func == f)
+        r = int(sel[np.argmin(rows.start[sel])])
+        b.first_task.append((kernel_name(f, names_map), block, r, int(rows.start[r])))
+    return moved
+
+
+def _scheduler_view_block(b: TimelineBuilder, rows: DeviceRows) -> int:
+    """The Scheduler view: per core, each task from the AICPU's dispatch to its finish
+    (two tasks of one core overlap when the AICPU dispatches ahead: a second lane).
+    -> rows on overlap lanes (expected, not moved data: no warning)."""
+    has = rows.has_cpu
+    tracks, tix, moved = _core_lanes(b, rows.sched_proc, rows, rows.dispatch, rows.finish, has)
+    idx = np.flatnonzero(has)
+    labels, name_ix, displays = _task_labels(rows, rows.names)
+    block = SliceBlock("scheduler_view", tracks, tix, rows.dispatch[idx],
+                       rows.finish[idx] - rows.dispatch[idx], labels, name_ix[idx], [
+                           ArgColumn("task_id", rows.task[idx]),
+                           ArgColumn("task", [displays[i] for i in idx.tolist()]),
+                           ArgColumn("core_id", rows.core[idx]),
+                           ArgColumn("dispatch_to_start_ns", rows.start[idx] - rows.dispatch[idx]),
+                           ArgColumn("kernel_ns", rows.end[idx] - rows.start[idx]),
+                           ArgColumn("end_to_finish_ns", rows.finish[idx] - rows.end[idx])])
+    b.tl.blocks.append(block)
+    rows.sched_view = block
+    rows.sched_view_row = np.full(len(rows.task), -1, dtype=np.int64)
+    rows.sched_view_row[idx] = np.arange(len(idx))
+    return moved
 
 
 def _packable(*cols_bits: tuple[np.ndarray, int]) -> bool:
@@ -334,25 +476,3 @@ def _join_last(core: np.ndarray, reg: np.ndarray, cpu_core: np.ndarray, cpu_reg:
     rows = len(right) - 1 - first_in_rev
     pos = np.minimum(np.searchsorted(keys, left), len(keys) - 1)
     return np.where(keys[pos] == left, rows[pos], -1)
-
-
-def _dependency_flows(b: TimelineBuilder, aic: SliceBlock, deps) -> tuple[int, int]:
-    """deps.json edges between the first slice of each task."""
-    task = aic.args[0].values
-    order = np.lexsort((aic.start_ns, task))
-    t_sorted = task[order]
-    first = np.ones(len(order), dtype=bool)
-    first[1:] = t_sorted[1:] != t_sorted[:-1]
-    ids, rows = t_sorted[first], order[first]
-
-    def lookup(x):
-        pos = np.minimum(np.searchsorted(ids, x), len(ids) - 1)
-        return np.where(ids[pos] == x, rows[pos], -1)
-
-    src, dst = lookup(deps.pred), lookup(deps.succ)
-    ok = (src >= 0) & (dst >= 0)
-    if ok.any():
-        b.tl.flows.append(FlowBlock("dependency", "dependency", aic, src[ok], aic, dst[ok]))
-    return int(ok.sum()), int((~ok).sum())
-
-

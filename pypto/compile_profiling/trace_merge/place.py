@@ -277,7 +277,7 @@ def _extents(cap: rs.Capture) -> dict[str, tuple[int, int]]:
             out[kind] = (lo, hi)
 
     a, c = rec.aicore, rec.aicpu
-    add("aicore", a["start_cycles"], a["end_cycles"])
+    add("aicore", a["start_cycles"] - a["receive_to_start_cycles"], a["end_cycles"])
     if len(c["dispatch_cycles"]):
         add("aicpu", c["dispatch_cycles"], c["finish_cycles"])
     for s in rec.scheduler:

@@ -1,0 +1,108 @@
+"""Measures derived from one capture's records: the shared ready queue's depth and each
+core's busy fraction (counter tracks), and per-kernel totals (summary lines)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pypto.compile_profiling.trace_merge.layout_device import DeviceRows
+from pypto.compile_profiling.trace_merge.place import fmt_ns
+from pypto.compile_profiling.trace_merge.timeline import CounterTrack, Process
+
+QUEUE_TYPES = ("AIC", "AIV", "MIX")
+UTILISATION_BINS = 200          # about this many samples per core over the capture
+
+
+def ready_queue_counters(rows: DeviceRows, proc: Process) -> list[CounterTrack]:
+    """`shared_ready_queue AIC/AIV/MIX`: the depth each `complete` and `dispatch` phase saw
+    when it ended (`shared_at_end`; other phases do not sample the queue), all scheduler
+    threads on one track per core type, since it is one global queue."""
+    ts, vals = [], []
+    for p in rows.scheduler:
+        col = p.columns.arg("shared_at_end")
+        if col is None or not isinstance(col.values, np.ndarray) or col.values.ndim != 2 \
+                or col.values.shape[1] != len(QUEUE_TYPES):
+            continue
+        sel = np.isin(p.kind, [p.kinds.index(k) for k in ("complete", "dispatch")
+                               if k in p.kinds])
+        if col.present is not None:
+            sel &= col.present
+        ts.append(p.end[sel])
+        vals.append(col.values[sel])
+    if not ts or not sum(map(len, ts)):
+        return []
+    t, v = np.concatenate(ts), np.concatenate(vals)
+    o = np.argsort(t, kind="stable")
+    return [CounterTrack(proc, f"shared_ready_queue {name}", t[o], v[o, i].astype(np.int64),
+                         "tasks") for i, name in enumerate(QUEUE_TYPES)]
+
+
+def nice_bin_ns(span_ns: int, bins: int = UTILISATION_BINS) -> int:
+    """A round bin width (1, 2 or 5 x 10^k ns) giving at most about `bins` bins."""
+    raw = max(span_ns / bins, 1.0)
+    k = 10 ** int(np.floor(np.log10(raw)))
+    for m in (1, 2, 5, 10):
+        if m * k >= raw:
+            return int(m * k)
+    return int(10 * k)
+
+
+def utilisation_counters(rows: DeviceRows, proc: Process) -> tuple[list[CounterTrack], int]:
+    """`<core> busy`: per core, the fraction of each bin (a round width, about 200 bins over
+    the capture) that a kernel ran on it; -> (counters, bin width ns). Exact: the busy time
+    up to t is piecewise linear in t, so it is interpolated at the bin edges."""
+    start, end = rows.start, rows.end
+    if not len(start):
+        return [], 0
+    lo, hi = int(start.min()), int(end.max())
+    width = nice_bin_ns(max(hi - lo, 1))
+    first = lo - lo % width
+    edges = np.arange(first, hi + width, width, dtype=np.int64)
+    if edges[-1] < hi:
+        edges = np.append(edges, edges[-1] + width)
+    out = []
+    for c in np.unique(rows.core).tolist():
+        sel = rows.core == c
+        s, e = _union(start[sel], end[sel])
+        busy = np.concatenate(([0], np.cumsum(e - s)))       # busy time at each segment end
+        points = np.empty(2 * len(s), dtype=np.int64)
+        points[0::2], points[1::2] = s, e
+        level = np.empty(2 * len(s), dtype=np.int64)
+        level[0::2], level[1::2] = busy[:-1], busy[1:]
+        acc = np.interp(edges, points, level)                # busy time up to each edge
+        frac = np.round(np.diff(acc) / width, 4)
+        ct = rows.core_types[c].upper() if c < len(rows.core_types) else "CORE"
+        out.append(CounterTrack(proc, f"{ct}_{c} busy", np.append(edges[:-1], edges[-1]),
+                                np.append(frac, 0.0), "fraction"))
+    return out, width
+
+
+def _union(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Merge overlapping intervals (sorted, disjoint result)."""
+    o = np.argsort(s, kind="stable")
+    s, e = s[o], e[o]
+    run_end = np.maximum.accumulate(e)
+    new = np.ones(len(s), dtype=bool)
+    new[1:] = s[1:] > run_end[:-1]
+    heads = np.flatnonzero(new)
+    tails = np.r_[heads[1:], len(s)] - 1
+    return s[heads], run_end[tails]
+
+
+def kernel_summary(capture, label: str) -> tuple[list[str], list[dict]]:
+    """Per kernel: tasks, AICore runs, core types, total / mean / max device time
+    (kernel start to end, from the records' own clock) -> (summary lines, JSON rows)."""
+    from pypto.compile_profiling.kernel_costs import device_kernel_costs
+
+    costs = sorted(device_kernel_costs(capture), key=lambda k: -k.total_ns)
+    lines, table = [], []
+    for k in costs:
+        mean = k.total_ns / k.executions if k.executions else 0.0
+        types = "+".join(sorted(t.upper() for t in k.core_types))
+        lines.append(f"  {label} kernel {k.kernel} ({types}): {k.tasks} tasks, "
+                     f"{k.executions} runs, device time total {fmt_ns(k.total_ns)}, "
+                     f"mean {fmt_ns(mean)}, max {fmt_ns(k.max_ns)}")
+        table.append({"kernel": k.kernel, "core_types": sorted(k.core_types),
+                      "tasks": k.tasks, "runs": k.executions, "total_ns": round(k.total_ns),
+                      "mean_ns": round(mean), "max_ns": round(k.max_ns)})
+    return lines, table
