@@ -283,7 +283,8 @@ def _merge(args, state: dict, server) -> int:
         print(f"wrote {'to stdout' if to_stdout else args.output} "
               f"({'Chrome JSON' if fmt == 'json' else 'Perfetto protobuf'}, "
               f"{_size(size)}) in {elapsed:.1f} s: {tl.slice_count} slices, {tl.flow_count} "
-              f"flows, {len(tl.processes)} processes, {lanes} lanes", file=err)
+              f"flows, {sum(len(c.ts_ns) for c in tl.counters)} counter samples, "
+              f"{len(tl.processes)} processes, {lanes} lanes", file=err)
     for w in result.warnings:
         print(f"warning: {w}", file=err)
     if server is not None:  # the same server as `pypto-profile open`
