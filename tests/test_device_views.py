@@ -274,3 +274,28 @@ def test_every_capture_loads_in_perfetto_with_every_view(perfetto_ui, tmp_path, 
                 "join slice so on so.id = f.slice_out join slice si on si.id = f.slice_in"))
         assert got == want
         assert t.scalar("select count(*) from counter") == sum(len(c.ts_ns) for c in tl.counters)
+
+
+def _mutated_capture(tmp_path, mutate):
+    src = FIXTURES / "tmr_bgemm_case0_l4_depgen"
+    rec = records("tmr_bgemm_case0_l4_depgen")
+    mutate(rec)
+    (tmp_path / "chip_swimlane_records.json").write_text(json.dumps(rec))
+    (tmp_path / "deps.json").write_bytes((src / "deps.json").read_bytes())
+    return merge_traces([tmp_path])
+
+
+def test_without_core_to_thread_the_phases_are_found_on_any_thread(tmp_path):
+    r = _mutated_capture(tmp_path, lambda rec: rec["metadata"].pop("core_to_thread"))
+    assert flows_by_name(r.timeline) == flows_by_name(
+        merge_traces([FIXTURES / "tmr_bgemm_case0_l4_depgen" / n for n in
+                      ("chip_swimlane_records.json", "deps.json")]).timeline)
+
+
+def test_arrows_with_no_phase_to_bind_to_are_counted_not_guessed(tmp_path):
+    def wrong_threads(rec):
+        rec["metadata"]["core_to_thread"] = [7] * len(rec["metadata"]["core_to_thread"])
+    r = _mutated_capture(tmp_path, wrong_threads)
+    assert set(flows_by_name(r.timeline)) == {"dependency"}
+    assert any("1000 dispatch arrows have no scheduler phase to bind to" in w
+               for w in r.warnings)
