@@ -1,7 +1,8 @@
 """Device views on the merged timeline, against Simpler's own converter output stored beside
 each real capture (`merged_swimlane.json`): at least its slices, arrows of each kind and
 counter samples, with the same task times; plus what the converter lacks (setup waits,
-utilisation, per-kernel totals), and `--views` / `--flows`."""
+utilisation, per-kernel totals), and `--views` / `--flows`. Loading every capture with every
+view in the offline Perfetto UI: `test_e2e_perfetto_merge.py`."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import numpy as np
 import pytest
 from merge_inputs import CALIBRATED, CASES, FIXTURES
 
-from pypto.compile_profiling.trace_merge import merge_traces, write_timeline
+from pypto.compile_profiling.trace_merge import merge_traces
 
 pytestmark = pytest.mark.skipif(not CASES, reason="no Simpler fixtures on this machine")
 
@@ -252,28 +253,6 @@ def test_all_captures_in_one_file_have_zero_overlaps_on_any_lane():
                 stack.pop()
             assert not stack or b <= stack[-1]
             stack.append(b)
-
-
-@pytest.mark.perfetto_ui
-@pytest.mark.parametrize("suffix", [".json", ".pftrace"])
-def test_every_capture_loads_in_perfetto_with_every_view(perfetto_ui, tmp_path, suffix):
-    """All real captures in one file: zero import errors; every slice, arrow (bound to the
-    slices of the kinds it joins) and counter sample as the timeline has them."""
-    tl = merge_traces([FIXTURES / c for c in CASES]).timeline
-    out = tmp_path / f"all{suffix}"
-    write_timeline(tl, out)
-    with perfetto_ui.load(out) as t:
-        assert t.import_errors() == []
-        assert t.slice_count() == tl.slice_count
-        want = collections.Counter()
-        for f in tl.flows:
-            want[(f.src.cat, f.dst.cat)] += len(f)
-        got = collections.Counter(
-            (r["c_out"], r["c_in"]) for r in t.query(
-                "select so.category as c_out, si.category as c_in from flow f "
-                "join slice so on so.id = f.slice_out join slice si on si.id = f.slice_in"))
-        assert got == want
-        assert t.scalar("select count(*) from counter") == sum(len(c.ts_ns) for c in tl.counters)
 
 
 def _mutated_capture(tmp_path, mutate):
