@@ -25,11 +25,14 @@ from __future__ import annotations
 import bisect
 import contextlib
 import gc
+import operator
 from collections import deque
 from collections.abc import Iterator
+from itertools import repeat
 from typing import TYPE_CHECKING
 
 from pypto.compile_profiling.profiler import (
+    GLOBAL_REF,
     NO_PARENT,
     StageRecord,
     _ThreadLog,
@@ -65,7 +68,7 @@ def infer_category(name: str, parent: StageRecord | None) -> str:
 def build_stage_tree(prof: CompileProfiler, logs: list[_ThreadLog],
                      records: dict[int, StageRecord] | None = None) -> list[StageRecord]:
     """Top-level StageRecords (with children) from every thread's log; `records` (when
-    given) receives `id(recorded stage) -> StageRecord`."""
+    given) receives `global ref (log.base + position) -> StageRecord`."""
     with gc_paused():
         return _TreeBuilder(prof, logs).build(records)
 
@@ -102,49 +105,50 @@ class _TreeBuilder:
         self.end_ns = prof._end_ns()
 
     def build(self, records: dict[int, StageRecord] | None) -> list[StageRecord]:
-        recs, parent_ix, inserted, by_ref = self._records()
-        if records is not None:
-            records.update((ref, recs[i]) for ref, i in by_ref.items())
+        recs, parent_ix, inserted = self._records(records)
         self._adopt_unbound(recs, parent_ix, inserted)
         roots = self._settle(recs, parent_ix, inserted)
         _finish(roots)
         return roots
 
     # -- 1. records and their recorded parents -------------------------------------------
-    def _records(self):
-        by_ref: dict[int, int] = {}  # ref -> index
+    def _records(self, wanted: dict[int, StageRecord] | None):
+        """Every log's stages as records, in log order, with their recorded parents as record
+        indices (NO_PARENT / _TOP kept); `wanted` (when given) receives ref -> record."""
         recs: list[StageRecord] = []
-        refs: list[int] = []  # recorded parent ref of each record
+        raw: list[int] = []  # parent of each record: an index, a global ref, or < 0
         inserted: set[int] = set()  # records timed elsewhere: kept where inserted
+        spans: dict[int, tuple[int, int]] = {}  # log.base -> (first index, stage count)
         new = StageRecord
-        append, ref_append = recs.append, refs.append
+        append = recs.append
         for log in self.logs:
-            pid, tid, tname, base, lanes = log.pid, log.tid, log.thread_name, log.base, log.lanes
-            for i, e in enumerate(list(log)):
-                if type(e) is tuple:
-                    if len(e) == 5:
-                        name, args, cat, start_ns, parent_ref = e
-                        lane = lanes.get(base + i) if lanes else None
-                        by_ref[base + i] = len(recs)
-                        append(new(name, start_ns / 1e9, 0.0, [], start_ns, 0, pid, tid, tname,
-                                   cat or "", dict(args) if args else None, None, False, False,
-                                   lane[0] if lane else "", lane[1] if lane else ""))
-                        ref_append(parent_ref)
-                    else:
-                        rec = recs[by_ref[e[0]]]
-                        rec.end_ns, rec.end = e[1], e[1] / 1e9
-                        if len(e) > 2:
-                            if e[2] is not None:
-                                rec.error = e[2]
-                            if len(e) > 3 and e[3]:
-                                rec.args = {**(rec.args or {}), **e[3]}
-                else:  # _Inserted
-                    inserted.add(len(recs))
-                    append(e.record)
-                    ref_append(e.parent_ref)
-        get = by_ref.get
-        parent_ix = [NO_PARENT if ref == NO_PARENT else get(ref, _TOP) for ref in refs]
-        return recs, parent_ix, inserted, by_ref
+            pid, tid, tname, base = log.pid, log.tid, log.thread_name, log.base
+            events = log[:]  # one C-level copy of whole stages (another thread may be adding)
+            offset = len(recs)
+            names, argss, cats, starts = events[0::6], events[1::6], events[2::6], events[3::6]
+            ends = events[5::6]
+            spans[base] = (offset, len(names))
+            count = len(names)
+            # One C-level map over the columns (no Python loop of our own per stage).
+            recs += map(new, names, [t / 1e9 for t in starts], [t / 1e9 for t in ends],
+                        [[] for _ in range(count)], starts, ends, repeat(pid, count),
+                        repeat(tid, count), repeat(tname, count), [c or "" for c in cats],
+                        [dict(a) if a else None for a in argss])
+            raw += [offset + p // 6 if 0 <= p < GLOBAL_REF else p for p in events[4::6]]
+            for pos, error in list(log.errors.items()):
+                if pos // 6 < len(names):
+                    recs[offset + pos // 6].error = error
+            for pos, (lane, lane_name) in list(log.lanes.items()):
+                if pos // 6 < len(names):
+                    recs[offset + pos // 6].lane, recs[offset + pos // 6].lane_name = lane, lane_name
+            if wanted is not None:
+                wanted.update((base + 6 * k, recs[offset + k]) for k in range(len(names)))
+            for e in list(log.inserted):
+                inserted.add(len(recs))
+                append(e.record)
+                raw.append(e.parent_ref)
+        parent_ix = [p if p < GLOBAL_REF else _resolve(p, spans) for p in raw]
+        return recs, parent_ix, inserted
 
     def _adopt_unbound(self, recs, parent_ix, inserted) -> None:
         """Top-level stages of threads other than the entering one go under the innermost
@@ -194,13 +198,21 @@ class _TreeBuilder:
             if not children:
                 continue
             parent = recs[p]
+            parent_end = parent.end_ns
             for i in children:
                 kid = recs[i]
-                self._close_abandoned(kid, parent)
-                h = p if i in inserted else self._home(kid, p, recs, home_ix)
+                if not kid.end_ns:
+                    self._close_abandoned(kid, parent)
+                # Inside its parent (the usual case) is decided here, the rest by _home.
+                if (not parent_end or (kid.start_ns < parent_end and kid.end_ns <= parent_end)
+                        or kid.tid != parent.tid or kid.pid != parent.pid or i in inserted):
+                    h, home = p, parent
+                else:
+                    h = self._home(kid, p, recs, home_ix)
+                    home = recs[h] if h >= 0 else None
                 home_ix[i] = h
-                home = recs[h] if h >= 0 else None
-                kid.lane, kid.lane_name = _lane_of(kid, home)
+                if kid.lane or (home is not None and home.lane):
+                    kid.lane, kid.lane_name = _lane_of(kid, home)
                 (home.children if home is not None else roots).append(kid)
                 queue.append(i)
         return roots
@@ -237,6 +249,14 @@ class _TreeBuilder:
         return h
 
 
+def _resolve(ref: int, spans: dict[int, tuple[int, int]]) -> int:
+    """Record index of the stage with global ref `ref`; _TOP when its log (or the stage) is
+    not in this snapshot."""
+    k = (ref % GLOBAL_REF) // 6
+    first, count = spans.get(ref - ref % GLOBAL_REF, (0, 0))
+    return first + k if k < count else _TOP
+
+
 def _same_thread(a: StageRecord, b: StageRecord) -> bool:
     return a.tid == b.tid and a.pid == b.pid
 
@@ -254,16 +274,20 @@ def _finish(roots: list[StageRecord]) -> None:
     """Order siblings by start (threads and inserted records interleave); name inserted
     records' categories. Iterative: any depth."""
     stack: list[tuple[list[StageRecord], StageRecord | None]] = [(roots, None)]
+    cats: tuple[dict[str, str], dict[str, str]] = ({}, {})  # name -> cat, not / under passes
     while stack:
         records, parent = stack.pop()
         if len(records) > 1:
             records.sort(key=_start_key)
+        known = cats[parent is not None and parent.name == "passes"]
         for rec in records:
             if not rec.cat:
-                rec.cat = infer_category(rec.name, parent)
+                cat = known.get(rec.name)
+                if cat is None:
+                    cat = known[rec.name] = infer_category(rec.name, parent)
+                rec.cat = cat
             if rec.children:
                 stack.append((rec.children, rec))
 
 
-def _start_key(rec: StageRecord) -> int:
-    return rec.start_ns
+_start_key = operator.attrgetter("start_ns")
