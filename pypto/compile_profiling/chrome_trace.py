@@ -117,6 +117,8 @@ class _EventEmitter:
         share_base, now_ns = self.share_base, self.now_ns
         event = _EVENT_SHARE if share_base else _EVENT
         share_base = share_base or 1.0
+        frac = _FRAC
+        ids: dict[tuple[int, int], str] = {}  # (pid, written tid) -> '"pid":..,"tid":..'
         while stack:
             siblings, prefix, window, names, busy = stack[-1]
             for rec in siblings:
@@ -161,6 +163,9 @@ class _EventEmitter:
                     if known is None or start < known[1]:
                         threads[(pid, tid)] = (rec.thread_name or (known[0] if known else ""),
                                                start)
+                id_text = ids.get((pid, out_tid))
+                if id_text is None:
+                    id_text = ids[(pid, out_tid)] = f'"pid":{pid},"tid":{out_tid}'
                 name = rec.name
                 entry = names.get(name)
                 if entry is None:
@@ -184,8 +189,9 @@ class _EventEmitter:
                 if rec.interrupted:
                     extra += ',"interrupted":true'
                 dur = end - start
-                append(event % (entry[0], cat_json, start // 1000, start % 1000, dur // 1000,
-                                dur % 1000, pid, out_tid, entry[2], dur / share_base, extra))
+                append(event % (entry[0], cat_json, start // 1000, frac[start % 1000],
+                                dur // 1000, frac[dur % 1000], id_text, entry[2],
+                                dur / share_base, extra))
                 if len(events) >= 8192:
                     self.flush()
                 if rec.children:
@@ -197,11 +203,14 @@ class _EventEmitter:
 
 
 # One complete event; `share_pct` (the stage's share of the profile) only when the profile
-# has a total time. Formatted with one `%` per event.
-_EVENT_SHARE = ('{"ph":"X","name":%s,"cat":%s,"ts":%d.%03d,"dur":%d.%03d,"pid":%d,"tid":%d,'
+# has a total time (`_EVENT` drops that value: `%.0s`). Formatted with one `%` per event;
+# the pid/tid text is made once per track and the three decimals of ts/dur are looked up
+# (`_FRAC`), not formatted: 0.62-0.65 -> 0.54-0.58 s CPU for 200,000 events (same text;
+# the two alternated, seven rounds each, best round).
+_EVENT_SHARE = ('{"ph":"X","name":%s,"cat":%s,"ts":%d.%s,"dur":%d.%s,%s,'
                 '"args":%s,"share_pct":%.3f%s}}')
-_EVENT = ('{"ph":"X","name":%s,"cat":%s,"ts":%d.%03d,"dur":%d.%03d,"pid":%d,"tid":%d,'
-          '"args":%s%.0s%s}}')
+_EVENT = '{"ph":"X","name":%s,"cat":%s,"ts":%d.%s,"dur":%d.%s,%s,"args":%s%.0s%s}}'
+_FRAC = [f"{i:03d}" for i in range(1000)]
 
 
 def _metadata_text(prof: CompileProfiler, emitter: _EventEmitter) -> str:
