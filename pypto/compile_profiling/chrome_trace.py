@@ -10,10 +10,12 @@ monotonic reading with one wall-clock reading so other tools can align other hos
 from __future__ import annotations
 
 import json
+import operator
 import os
 import socket
 import threading
 import time
+from itertools import compress, repeat
 from typing import TYPE_CHECKING
 
 import pypto
@@ -22,6 +24,7 @@ from pypto.compile_profiling.safe_json import dumps
 
 if TYPE_CHECKING:
     from pypto.compile_profiling.profiler import CompileProfiler, StageRecord
+    from pypto.compile_profiling.stage_tree import PlainProfile
 
 CLOCK_NAME = "CLOCK_MONOTONIC"
 _dumps = dumps
@@ -48,14 +51,30 @@ def us(ns: int) -> str:
     return f"{ns // 1000}.{ns % 1000:03d}"
 
 
-def _write_trace(prof: CompileProfiler, stages: list[StageRecord], write) -> None:
-    """Write the JSON text of the trace through `write(str)` in large pieces."""
-    total = prof.total_seconds_of(stages)
+def _write_trace(prof: CompileProfiler, stages: list[StageRecord] | None, write) -> None:
+    """Write the JSON text of the trace through `write(str)` in large pieces. Without
+    `stages`, a profile with nothing to settle is read as columns from the thread logs
+    (`stage_tree.plain_profile`); otherwise the stage tree is built."""
+    from pypto.compile_profiling.stage_tree import gc_paused, plain_profile
+
+    plain = None
+    if stages is None:
+        with gc_paused():
+            plain = plain_profile(prof, prof._snapshot())
+        if plain is None:
+            stages = prof.stages
+    if plain is not None:
+        total = prof.total_seconds_of(plain.root_records())
+    else:
+        total = prof.total_seconds_of(stages)
     now_ns = time.perf_counter_ns()
     anchor = clock_anchor()
     emitter = _EventEmitter(write, now_ns, total)
     write('{"displayTimeUnit":"ms","traceEvents":[\n')
-    emitter.emit(stages)
+    if plain is not None:
+        emitter.emit_plain(plain)
+    else:
+        emitter.emit(stages)
     emitter.flush()
     write((",\n" if emitter.any_written else "") + _metadata_text(prof, emitter))
     other = {
@@ -202,6 +221,72 @@ class _EventEmitter:
                 stack.pop()
 
 
+    def emit_plain(self, plain: PlainProfile) -> None:
+        """The events of a `PlainProfile`, the same text `emit` writes for its stage tree:
+        nothing to clamp or move to a lane, so each event is one `%` over columns."""
+        from pypto.compile_profiling.stage_tree import infer_category
+
+        names, parents, n = plain.names, plain.parents, len(plain.names)
+        # per stage: (name JSON, path, args prefix, children's cache, inferred category)
+        entries: list = [None] * n
+        top: dict = {}
+        for i, name in enumerate(names):  # pre-order: a parent's entry exists already
+            p = parents[i]
+            cache = top if p < 0 else entries[p][3]
+            entry = cache.get(name)
+            if entry is None:
+                prefix = entries[p][1] if p >= 0 else ""
+                path = f"{prefix}/{name}" if prefix else name
+                cat = infer_category(name, _Named(names[p]) if p >= 0 else None)
+                entry = cache[name] = (_dumps(name), path, '{"path":' + _dumps(path), {}, cat)
+            entries[i] = entry
+        cats = self.cats
+        stage_cats = [c or e[4] for c, e in zip(plain.cats, entries)]
+        for cat in set(stage_cats):
+            if cat not in cats:
+                cats[cat] = _dumps(cat)
+        ids = {key: f'"pid":{key[0]},"tid":{key[1]}' for key in set(zip(plain.pids, plain.tids))}
+        threads = self.threads
+        for i in plain.roots:
+            key, start = (plain.pids[i], plain.tids[i]), plain.starts[i]
+            known = threads.get(key)
+            if known is None or start < known[1]:
+                threads[key] = (plain.thread_names[i] or (known[0] if known else ""), start)
+        extras = [""] * n
+        for i in compress(range(n), plain.args):
+            text = _dumps(dict(plain.args[i]))
+            if text.startswith("{") and len(text) > 2:
+                extras[i] = "," + text[1:-1]
+        for i, error in plain.errors.items():
+            extras[i] += ',"failed":true,"error":' + _dumps(error)
+        share_base = self.share_base
+        event = (_EVENT_SHARE if share_base else _EVENT).__mod__
+        share_base = share_base or 1.0
+        starts, ends, frac = plain.starts, plain.ends, _FRAC.__getitem__
+        for a in range(0, n, 8192):
+            b = min(n, a + 8192)
+            s, e = starts[a:b], ends[a:b]
+            d = list(map(operator.sub, e, s))
+            k = [1000] * (b - a)
+            self.events += map(event, zip(
+                [entry[0] for entry in entries[a:b]], map(cats.__getitem__, stage_cats[a:b]),
+                map(operator.floordiv, s, k), map(frac, map(operator.mod, s, k)),
+                map(operator.floordiv, d, k), map(frac, map(operator.mod, d, k)),
+                map(ids.__getitem__, zip(plain.pids[a:b], plain.tids[a:b])),
+                [entry[2] for entry in entries[a:b]],
+                map(operator.truediv, d, repeat(share_base, b - a)), extras[a:b]))
+            self.flush()
+
+
+class _Named:
+    """What `infer_category` reads of a parent: its name."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
 # One complete event; `share_pct` (the stage's share of the profile) only when the profile
 # has a total time (`_EVENT` drops that value: `%.0s`). Formatted with one `%` per event;
 # the pid/tid text is made once per track and the three decimals of ts/dur are looked up
@@ -247,7 +332,7 @@ def _metadata_text(prof: CompileProfiler, emitter: _EventEmitter) -> str:
 def trace_text(prof: CompileProfiler, stages: list[StageRecord] | None = None) -> str:
     """The whole trace as one JSON string."""
     pieces: list[str] = []
-    _write_trace(prof, prof.stages if stages is None else stages, pieces.append)
+    _write_trace(prof, stages, pieces.append)
     return "".join(pieces)
 
 
@@ -267,4 +352,4 @@ def write_chrome_trace(prof: CompileProfiler, path: str | os.PathLike,
 
 def write_trace_to(f, prof: CompileProfiler, stages: list[StageRecord] | None = None) -> None:
     """Write the trace's text to the open text file `f`."""
-    _write_trace(prof, prof.stages if stages is None else stages, f.write)
+    _write_trace(prof, stages, f.write)

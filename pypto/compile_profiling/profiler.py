@@ -177,6 +177,7 @@ class LiveStage:
             if log.pending and self.ref in log.pending:
                 _note_interleaving(self)
         else:  # another context's stage opened on this thread meanwhile
+            log.tangled = True
             _note_interleaving(self)
 
     # -- StageRecord-compatible view ---------------------------------------------------------
@@ -274,7 +275,9 @@ class _ThreadLog(list):
     NO_PARENT/TOP_LEVEL. `end_ns` is 0 until the stage closes, when it is written in place
     (args given at the close are merged into `args` there). Failures are kept apart in
     `errors` (ref -> exception type name), records inserted by `add_stage_record` in
-    `inserted`.
+    `inserted`. `tangled` says a stage opened or closed out of this thread's order (while
+    another context's stage was the thread's innermost open one): until then the log nests
+    as a stack, in opening order (what `stage_tree.plain_profile` relies on).
 
     Plain values, added with one `+=` of a temporary tuple and the end written in place: a
     kept begin tuple and end tuple per stage (the previous layout) cost more, each tracked by
@@ -284,7 +287,7 @@ class _ThreadLog(list):
     """
 
     __slots__ = ("base", "errors", "inserted", "lanes", "order", "pending", "pid", "prof",
-                 "thread_name", "tid", "top")
+                 "tangled", "thread_name", "tid", "top")
 
 
 class _ProfilerTLS(threading.local):
@@ -446,6 +449,8 @@ class CompileProfiler:
         thread gets its own when it closes (each closes in its own task)."""
         _note_interleaving(stage)
         log = stage.log
+        if top is not None:
+            log.tangled = True
         while top is not None and top.log is log and not top.end_ns:
             if top.ref not in log.lanes:
                 if log.pending is None:
@@ -484,6 +489,7 @@ class CompileProfiler:
             if log.pending and stage.ref in log.pending:
                 _note_interleaving(stage)
         else:
+            log.tangled = True
             _note_interleaving(stage)
         return stage
 
@@ -508,6 +514,7 @@ class CompileProfiler:
         log.prof = self
         log.top = None
         log.pending = None
+        log.tangled = False
         log.lanes = {}
         log.errors = {}
         log.inserted = []
