@@ -129,11 +129,10 @@ class _TreeBuilder:
             ends = events[5::6]
             spans[base] = (offset, len(names))
             count = len(names)
-            # One C-level map over the columns (no Python loop of our own per stage).
-            recs += map(new, names, [t / 1e9 for t in starts], [t / 1e9 for t in ends],
-                        [[] for _ in range(count)], starts, ends, repeat(pid, count),
-                        repeat(tid, count), repeat(tname, count), [c or "" for c in cats],
-                        [dict(a) if a else None for a in argss])
+            for k in range(count):
+                start_ns, end_ns, args = starts[k], ends[k], argss[k]
+                append(new(names[k], start_ns / 1e9, end_ns / 1e9, [], start_ns, end_ns, pid,
+                           tid, tname, cats[k] or "", dict(args) if args else None))
             raw += [offset + p // 6 if 0 <= p < GLOBAL_REF else p for p in events[4::6]]
             for pos, error in list(log.errors.items()):
                 if pos // 6 < len(names):
@@ -198,21 +197,13 @@ class _TreeBuilder:
             if not children:
                 continue
             parent = recs[p]
-            parent_end = parent.end_ns
             for i in children:
                 kid = recs[i]
-                if not kid.end_ns:
-                    self._close_abandoned(kid, parent)
-                # Inside its parent (the usual case) is decided here, the rest by _home.
-                if (not parent_end or (kid.start_ns < parent_end and kid.end_ns <= parent_end)
-                        or kid.tid != parent.tid or kid.pid != parent.pid or i in inserted):
-                    h, home = p, parent
-                else:
-                    h = self._home(kid, p, recs, home_ix)
-                    home = recs[h] if h >= 0 else None
+                self._close_abandoned(kid, parent)
+                h = p if i in inserted else self._home(kid, p, recs, home_ix)
                 home_ix[i] = h
-                if kid.lane or (home is not None and home.lane):
-                    kid.lane, kid.lane_name = _lane_of(kid, home)
+                home = recs[h] if h >= 0 else None
+                kid.lane, kid.lane_name = _lane_of(kid, home)
                 (home.children if home is not None else roots).append(kid)
                 queue.append(i)
         return roots
@@ -274,23 +265,19 @@ def _finish(roots: list[StageRecord]) -> None:
     """Order siblings by start (threads and inserted records interleave); name inserted
     records' categories. Iterative: any depth."""
     stack: list[tuple[list[StageRecord], StageRecord | None]] = [(roots, None)]
-    cats: tuple[dict[str, str], dict[str, str]] = ({}, {})  # name -> cat, not / under passes
     while stack:
         records, parent = stack.pop()
         if len(records) > 1:
             records.sort(key=_start_key)
-        known = cats[parent is not None and parent.name == "passes"]
         for rec in records:
             if not rec.cat:
-                cat = known.get(rec.name)
-                if cat is None:
-                    cat = known[rec.name] = infer_category(rec.name, parent)
-                rec.cat = cat
+                rec.cat = infer_category(rec.name, parent)
             if rec.children:
                 stack.append((rec.children, rec))
 
 
-_start_key = operator.attrgetter("start_ns")
+def _start_key(rec: StageRecord) -> int:
+    return rec.start_ns
 
 
 class PlainProfile:
