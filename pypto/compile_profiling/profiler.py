@@ -1,11 +1,11 @@
 """The compile profiler: nested, thread- and task-aware stages on the host CLOCK_MONOTONIC clock.
 
-Recording is kept small. Each stage is one `LiveStage` (the handle `stage()` yields and
-`_begin_stage` returns), appended to a log of its thread (found through a thread-local, so
-the hot path takes no lock). Which stage a new one nests under is the innermost open stage
-*of the running context*, kept in a `ContextVar`: each asyncio task (and anything else run
-with its own `contextvars.Context`) has its own chain, so tasks that interleave on one thread
-never nest inside each other. The stage tree, with process and thread ids, is built only when
+Recording is kept small. Each stage is six plain items in a flat log of its thread (found
+through a thread-local, so the hot path takes no lock; see `_ThreadLog`) and a short-lived
+`LiveStage`, the handle `stage()` yields and `_begin_stage` returns. Which stage a new one
+nests under is the innermost open stage *of the running context*, kept in a `ContextVar`:
+each asyncio task (and anything else run with its own `contextvars.Context`) has its own
+chain, so tasks that interleave on one thread never nest inside each other. The stage tree, with process and thread ids, is built only when
 somebody asks for it (report, trace, summary): see `stage_tree.py`.
 
 Per thread the log also tracks its innermost open stage in thread order (`log.top`). A stage
