@@ -91,14 +91,14 @@ def loop_current(n):
 
 
 class _Handle:
-    __slots__ = ("a", "b", "c", "d", "e")
+    __slots__ = ("a", "b", "c", "d")  # as many as LiveStage's
 
 
 def loop_handle(n):
     handle = _Handle
     for _ in range(n):
         h = handle()
-        h.a = h.b = h.c = h.d = h.e = None
+        h.a = h.b = h.c = h.d = None
 
 
 _var = __import__("contextvars").ContextVar("bench", default=None)
@@ -177,7 +177,7 @@ def main() -> int:
           f"{best['tls'] - loop:9.1f}")
     row("enabled: with prof.stage(name)", "stage", "floor", 2.0)
     row("enabled: _begin_stage + _end_stage", "pair", "floor", 2.0)
-    for label, key in (("  part: a 5-slot handle object", "handle"),
+    for label, key in (("  part: a 4-slot handle object", "handle"),
                        ("  part: one ContextVar.set()", "cvset")):
         v = best[key]
         print(f"{label:<46}{v:9.1f}{v - loop:9.1f}  {(v - loop) / (best['floor'] - loop):4.2f}x "

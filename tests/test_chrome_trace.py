@@ -178,3 +178,63 @@ def test_other_process_records_get_their_own_named_process():
              if e["ph"] == "M" and e["name"] == "process_name"}
     assert names[424242] == "PyPTO device"
     assert names[os.getpid()] == "PyPTO compile"
+
+
+def _trace_without_anchor(text: str) -> dict:
+    data = json.loads(text)
+    data["otherData"].pop("clock_anchor")  # a fresh clock reading per export
+    return data
+
+
+def test_trace_read_from_the_logs_equals_the_trace_of_the_stage_tree():
+    """A profile with nothing to settle is exported from the thread logs' columns; the text
+    is exactly that of its stage tree (names, paths, categories, args merged at the close,
+    failures, several threads, stages bound where nothing was open)."""
+    from pypto.compile_profiling.chrome_trace import trace_text
+
+    prof = CompileProfiler()
+    with prof:
+        with prof.stage("compile"):
+            with prof.stage("parse", {"file": "x.py", "odd": "\u00e9\ud800"}):
+                pass
+            prof._begin_stage("passes", {"program": "P"})
+            for i in range(3):
+                prof._begin_stage(f"Pass{i}", {"ir_size_before": i}, "pass")
+                prof._end_stage({"ir_size_after": i + 1})
+            prof._end_stage()
+            try:
+                with prof.stage("codegen"), prof.stage("kernel_codegen:k0"):
+                    raise ValueError
+            except ValueError:
+                pass
+            for name in ("a", "b"):
+                with prof.stage(name), prof.stage("passes"), prof.stage("Inner"):
+                    pass
+
+        def work(n):
+            with prof.stage(f"worker{n}"), prof.stage("inner", cat="custom"):
+                pass
+
+        threads = [threading.Thread(target=prof.bind(work), args=(n,)) for n in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    never_entered = CompileProfiler()
+    for name in ("x", "y"):
+        with never_entered.stage(name), never_entered.stage("z"):
+            pass
+    for p in (prof, never_entered):
+        from_logs = _trace_without_anchor(trace_text(p))
+        from_tree = _trace_without_anchor(trace_text(p, p.stages))
+        assert from_logs == from_tree
+        assert len([e for e in from_logs["traceEvents"] if e["ph"] == "X"]) == (
+            len(list(_walk(p.stages))))
+
+
+def _walk(stages):
+    stack = list(stages)
+    while stack:
+        s = stack.pop()
+        yield s
+        stack.extend(s.children)

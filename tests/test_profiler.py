@@ -254,6 +254,7 @@ def test_failed_write_leaves_no_partial_file(tmp_path, monkeypatch):
         raise RuntimeError("boom")
 
     monkeypatch.setattr(chrome_trace._EventEmitter, "emit", fail)
+    monkeypatch.setattr(chrome_trace._EventEmitter, "emit_plain", fail)  # read from the logs
     with pytest.raises(RuntimeError):
         prof.to_chrome_trace(tmp_path / "trace.json")
     assert list(tmp_path.iterdir()) == []

@@ -1,11 +1,11 @@
 """The compile profiler: nested, thread- and task-aware stages on the host CLOCK_MONOTONIC clock.
 
-Recording is kept small. Each stage is one `LiveStage` (the handle `stage()` yields and
-`_begin_stage` returns), appended to a log of its thread (found through a thread-local, so
-the hot path takes no lock). Which stage a new one nests under is the innermost open stage
-*of the running context*, kept in a `ContextVar`: each asyncio task (and anything else run
-with its own `contextvars.Context`) has its own chain, so tasks that interleave on one thread
-never nest inside each other. The stage tree, with process and thread ids, is built only when
+Recording is kept small. Each stage is six plain items in a flat log of its thread (found
+through a thread-local, so the hot path takes no lock; see `_ThreadLog`) and a short-lived
+`LiveStage`, the handle `stage()` yields and `_begin_stage` returns. Which stage a new one
+nests under is the innermost open stage *of the running context*, kept in a `ContextVar`:
+each asyncio task (and anything else run with its own `contextvars.Context`) has its own
+chain, so tasks that interleave on one thread never nest inside each other. The stage tree, with process and thread ids, is built only when
 somebody asks for it (report, trace, summary): see `stage_tree.py`.
 
 Per thread the log also tracks its innermost open stage in thread order (`log.top`). A stage
@@ -150,15 +150,16 @@ class LiveStage:
     `duration`, `children`, `to_dict()`, ...); what needs the whole profile (`children`,
     `to_dict`) is computed on access.
 
-    The handle itself is short-lived: the thread log keeps plain tuples (which the garbage
-    collector stops tracking), so a long profile does not fill the collector's generations
+    The handle itself is short-lived: the thread log keeps plain values (which the garbage
+    collector never tracks), so a long profile does not fill the collector's generations
     with live objects: recording 200,000 stages cost 8.3x the floor per stage with the
     handles kept in the log, 5.5x with tuples (one run of the same loop, loaded host).
-    `ref` names the stage in its log (`log.base + index`), `parent` is the innermost open
-    stage of the same context when this one opened.
+    `ref` is the stage's position in its log (see `_ThreadLog`), `parent` the innermost open
+    stage of the same context when this one opened; name, args, start time and error are read
+    from the log.
     """
 
-    __slots__ = ("_error", "end_ns", "log", "parent", "ref", "start_ns")
+    __slots__ = ("end_ns", "log", "parent", "ref")
 
     # -- the `with` protocol (hot path) ----------------------------------------------------
     def __enter__(self) -> Self:
@@ -168,33 +169,33 @@ class LiveStage:
         end = _pc()
         self.end_ns = end
         log = self.log
-        if et is None:
-            log.append((self.ref, end))
-        else:
-            self._error = et.__name__
-            log.append((self.ref, end, et.__name__))
+        log[self.ref + 5] = end
+        if et is not None:
+            log.errors[self.ref] = et.__name__
         if log.top is self:
             log.top = self.parent
             if log.pending and self.ref in log.pending:
                 _note_interleaving(self)
         else:  # another context's stage opened on this thread meanwhile
+            log.tangled = True
             _note_interleaving(self)
 
     # -- StageRecord-compatible view ---------------------------------------------------------
-    def _begin(self) -> tuple:
-        return self.log[self.ref - self.log.base]
-
     @property
     def name(self) -> str:
-        return self._begin()[0]
+        return self.log[self.ref]
 
     @property
     def args(self) -> dict | None:
-        return self._begin()[1]
+        return self.log[self.ref + 1]
 
     @property
     def cat(self) -> str:
-        return self._begin()[2] or ""
+        return self.log[self.ref + 2] or ""
+
+    @property
+    def start_ns(self) -> int:
+        return self.log[self.ref + 3]
 
     @property
     def start(self) -> float:
@@ -219,7 +220,7 @@ class LiveStage:
 
     @property
     def error(self) -> str | None:
-        return getattr(self, "_error", None)
+        return self.log.errors.get(self.ref)
 
     @property
     def pid(self) -> int:
@@ -266,11 +267,27 @@ class _Inserted:
 
 
 class _ThreadLog(list):
-    """One thread's events for one profiler: begin tuples `(name, args, cat, start_ns,
-    parent_ref)`, end tuples `(ref, end_ns[, error[, args]])`, `_Inserted` records."""
+    """One thread's stages for one profiler, flat: six consecutive items per stage, in the
+    order the stages opened: `name, args, cat, start_ns, parent, end_ns`.
 
-    __slots__ = ("base", "lanes", "order", "pending", "pid", "prof", "thread_name", "tid",
-                 "top")
+    A stage's `ref` is the position of its name. `parent` is the parent's position in this
+    log, or its global ref (`log.base + position`, at least `GLOBAL_REF`) in another log, or
+    NO_PARENT/TOP_LEVEL. `end_ns` is 0 until the stage closes, when it is written in place
+    (args given at the close are merged into `args` there). Failures are kept apart in
+    `errors` (ref -> exception type name), records inserted by `add_stage_record` in
+    `inserted`. `tangled` says a stage opened or closed out of this thread's order (while
+    another context's stage was the thread's innermost open one): until then the log nests
+    as a stack, in opening order (what `stage_tree.plain_profile` relies on).
+
+    Plain values, added with one `+=` of a temporary tuple and the end written in place: a
+    kept begin tuple and end tuple per stage (the previous layout) cost more, each tracked by
+    the garbage collector until its first collection: `with prof.stage()` cost 4.0-4.4x the
+    floor with them, 2.9-3.2x with this layout (bench_overhead.py, the two alternated, four
+    runs each, loaded 2-core host).
+    """
+
+    __slots__ = ("base", "errors", "inserted", "lanes", "order", "pending", "pid", "prof",
+                 "tangled", "thread_name", "tid", "top")
 
 
 class _ProfilerTLS(threading.local):
@@ -278,8 +295,9 @@ class _ProfilerTLS(threading.local):
 
 
 _log_ids = itertools.count(1)
-NO_PARENT = -1  # parent_ref: no stage open in this context (an unwrapped pool worker)
-TOP_LEVEL = 0  # parent_ref: bound where nothing was open, or inside another profiler only
+GLOBAL_REF = 1 << 40  # refs of other logs are `log.base + position`, never below this
+NO_PARENT = -1  # parent: no stage open in this context (an unwrapped pool worker)
+TOP_LEVEL = -2  # parent: bound where nothing was open, or inside another profiler only
 
 # The innermost stage of the running context (any profiler's), or None. Module-level, as the
 # contextvars documentation asks. A closed stage may linger there: the next stage skips up
@@ -288,11 +306,10 @@ _open_stage: contextvars.ContextVar[LiveStage | None] = contextvars.ContextVar(
     "pypto_open_stage", default=None)
 _open_get, _open_set = _open_stage.get, _open_stage.set
 
-_ROOT_LOG = _ThreadLog()
-_ROOT_LOG.base, _ROOT_LOG.prof, _ROOT_LOG.lanes = 0, None, {}
+_ROOT_LOG = _ThreadLog(("(bound root)", None, None, 0, NO_PARENT, 0))
+_ROOT_LOG.base, _ROOT_LOG.prof, _ROOT_LOG.lanes, _ROOT_LOG.errors = 0, None, {}, {}
 _BOUND_ROOT = LiveStage()  # what work bound where nothing was open sees as its parent
 _BOUND_ROOT.log, _BOUND_ROOT.parent, _BOUND_ROOT.end_ns, _BOUND_ROOT.ref = _ROOT_LOG, None, 0, 0
-_BOUND_ROOT.start_ns = 0
 
 
 def _open_ancestor(stage: LiveStage | None) -> LiveStage | None:
@@ -303,10 +320,11 @@ def _open_ancestor(stage: LiveStage | None) -> LiveStage | None:
 
 
 def _parent_ref(prof: CompileProfiler, parent: LiveStage) -> int:
-    """The ref of `parent` or of its nearest ancestor in `prof`'s profile, else TOP_LEVEL."""
+    """The global ref of `parent` or of its nearest ancestor in `prof`'s profile, else
+    TOP_LEVEL."""
     while parent is not None:
         if parent.log.prof is prof and not parent.end_ns:
-            return parent.ref
+            return parent.log.base + parent.ref
         parent = parent.parent
     return TOP_LEVEL
 
@@ -411,14 +429,13 @@ class CompileProfiler:
         st.log = log
         st.parent = parent
         st.end_ns = 0
-        st.ref = log.base + len(log)
-        st.start_ns = start = _pc()
+        st.ref = len(log)
         if parent is None:
-            log.append((name, args, cat, start, NO_PARENT))
+            log += (name, args, cat, _pc(), NO_PARENT, 0)
         elif parent.log is log:
-            log.append((name, args, cat, start, parent.ref))
+            log += (name, args, cat, _pc(), parent.ref, 0)
         else:  # another thread's (bound work) or another profiler's stage
-            log.append((name, args, cat, start, _parent_ref(self, parent)))
+            log += (name, args, cat, _pc(), _parent_ref(self, parent), 0)
         top = log.top
         if parent is not top:  # `top` is open in another context: both get task lanes
             self._interleaved(st, top)
@@ -432,6 +449,8 @@ class CompileProfiler:
         thread gets its own when it closes (each closes in its own task)."""
         _note_interleaving(stage)
         log = stage.log
+        if top is not None:
+            log.tangled = True
         while top is not None and top.log is log and not top.end_ns:
             if top.ref not in log.lanes:
                 if log.pending is None:
@@ -459,15 +478,18 @@ class CompileProfiler:
         end = _pc()
         stage.end_ns = end
         log = stage.log
+        ref = stage.ref
+        if args:
+            log[ref + 1] = {**log[ref + 1], **args} if log[ref + 1] else args
+        log[ref + 5] = end
         if error is not None:
-            stage._error = error
-        log.append((stage.ref, end, error, args) if args else
-                   (stage.ref, end, error) if error is not None else (stage.ref, end))
+            log.errors[ref] = error
         if log.top is stage:
             log.top = stage.parent
             if log.pending and stage.ref in log.pending:
                 _note_interleaving(stage)
         else:
+            log.tangled = True
             _note_interleaving(stage)
         return stage
 
@@ -477,7 +499,8 @@ class CompileProfiler:
         if log is None:
             log = self._register_thread()
         parent = _open_ancestor(_open_get())
-        log.append(_Inserted(record, NO_PARENT if parent is None else _parent_ref(self, parent)))
+        log.inserted.append(
+            _Inserted(record, NO_PARENT if parent is None else _parent_ref(self, parent)))
 
     def set_process_name(self, pid: int, name: str) -> None:
         """Name a process whose stages appear in this profile (e.g. a device child process)."""
@@ -491,8 +514,11 @@ class CompileProfiler:
         log.prof = self
         log.top = None
         log.pending = None
+        log.tangled = False
         log.lanes = {}
-        log.base = next(_log_ids) << 32
+        log.errors = {}
+        log.inserted = []
+        log.base = next(_log_ids) * GLOBAL_REF
         with self._logs_lock:
             log.order = len(self._logs)
             self._logs.append(log)
@@ -549,7 +575,7 @@ class CompileProfiler:
 
         found: dict[int, StageRecord] = {}
         build_stage_tree(self, self._snapshot(), records=found)
-        return found[stage.ref]  # keyed by ref
+        return found[stage.log.base + stage.ref]  # keyed by global ref
 
     def _end_ns(self) -> int | None:
         """When the profile ended (the profiler was exited), else None (still running)."""
