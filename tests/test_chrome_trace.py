@@ -12,6 +12,7 @@ from decimal import Decimal
 
 import pypto
 from pypto.compile_profiling import CompileProfiler, StageRecord, bind_to_current
+from pypto.compile_profiling.profile_model import walk
 
 WORKERS = 2
 
@@ -229,12 +230,4 @@ def test_trace_read_from_the_logs_equals_the_trace_of_the_stage_tree():
         from_tree = _trace_without_anchor(trace_text(p, p.stages))
         assert from_logs == from_tree
         assert len([e for e in from_logs["traceEvents"] if e["ph"] == "X"]) == (
-            len(list(_walk(p.stages))))
-
-
-def _walk(stages):
-    stack = list(stages)
-    while stack:
-        s = stack.pop()
-        yield s
-        stack.extend(s.children)
+            len(list(walk(p.stages))))

@@ -17,17 +17,15 @@ from pathlib import Path
 import pytest
 
 from pypto.compile_profiling import CompileProfiler, StageRecord
+from pypto.compile_profiling.profile_model import walk
 
 REPO = Path(__file__).resolve().parent.parent
 PROFILER_FILE = str(REPO / "pypto" / "compile_profiling" / "profiler.py")
 
 
-def walk(records):
-    stack = list(records)
-    while stack:
-        rec = stack.pop()
-        yield rec
-        stack.extend(rec.children)
+def records_of(stages):
+    """Every stage record of the tree (profile_model.walk, without depth and parent)."""
+    return [rec for rec, _, _ in walk(stages)]
 
 
 def run_tasks(prof, count=10):
@@ -102,7 +100,7 @@ def test_generator_closing_its_stage_later_closes_its_own_and_is_flagged():
             time.sleep(0.001)
         with prof.stage("after"):
             pass
-    recs = {r.name: r for r in walk(prof.stages)}
+    recs = {r.name: r for r in records_of(prof.stages)}
     gen_rec, caller = recs["in_generator"], recs["caller"]
     assert gen_rec.end_ns <= t_gen_closed < caller.end_ns  # no swapped end times
     assert gen_rec.out_of_order and not caller.out_of_order
@@ -119,7 +117,7 @@ def test_manual_end_stage_of_a_given_stage_closes_that_one():
         time.sleep(0.001)
         prof._end_stage()  # the innermost open one: b
         prof._end_stage()  # nothing open: ignored
-    recs = {r.name: r for r in walk(prof.stages)}
+    recs = {r.name: r for r in records_of(prof.stages)}
     assert recs["a"].end_ns < recs["b"].end_ns
     assert recs["a"].args == {"k": 1} and recs["a"].out_of_order
     assert not recs["b"].is_open and not recs["b"].interrupted
@@ -160,7 +158,7 @@ def test_an_interrupt_anywhere_in_the_bookkeeping_never_leaves_a_stage_open():
                 break
             hits += 1
     assert hits > 20  # every line of stage() and __exit__ was hit once
-    records = list(walk(prof.stages))
+    records = records_of(prof.stages)
     assert [r for r in records if r.is_open] == []
     assert any(r.interrupted for r in records)
     assert sum(r.name == "after" for r in records) == hits + 1
