@@ -35,9 +35,10 @@ class DeviceKernelCost:
     max_ns: float
 
 
-def device_kernel_costs(capture) -> list[DeviceKernelCost]:
+def device_kernel_costs(capture, func: np.ndarray | None = None) -> list[DeviceKernelCost]:
     """AICore time per kernel from one read capture (`trace_merge.read_simpler.Capture`),
-    with the merge's own rule for which kernel a row ran (`layout_device.row_kernels`)."""
+    with the merge's own rule for which kernel a row ran (`layout_device.row_kernels`;
+    `func`: its result when the caller has it already)."""
     from pypto.compile_profiling.trace_merge.layout_device import kernel_name, row_kernels
 
     rec = capture.records
@@ -45,7 +46,8 @@ def device_kernel_costs(capture) -> list[DeviceKernelCost]:
         return []
     names = capture.name_map.names if capture.name_map is not None else None
     a = rec.aicore
-    func, _ = row_kernels(capture)
+    if func is None:
+        func, _ = row_kernels(capture)
     durations = (a["end_cycles"] - a["start_cycles"]) * (1e9 / rec.freq_hz)
     core_types = np.array(rec.core_types, dtype=object)[a["core_id"]]
     out = []

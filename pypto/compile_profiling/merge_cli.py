@@ -66,8 +66,12 @@ def _names(known: tuple[str, ...], what: str):
     return parse
 
 
+def _choices(help_by_name: dict[str, str]) -> str:
+    return "; ".join(f"{name}: {text}" for name, text in help_by_name.items())
+
+
 def _parser() -> argparse.ArgumentParser:
-    from pypto.compile_profiling.trace_merge.views import FLOWS, VIEWS
+    from pypto.compile_profiling.trace_merge.views import FLOW_HELP, FLOWS, VIEW_HELP, VIEWS
 
     p = argparse.ArgumentParser(
         prog="pypto-merge-traces",
@@ -92,18 +96,11 @@ def _parser() -> argparse.ArgumentParser:
                         "calibrated captures ignore it")
     p.add_argument("--views", type=_names(VIEWS, "views"), metavar="LIST",
                    help="device views to draw, comma-separated, or all / none (default: all "
-                        "that each capture supports): worker (AICore lanes, kernel bars), "
-                        "setup (the receive->start wait before each kernel), scheduler-view "
-                        "(per core, AICPU dispatch to finish), scheduler (AICPU scheduler "
-                        "phases), orchestrator (submits, H2D), ready-queue (shared ready-"
-                        "queue depth counters), utilisation (per-core busy fraction counters)")
+                        "that each capture supports): " + _choices(VIEW_HELP))
     p.add_argument("--flows", type=_names(FLOWS, "flows"), metavar="LIST",
                    help="kinds of arrows to draw, comma-separated, or all / none (default: "
-                        "all): dependency (deps.json edges), dispatch (scheduler -> task), "
-                        "complete (task -> the complete phase that saw it finish), "
-                        "submit-dispatch (orchestrator submit -> dispatch), complete-ready "
-                        "(the complete that released a task's last input -> its dispatch); "
-                        "an arrow is drawn only when the views at both ends are")
+                        "all; an arrow is drawn only when the views at both its ends are): "
+                        + _choices(FLOW_HELP))
     p.add_argument("--open", action="store_true",
                    help=f"serve OUT on 127.0.0.1 and open it in {PERFETTO_UI}; stops once the "
                         "file was fetched, or on Ctrl-C (as `pypto-profile open OUT`)")

@@ -53,8 +53,8 @@ def merge_traces(inputs: Iterable[str | os.PathLike], *, offset_us: float | None
     from pypto.compile_profiling.trace_merge.views import FLOWS, VIEWS, Selection, parse_names
 
     sel = Selection(
-        frozenset(VIEWS) if views is None else parse_names(",".join(views) or "none", VIEWS, "views"),
-        frozenset(FLOWS) if flows is None else parse_names(",".join(flows) or "none", FLOWS, "flows"))
+        frozenset(VIEWS) if views is None else parse_names(views, VIEWS, "views"),
+        frozenset(FLOWS) if flows is None else parse_names(flows, FLOWS, "flows"))
     from pypto.compile_profiling.trace_merge.layout import lay_out
     from pypto.compile_profiling.trace_merge.place import place
     from pypto.compile_profiling.trace_merge.read_inputs import read_inputs

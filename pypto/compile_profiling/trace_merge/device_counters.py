@@ -23,8 +23,8 @@ def ready_queue_counters(rows: DeviceRows, proc: Process) -> list[CounterTrack]:
         if col is None or not isinstance(col.values, np.ndarray) or col.values.ndim != 2 \
                 or col.values.shape[1] != len(QUEUE_TYPES):
             continue
-        sel = np.isin(p.kind, [p.kinds.index(k) for k in ("complete", "dispatch")
-                               if k in p.kinds])
+        sel = np.zeros(len(p.kind), dtype=bool)
+        sel[p.rows_of_kind("complete")] = sel[p.rows_of_kind("dispatch")] = True
         if col.present is not None:
             sel &= col.present
         ts.append(p.end[sel])
@@ -89,12 +89,13 @@ def _union(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return s[heads], run_end[tails]
 
 
-def kernel_summary(capture, label: str) -> tuple[list[str], list[dict]]:
+def kernel_summary(capture, rows: DeviceRows) -> tuple[list[str], list[dict]]:
     """Per kernel: tasks, AICore runs, core types, total / mean / max device time
     (kernel start to end, from the records' own clock) -> (summary lines, JSON rows)."""
     from pypto.compile_profiling.kernel_costs import device_kernel_costs
 
-    costs = sorted(device_kernel_costs(capture), key=lambda k: -k.total_ns)
+    label = rows.label
+    costs = sorted(device_kernel_costs(capture, rows.func), key=lambda k: -k.total_ns)
     lines, table = [], []
     for k in costs:
         mean = k.total_ns / k.executions if k.executions else 0.0

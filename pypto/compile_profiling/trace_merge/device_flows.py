@@ -49,9 +49,10 @@ class _Arrows:
         return out
 
 
-def add_device_flows(rows: DeviceRows, deps, sel: Selection) -> tuple[list[FlowBlock],
-                                                                      dict[str, int]]:
-    """-> (the selected arrows of one capture, count per kind incl. `<kind>_unbound`)."""
+def add_device_flows(rows: DeviceRows, deps, sel: Selection
+                     ) -> tuple[list[FlowBlock], dict[str, int], dict[str, int]]:
+    """-> (the selected arrows of one capture, arrows drawn per kind, arrows per kind that
+    found no phase to bind to: not drawn)."""
     arrows = _Arrows()
     unbound: dict[str, int] = {}
     if sel.flow("dependency") and deps is not None and len(deps.pred):
@@ -83,9 +84,7 @@ def add_device_flows(rows: DeviceRows, deps, sel: Selection) -> tuple[list[FlowB
                                                           d_row)
         if sel.flow("complete-ready") and deps is not None and len(deps.pred):
             _complete_ready(arrows, rows, deps, phases, cpu, d_thr, d_row, c_thr, c_row)
-    counts = dict(arrows.counts)
-    counts.update({f"{k}_unbound": v for k, v in unbound.items() if v})
-    return arrows.blocks(), counts
+    return arrows.blocks(), arrows.counts, {k: v for k, v in unbound.items() if v}
 
 
 # --------------------------------------------------------------------------- finding phases

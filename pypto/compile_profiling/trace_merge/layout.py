@@ -99,7 +99,8 @@ def _add_device_views(b: TimelineBuilder, cp, sel: Selection, warnings: list[str
     rows = add_capture(b, cp, sel, warnings)
     if rows is None:
         return
-    flows, counts = add_device_flows(rows, cp.capture.deps, sel)
+    flows, drawn, unbound = add_device_flows(rows, cp.capture.deps, sel)
+    counts = {**drawn, **{f"{k}_unbound": v for k, v in unbound.items()}}
     b.tl.flows.extend(flows)
     extra: dict[str, int] = {}
     if sel.view("ready-queue") and rows.scheduler_proc is not None:
@@ -117,11 +118,10 @@ def _add_device_views(b: TimelineBuilder, cp, sel: Selection, warnings: list[str
     if shown:
         b.summary.append(f"{cp.capture.records.path}: capture {cp.label}: " + ", ".join(
             f"{v} {k.replace('-', '_')}" for k, v in shown.items() if v))
-    for kind, n in counts.items():
-        if kind.endswith("_unbound"):
-            warnings.append(f"{cp.capture.records.path}: {n} {kind[:-8]} arrows have no "
-                            "scheduler phase to bind to (not drawn)")
-    lines, table = kernel_summary(cp.capture, cp.label)
+    for kind, n in unbound.items():
+        warnings.append(f"{cp.capture.records.path}: {n} {kind} arrows have no scheduler "
+                        "phase to bind to (not drawn)")
+    lines, table = kernel_summary(cp.capture, rows)
     b.summary.extend(lines)
     b.sources[-1]["kernels"] = table
     b.sources[-1]["flows"] = counts

@@ -122,7 +122,7 @@ def add_capture(b: TimelineBuilder, cp: CapturePlan, sel: Selection, warnings: l
                          args=proc_args, estimated=estimated and device_clock)
 
     rows = _device_rows(cp)
-    has_aicore = rows is not None and len(rows.task)
+    has_aicore = rows is not None          # _device_rows: None without AICore rows
     if has_aicore and (sel.view("worker") or sel.view("utilisation")):
         rows.worker_proc = view_process("AICore")
     if has_aicore and sel.view("scheduler-view") and rows.has_cpu.any():

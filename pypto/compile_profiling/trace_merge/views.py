@@ -1,33 +1,38 @@
 """Which device views and which kinds of arrows a merge draws (`--views`, `--flows`).
 
-Views of one Simpler capture (each drawn only where the capture holds its data):
-  worker          "· AICore": one lane per core (AIC_<n>/AIV_<n>), a bar per task, kernel
-                  start to end
-  setup           on the worker lanes, the receive -> start wait before each kernel (the
-                  AICore's cache flush and ack after it read the task), where it is > 0
-  scheduler-view  "· Scheduler view": one lane per core, a bar per task from the AICPU's
-                  dispatch to the AICPU seeing it finish
-  scheduler       "· AICPU scheduler": one lane per scheduler thread, a bar per phase
-  orchestrator    "· Orchestrator": submit bars (AICPU or host orchestrator), H2D uploads
-  ready-queue     counters of the shared ready queue's depth (AIC, AIV, MIX)
-  utilisation     per-core busy fraction over time (counters)
-Arrows, each kind its own category:
-  dependency       deps.json edges, producer -> consumer (worker, mirrored on the scheduler
-                   view)
-  dispatch         the scheduler's dispatch phase -> the task (worker and scheduler view)
-  complete         the task -> the scheduler's complete phase that saw it finish
-  submit-dispatch  the orchestrator's submit -> the dispatch phase that dispatched the task
-  complete-ready   the complete phase that released a task's last input -> the dispatch
-                   phase that dispatched it
+`VIEW_HELP` / `FLOW_HELP` say what each is, in one place: `--help` is built from them.
+A view is drawn only where the capture holds its data; an arrow only when the views at both
+its ends are drawn; each kind of arrow is its own category.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-VIEWS = ("worker", "setup", "scheduler-view", "scheduler", "orchestrator", "ready-queue",
-         "utilisation")
-FLOWS = ("dependency", "dispatch", "complete", "submit-dispatch", "complete-ready")
+VIEW_HELP = {
+    "worker": '"· AICore": a lane per core (AIC_<n>/AIV_<n>), a bar per task, kernel start '
+              "to end",
+    "setup": "on the worker lanes, the receive -> start wait before each kernel (the "
+             "AICore's cache flush and ack after it read the task), where it is > 0",
+    "scheduler-view": '"· Scheduler view": a lane per core, a bar per task from the '
+                      "AICPU's dispatch to the AICPU seeing it finish",
+    "scheduler": '"· AICPU scheduler": a lane per scheduler thread, a bar per phase',
+    "orchestrator": '"· Orchestrator": submit bars (AICPU or host orchestrator), H2D uploads',
+    "ready-queue": "counters of the shared ready queue's depth (AIC, AIV, MIX)",
+    "utilisation": "per-core busy fraction over time (counters)",
+}
+FLOW_HELP = {
+    "dependency": "deps.json edges, producer -> consumer (worker, mirrored on the scheduler "
+                  "view)",
+    "dispatch": "the scheduler's dispatch phase -> the task (worker and scheduler view)",
+    "complete": "the task -> the scheduler's complete phase that saw it finish",
+    "submit-dispatch": "the orchestrator's submit -> the dispatch phase that dispatched it",
+    "complete-ready": "the complete phase that released a task's last input -> the "
+                      "dispatch phase that dispatched it",
+}
+VIEWS = tuple(VIEW_HELP)
+FLOWS = tuple(FLOW_HELP)
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,10 +52,13 @@ class Selection:
 ALL = Selection()
 
 
-def parse_names(text: str, known: tuple[str, ...], what: str) -> frozenset[str]:
-    """`all`, `none` or a comma-separated subset of `known`; ValueError (one clear line)
-    otherwise."""
-    words = [w.strip().lower().replace("_", "-") for w in text.split(",") if w.strip()]
+def parse_names(names: str | Iterable[str], known: tuple[str, ...], what: str
+                ) -> frozenset[str]:
+    """`all`, `none`, a comma-separated subset of `known` or an iterable of names (empty:
+    none); ValueError (one clear line) otherwise."""
+    if not isinstance(names, str):
+        names = ",".join(names) or "none"
+    words = [w.strip().lower().replace("_", "-") for w in names.split(",") if w.strip()]
     if words == ["all"]:
         return frozenset(known)
     if words == ["none"]:
