@@ -139,8 +139,12 @@ def test_two_anchorless_ranks_are_each_placed_against_their_own_run(tmp_path):
         assert rows
         assert rr_ts <= min(s.start_ns for s in rows)
         assert max(s.end_ns for s in rows) <= rr_ts + rr_dur
-    ids = [p.pid for p in tl.processes] + [t.tid for t in tl.tracks]
+    # every id names one process or thread; only a main thread shares its process's pid
+    ids = [p.pid for p in tl.processes] + [t.tid for t in tl.tracks
+                                           if t.tid != t.process.pid]
     assert len(ids) == len(set(ids))
+    main_threads = [t for t in tl.tracks if t.tid == t.process.pid]
+    assert main_threads and all(t.os_tid == t.process.os_pid for t in main_threads)
 
 
 @pytest.mark.parametrize("case", CALIBRATED)
@@ -383,6 +387,61 @@ def test_sublanes_follow_the_first_fit_definition(allow_nesting):
         assert got == _walk_all(start.tolist(), end.tolist(), allow_nesting)
 
     check()
+
+
+@pytest.mark.parametrize("shape", ["plain", "asyncio", "overlap_error_open"])
+def test_profile_timeline_is_its_trace_json_without_the_text(shape):
+    """`profile_to_timeline` draws every stage where `trace.json` puts it: same pid, tid,
+    lane, exact ns, name, category and args, for a plain profile (read from the thread
+    logs) and for ones the stage tree settles (asyncio lanes, overlap, failure, interrupted)."""
+    import asyncio
+
+    from pypto.compile_profiling import CompileProfiler
+    from pypto.compile_profiling.chrome_trace import profile_trace
+
+    async def work(prof, i):
+        with prof.stage(f"task{i}", args={"i": i}):
+            await asyncio.sleep(0)
+            with prof.stage("inner"):
+                await asyncio.sleep(0)
+
+    async def run_all(prof):
+        await asyncio.gather(*(work(prof, i) for i in range(3)))
+
+    prof = CompileProfiler()
+    with prof:
+        if shape == "asyncio":
+            asyncio.run(run_all(prof))
+        else:
+            with prof.stage("compile"), prof.stage("passes"), prof.stage(
+                    "ConvertToSSA", args={"ir_nodes": 7}):
+                pass
+        if shape == "overlap_error_open":
+            first = prof._begin_stage("first")
+            second = prof._begin_stage("second")
+            prof._end_stage(stage=first)  # out of order: second overlaps first
+            prof._end_stage(stage=second)
+            with pytest.raises(ValueError), prof.stage("bad"):
+                raise ValueError("x")
+            prof._begin_stage("left_open")  # closed and flagged when the profiler stops
+    doc = profile_trace(prof)
+    tl = profile_to_timeline(prof)
+    want = sorted((e["pid"], e["tid"], round(e["ts"] * 1000), round(e["dur"] * 1000),
+                   e["name"], e["cat"], json.dumps(e["args"], sort_keys=True))
+                  for e in doc["traceEvents"] if e["ph"] == "X")
+    got = sorted((s.track.process.pid, s.track.tid, s.start_ns, s.dur_ns, s.name, s.cat,
+                  json.dumps(s.args, sort_keys=True)) for s in tl.slices())
+    assert want == got
+    names = {(e["pid"], e["tid"]): e["args"]["name"] for e in doc["traceEvents"]
+             if e["name"] == "thread_name"}
+    assert {(t.process.pid, t.tid): t.name for t in tl.tracks} == names
+    lanes = doc["otherData"].get("lanes", {})
+    assert {t.tid for t in tl.tracks if t.os_tid is None} == {int(k) for k in lanes}
+    assert len(lanes) == {"plain": 0, "asyncio": 3, "overlap_error_open": 1}[shape]
+    if shape == "overlap_error_open":
+        flags = {s.name: s.args for s in tl.slices()}
+        assert flags["bad"]["failed"] and flags["left_open"]["interrupted"]
+    assert tl.metadata["clock"] == "CLOCK_MONOTONIC"
 
 
 def test_interleaved_asyncio_stages_are_lanes_of_their_thread(tmp_path):

@@ -15,6 +15,8 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from itertools import compress, repeat
 from typing import TYPE_CHECKING
 
@@ -51,9 +53,9 @@ def us(ns: int) -> str:
     return f"{ns // 1000}.{ns % 1000:03d}"
 
 
-def _write_trace(prof: CompileProfiler, stages: list[StageRecord] | None, write) -> None:
-    """Write the JSON text of the trace through `write(str)` in large pieces. Without
-    `stages`, a profile with nothing to settle is read as columns from the thread logs
+def _settle(prof: CompileProfiler, stages: list[StageRecord] | None):
+    """-> (plain profile or None, stages or None, total seconds). Without `stages`, a profile
+    with nothing to settle is read as columns from the thread logs
     (`stage_tree.plain_profile`); otherwise the stage tree is built."""
     from pypto.compile_profiling.stage_tree import gc_paused, plain_profile
 
@@ -64,22 +66,15 @@ def _write_trace(prof: CompileProfiler, stages: list[StageRecord] | None, write)
         if plain is None:
             stages = prof.stages
     if plain is not None:
-        total = prof.total_seconds_of(plain.root_records())
-    else:
-        total = prof.total_seconds_of(stages)
-    now_ns = time.perf_counter_ns()
-    anchor = clock_anchor()
-    emitter = _EventEmitter(write, now_ns, total)
-    write('{"displayTimeUnit":"ms","traceEvents":[\n')
-    if plain is not None:
-        emitter.emit_plain(plain)
-    else:
-        emitter.emit(stages)
-    emitter.flush()
-    write((",\n" if emitter.any_written else "") + _metadata_text(prof, emitter))
+        return plain, None, prof.total_seconds_of(plain.root_records())
+    return None, stages, prof.total_seconds_of(stages)
+
+
+def _other_data(prof: CompileProfiler, total: float, emitter: _EventEmitter) -> dict:
+    """`otherData`: the clock, one monotonic/wall anchor, the host, and the lanes' owners."""
     other = {
         "clock": CLOCK_NAME,
-        "clock_anchor": anchor,
+        "clock_anchor": clock_anchor(),
         "pid": prof.pid,
         "host": socket.gethostname(),
         "pypto_version": pypto.__version__,
@@ -89,7 +84,21 @@ def _write_trace(prof: CompileProfiler, stages: list[StageRecord] | None, write)
     if emitter.lane_tids:
         other["lanes"] = {str(t): {"pid": pid, "tid": tid, "lane": lane}
                           for (pid, tid, lane), t in emitter.lane_tids.items()}
-    write('\n],"otherData":' + _dumps(other) + "}\n")
+    return other
+
+
+def _write_trace(prof: CompileProfiler, stages: list[StageRecord] | None, write) -> None:
+    """Write the JSON text of the trace through `write(str)` in large pieces."""
+    plain, stages, total = _settle(prof, stages)
+    emitter = _EventEmitter(write, time.perf_counter_ns(), total)
+    write('{"displayTimeUnit":"ms","traceEvents":[\n')
+    if plain is not None:
+        emitter.emit_plain(plain)
+    else:
+        emitter.emit(stages)
+    emitter.flush()
+    write((",\n" if emitter.any_written else "") + _metadata_text(prof, emitter))
+    write('\n],"otherData":' + _dumps(_other_data(prof, total, emitter)) + "}\n")
 
 
 # Lanes under a thread (an asyncio task's, or stages that overlap without nesting) get tids of
@@ -131,16 +140,15 @@ class _EventEmitter:
             self.lane_names[t] = (pid, tid, name, start)
         return t
 
-    def emit(self, roots: list[StageRecord]) -> None:
+    def placed(self, roots: list[StageRecord]) -> Iterator[tuple]:
+        """Walk the stage tree without recursion (any depth) and place each stage: yields
+        `(rec, entry, cat, pid, tid, start, end, is_open)`, `tid` the written one (a lane's
+        above `LANE_TID_BASE`), start/end clamped into the parent, `entry` the cached
+        `(name JSON, path, '{"path":' + path JSON, children's cache)`."""
         # frame: (iterator over siblings, path prefix, clamp window, name cache, track
         # busy-until); a record with children pushes their frame and its own resumes after.
         stack: list[tuple] = [(iter(roots), "", None, {}, {})]
-        events, append, threads, cats = self.events, self.events.append, self.threads, self.cats
-        share_base, now_ns = self.share_base, self.now_ns
-        event = _EVENT_SHARE if share_base else _EVENT
-        share_base = share_base or 1.0
-        frac = _FRAC
-        ids: dict[tuple[int, int], str] = {}  # (pid, written tid) -> '"pid":..,"tid":..'
+        threads, now_ns = self.threads, self.now_ns
         while stack:
             siblings, prefix, window, names, busy = stack[-1]
             for rec in siblings:
@@ -185,37 +193,12 @@ class _EventEmitter:
                     if known is None or start < known[1]:
                         threads[(pid, tid)] = (rec.thread_name or (known[0] if known else ""),
                                                start)
-                id_text = ids.get((pid, out_tid))
-                if id_text is None:
-                    id_text = ids[(pid, out_tid)] = f'"pid":{pid},"tid":{out_tid}'
                 name = rec.name
                 entry = names.get(name)
                 if entry is None:
                     path = f"{prefix}/{name}" if prefix else name
                     entry = names[name] = (_dumps(name), path, '{"path":' + _dumps(path), {})
-                cat = rec.cat or "user"
-                cat_json = cats.get(cat)
-                if cat_json is None:
-                    cat_json = cats[cat] = _dumps(cat)
-                extra = ""
-                if rec.args:
-                    text = _dumps(rec.args)
-                    if text.startswith("{") and len(text) > 2:
-                        extra = "," + text[1:-1]
-                if rec.error is not None:
-                    extra += ',"failed":true,"error":' + _dumps(rec.error)
-                if is_open:
-                    extra += ',"open":true'
-                if rec.out_of_order:
-                    extra += ',"out_of_order":true'
-                if rec.interrupted:
-                    extra += ',"interrupted":true'
-                dur = end - start
-                append(event % (entry[0], cat_json, start // 1000, frac[start % 1000],
-                                dur // 1000, frac[dur % 1000], id_text, entry[2],
-                                dur / share_base, extra))
-                if len(events) >= 8192:
-                    self.flush()
+                yield rec, entry, rec.cat or "user", pid, out_tid, start, end, is_open
                 if rec.children:
                     stack.append((iter(rec.children), entry[1],
                                   (pid, tid, start, end, rec.lane, lane, lane_name), entry[3], {}))
@@ -223,14 +206,47 @@ class _EventEmitter:
             else:
                 stack.pop()
 
+    def emit(self, roots: list[StageRecord]) -> None:
+        """The `X` events of the stage tree, as `placed` places them."""
+        events, append, cats = self.events, self.events.append, self.cats
+        share_base = self.share_base
+        event = _EVENT_SHARE if share_base else _EVENT
+        share_base = share_base or 1.0
+        frac = _FRAC
+        ids: dict[tuple[int, int], str] = {}  # (pid, written tid) -> '"pid":..,"tid":..'
+        for rec, entry, cat, pid, out_tid, start, end, is_open in self.placed(roots):
+            id_text = ids.get((pid, out_tid))
+            if id_text is None:
+                id_text = ids[(pid, out_tid)] = f'"pid":{pid},"tid":{out_tid}'
+            cat_json = cats.get(cat)
+            if cat_json is None:
+                cat_json = cats[cat] = _dumps(cat)
+            extra = ""
+            if rec.args:
+                text = _dumps(rec.args)
+                if text.startswith("{") and len(text) > 2:
+                    extra = "," + text[1:-1]
+            if rec.error is not None:
+                extra += ',"failed":true,"error":' + _dumps(rec.error)
+            if is_open:
+                extra += ',"open":true'
+            if rec.out_of_order:
+                extra += ',"out_of_order":true'
+            if rec.interrupted:
+                extra += ',"interrupted":true'
+            dur = end - start
+            append(event % (entry[0], cat_json, start // 1000, frac[start % 1000],
+                            dur // 1000, frac[dur % 1000], id_text, entry[2],
+                            dur / share_base, extra))
+            if len(events) >= 8192:
+                self.flush()
 
-    def emit_plain(self, plain: PlainProfile) -> None:
-        """The events of a `PlainProfile`, the same text `emit` writes for its stage tree:
-        nothing to clamp or move to a lane, so each event is one `%` over columns."""
+    def plain_entries(self, plain: PlainProfile) -> tuple[list[tuple], list[str]]:
+        """Per stage of `plain`: its `(name JSON, path, args prefix, children's cache,
+        inferred category)` and its category; notes each thread's name and first start."""
         from pypto.compile_profiling.stage_tree import infer_category
 
         names, parents, n = plain.names, plain.parents, len(plain.names)
-        # per stage: (name JSON, path, args prefix, children's cache, inferred category)
         entries: list = [None] * n
         top: dict = {}
         for i, name in enumerate(names):  # pre-order: a parent's entry exists already
@@ -243,18 +259,24 @@ class _EventEmitter:
                 cat = infer_category(name, _Named(names[p]) if p >= 0 else None)
                 entry = cache[name] = (_dumps(name), path, '{"path":' + _dumps(path), {}, cat)
             entries[i] = entry
-        cats = self.cats
-        stage_cats = [c or e[4] for c, e in zip(plain.cats, entries)]
-        for cat in set(stage_cats):
-            if cat not in cats:
-                cats[cat] = _dumps(cat)
-        ids = {key: f'"pid":{key[0]},"tid":{key[1]}' for key in set(zip(plain.pids, plain.tids))}
         threads = self.threads
         for i in plain.roots:
             key, start = (plain.pids[i], plain.tids[i]), plain.starts[i]
             known = threads.get(key)
             if known is None or start < known[1]:
                 threads[key] = (plain.thread_names[i] or (known[0] if known else ""), start)
+        return entries, [c or e[4] for c, e in zip(plain.cats, entries)]
+
+    def emit_plain(self, plain: PlainProfile) -> None:
+        """The events of a `PlainProfile`, the same text `emit` writes for its stage tree:
+        nothing to clamp or move to a lane, so each event is one `%` over columns."""
+        n = len(plain.names)
+        entries, stage_cats = self.plain_entries(plain)
+        cats = self.cats
+        for cat in set(stage_cats):
+            if cat not in cats:
+                cats[cat] = _dumps(cat)
+        ids = {key: f'"pid":{key[0]},"tid":{key[1]}' for key in set(zip(plain.pids, plain.tids))}
         extras = [""] * n
         for i in compress(range(n), plain.args):
             text = _dumps(dict(plain.args[i]))
@@ -301,20 +323,16 @@ _EVENT = '{"ph":"X","name":%s,"cat":%s,"ts":%d.%s,"dur":%d.%s,%s,"args":%s%.0s%s
 _FRAC = [f"{i:03d}" for i in range(1000)]
 
 
-def _metadata_text(prof: CompileProfiler, emitter: _EventEmitter) -> str:
-    """`M` events naming the processes and threads; the main thread sorts first, and each
-    lane sorts right after its thread."""
+def _display_order(prof: CompileProfiler, emitter: _EventEmitter
+                   ) -> tuple[list[tuple[int, str]], list[tuple[int, int, str, bool]]]:
+    """-> (processes as (pid, name), threads and lanes as (pid, tid, name, is_lane)), each in
+    display order: the profiler's process first, the main thread first, each lane right
+    after its thread."""
     threads = emitter.threads
     lanes = emitter.lane_names
-    meta: list[dict] = []
     pids = sorted({pid for pid, _ in threads} | {p for p, _, _, _ in lanes.values()} | {prof.pid},
                   key=lambda p: (p != prof.pid, p))
-    for index, pid in enumerate(pids):
-        name = prof.process_names.get(pid, "PyPTO process")
-        meta.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0,
-                     "args": {"name": name}})
-        meta.append({"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0,
-                     "args": {"sort_index": index}})
+    processes = [(pid, prof.process_names.get(pid, "PyPTO process")) for pid in pids]
     main_tid = threading.main_thread().native_id
     rows = {key: (key[1], name, start, 0, "") for key, (name, start) in threads.items()}
     for out_tid, (pid, tid, name, start) in lanes.items():
@@ -324,12 +342,88 @@ def _metadata_text(prof: CompileProfiler, emitter: _EventEmitter) -> str:
     ordered = sorted(rows.items(), key=lambda kv: (
         kv[0][0], kv[1][0] not in (kv[0][0], main_tid),
         firsts.get((kv[0][0], kv[1][0]), kv[1][2]), kv[1][0], kv[1][3], kv[1][2]))
-    for index, ((pid, tid), (_owner, name, _start, _lane, _)) in enumerate(ordered):
+    return processes, [(pid, tid, name or f"thread {tid}", bool(lane))
+                       for (pid, tid), (_owner, name, _start, lane, _) in ordered]
+
+
+def _metadata_text(prof: CompileProfiler, emitter: _EventEmitter) -> str:
+    """`M` events naming the processes and threads, in display order."""
+    processes, threads = _display_order(prof, emitter)
+    meta: list[dict] = []
+    for index, (pid, name) in enumerate(processes):
+        meta.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0,
+                     "args": {"name": name}})
+        meta.append({"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0,
+                     "args": {"sort_index": index}})
+    for index, (pid, tid, name, _lane) in enumerate(threads):
         meta.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
-                     "args": {"name": name or f"thread {tid}"}})
+                     "args": {"name": name}})
         meta.append({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid,
                      "args": {"sort_index": index}})
     return ",\n".join(_dumps(m) for m in meta)
+
+
+@dataclass(slots=True)
+class PlacedStages:
+    """The profile's stages exactly as `trace.json` places them, as columns, without the
+    text: what `profile_timeline` draws as a `Timeline`. `tid` is the written one (a lane's
+    is above `LANE_TID_BASE`); `args` as in the trace (path, share_pct, the stage's args,
+    failed/error/open/out_of_order/interrupted)."""
+
+    pid: list[int] = field(default_factory=list)
+    tid: list[int] = field(default_factory=list)
+    start_ns: list[int] = field(default_factory=list)
+    end_ns: list[int] = field(default_factory=list)
+    name: list[str] = field(default_factory=list)
+    cat: list[str] = field(default_factory=list)
+    args: list[dict] = field(default_factory=list)
+    processes: list[tuple[int, str]] = field(default_factory=list)
+    threads: list[tuple[int, int, str, bool]] = field(default_factory=list)
+    other: dict = field(default_factory=dict)
+
+
+def placed_stages(prof: CompileProfiler) -> PlacedStages:
+    """The stages of `prof` placed as in its `trace.json` (same lanes, clamps and args)."""
+    plain, stages, total = _settle(prof, None)
+    emitter = _EventEmitter(None, time.perf_counter_ns(), total)
+    share_base = emitter.share_base
+    out = PlacedStages()
+    if plain is not None:
+        entries, cats = emitter.plain_entries(plain)
+        out.pid, out.tid, out.cat = list(plain.pids), list(plain.tids), cats
+        out.start_ns, out.end_ns = list(plain.starts), list(plain.ends)
+        out.name = list(plain.names)
+        for i, entry in enumerate(entries):
+            args = {"path": entry[1]}
+            if share_base:
+                args["share_pct"] = round((plain.ends[i] - plain.starts[i]) / share_base, 3)
+            if plain.args[i]:
+                args.update(plain.args[i])
+            if i in plain.errors:
+                args["failed"], args["error"] = True, plain.errors[i]
+            out.args.append(args)
+    else:
+        for rec, entry, cat, pid, tid, start, end, is_open in emitter.placed(stages):
+            args = {"path": entry[1]}
+            if share_base:
+                args["share_pct"] = round((end - start) / share_base, 3)
+            if rec.args:
+                args.update(rec.args)
+            if rec.error is not None:
+                args["failed"], args["error"] = True, rec.error
+            for flag in ("open", "out_of_order", "interrupted"):
+                if (is_open if flag == "open" else getattr(rec, flag)):
+                    args[flag] = True
+            out.pid.append(pid)
+            out.tid.append(tid)
+            out.start_ns.append(start)
+            out.end_ns.append(end)
+            out.name.append(rec.name)
+            out.cat.append(cat)
+            out.args.append(args)
+    out.processes, out.threads = _display_order(prof, emitter)
+    out.other = _other_data(prof, total, emitter)
+    return out
 
 
 def trace_text(prof: CompileProfiler, stages: list[StageRecord] | None = None) -> str:

@@ -104,9 +104,12 @@ class TimelineBuilder:
         key = (proc.pid, os_tid)
         tr = self.threads.get(key)
         if tr is None:
-            tid = self.ids.claim(os_tid)
-            if tid is None:
-                tid = self.ids.fresh()
+            if os_tid == proc.os_pid == proc.pid:
+                tid = os_tid  # a main thread: its tid is its process's pid, as on Linux
+            else:
+                tid = self.ids.claim(os_tid)
+                if tid is None:
+                    tid = self.ids.fresh()
             tr = self.threads[key] = Track(tid, proc, name, sort_index, os_tid)
             self.tl.tracks.append(tr)
         return tr
