@@ -55,35 +55,47 @@ _BOOL = np.frombuffer(b"falsetrue ", np.uint8).reshape(2, 5)
 _E8, _E4 = np.uint64(10 ** 8), np.uint32(10 ** 4)
 
 
+def _split(x: np.ndarray, d) -> tuple[np.ndarray, np.ndarray]:
+    """(x // d, x % d): `//` by a scalar plus a multiply is 2-3.5x faster than `np.divmod`
+    (measured on uint64 and uint32 columns of 16k)."""
+    q = x // d
+    return q, x - q * d
+
+
 def _digits(mag: np.ndarray, neg: np.ndarray | None) -> np.ndarray:
     """(n, w) uint8: the decimal text of `mag` (uint64), right-aligned, with '-' where `neg`.
 
     The number is cut into 4-digit groups (uint32 arithmetic below 10**8), each group's text
-    gathered as one uint32 from `_GROUP`."""
+    gathered as one uint32 from `_GROUP`; a group holding digits of every value in the
+    column (all have at least that many digits) needs no test for leading zeros."""
     n = len(mag)
-    top = int(mag.max()) if n else 0
-    width = len(str(top))
+    top, low = (int(mag.max()), int(mag.min())) if n else (0, 0)
+    width, always = len(str(top)), len(str(low))
     if top < 10 ** 8:
         parts = [mag.astype(np.uint32)]
     elif top < 10 ** 16:
-        hi, lo = np.divmod(mag, _E8)
+        hi, lo = _split(mag, _E8)
         parts = [hi.astype(np.uint32), lo.astype(np.uint32)]
     else:
-        hi, lo = np.divmod(mag, _E8)
-        hi, mid = np.divmod(hi, _E8)
+        hi, lo = _split(mag, _E8)
+        hi, mid = _split(hi, _E8)
         parts = [hi.astype(np.uint32), mid.astype(np.uint32), lo.astype(np.uint32)]
     groups = []
     for p in parts:
-        groups += np.divmod(p, _E4)
+        groups += _split(p, _E4)
     n_groups = -(-width // 4)
     groups = groups[len(groups) - n_groups:]
     text = np.empty((n, n_groups), np.uint32)
-    seen = np.zeros(n, bool)  # a higher group is not 0: this one is zero-padded
+    started = None  # rows whose number has a digit in a group above (None: no row yet)
     for j, g in enumerate(groups):
-        table = _LAST_GROUP if j == n_groups - 1 else _GROUP
-        text[:, j] = table[np.where(seen, g, g + 10000)]
-        if j < n_groups - 1:
-            seen |= g != 0
+        if 4 * (n_groups - j) <= always:
+            text[:, j] = _GROUP.take(g)
+            continue
+        last = j == n_groups - 1
+        at = g + 10000 if started is None else np.where(started, g, g + 10000)
+        text[:, j] = (_LAST_GROUP if last else _GROUP).take(at)
+        if not last:
+            started = g != 0 if started is None else started | (g != 0)
     text = text.view(np.uint8)
     has_neg = neg is not None and neg.any()
     width += bool(has_neg)
@@ -98,10 +110,12 @@ def _digits(mag: np.ndarray, neg: np.ndarray | None) -> np.ndarray:
 
 
 def _magnitude(v: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
-    """|v| as uint64 (exact for -2**63 too) and where v < 0 (None for unsigned)."""
+    """|v| as uint64 (exact for -2**63 too) and where v < 0 (None when none is)."""
     if v.dtype.kind == "u":
-        return v.astype(np.uint64), None
+        return v.astype(np.uint64, copy=False), None
     v = v.astype(np.int64, copy=False)
+    if not len(v) or v.min() >= 0:
+        return v.view(np.uint64), None
     return np.abs(v).view(np.uint64), v < 0
 
 
@@ -109,12 +123,12 @@ def int_text(v: np.ndarray) -> np.ndarray:
     return _digits(*_magnitude(v))
 
 
-def time_text(ns: np.ndarray) -> np.ndarray:
-    """Integer nanoseconds as exact microseconds, e.g. -1500 -> "-1.5", 2000 -> "2.0"."""
+def time_text(ns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Integer nanoseconds as exact microseconds, e.g. -1500 -> "-1.5", 2000 -> "2.0": the
+    whole microseconds and the fraction, two fields."""
     mag, neg = _magnitude(ns)
-    us, frac = np.divmod(mag, np.uint64(1000))
-    whole = _digits(us, neg)
-    return np.concatenate([whole, _FRAC[frac].view(np.uint8).reshape(-1, 4)], axis=1)
+    us, frac = _split(mag, np.uint64(1000))
+    return _digits(us, neg), _FRAC.take(frac).view(np.uint8).reshape(-1, 4)
 
 
 def _padded(texts: list[bytes]) -> np.ndarray:
@@ -181,13 +195,14 @@ class _Rows:
         self.width = 0
         self.blanks: list[tuple[np.ndarray, int, int]] = []
 
-    def add(self, part: np.ndarray | bytes) -> int:
-        """Append a field (a constant, or (n, w) uint8); -> its first column."""
-        if isinstance(part, bytes):
-            part = np.frombuffer(part, np.uint8)
+    def add(self, *parts: np.ndarray | bytes) -> int:
+        """Append fields (constants, or (n, w) uint8); -> the first one's first column."""
         at = self.width
-        self.parts.append((at, part))
-        self.width += part.shape[-1]
+        for part in parts:
+            if isinstance(part, bytes):
+                part = np.frombuffer(part, np.uint8)
+            self.parts.append((self.width, part))
+            self.width += part.shape[-1]
         return at
 
     def value(self, v: np.ndarray | list) -> None:
@@ -271,9 +286,9 @@ def slice_rows(block: SliceBlock, chunk: int) -> Iterator[np.ndarray]:
         rows.add(b'{"ph":"X",')
         rows.add(tracks[block.track[lo:hi]])
         rows.add(b',"ts":')
-        rows.add(time_text(block.start_ns[lo:hi]))
+        rows.add(*time_text(block.start_ns[lo:hi]))
         rows.add(b',"dur":')
-        rows.add(time_text(block.dur_ns[lo:hi]))
+        rows.add(*time_text(block.dur_ns[lo:hi]))
         rows.add(b',"name":')
         rows.add(names[block.name[lo:hi]])
         rows.add(cat)
@@ -300,13 +315,13 @@ def flow_rows(flow: FlowBlock, first_id: int, chunk: int) -> Iterator[np.ndarray
         rows.add(b",")
         rows.add(src_tracks[src.track[s_rows]])
         rows.add(b',"ts":')
-        rows.add(time_text(src.start_ns[s_rows]))
+        rows.add(*time_text(src.start_ns[s_rows]))
         rows.add(tail + b',{"ph":"f","bp":"e","id":')
         rows.add(ids)
         rows.add(b",")
         rows.add(dst_tracks[dst.track[d_rows]])
         rows.add(b',"ts":')
-        rows.add(time_text(dst.start_ns[d_rows]))
+        rows.add(*time_text(dst.start_ns[d_rows]))
         rows.add(tail + b",")
         yield rows.matrix()
 
@@ -320,7 +335,7 @@ def counter_rows(counter: CounterTrack, chunk: int) -> Iterator[np.ndarray]:
         hi = min(lo + chunk, len(counter.ts_ns))
         rows = _Rows(hi - lo)
         rows.add(head)
-        rows.add(time_text(counter.ts_ns[lo:hi]))
+        rows.add(*time_text(counter.ts_ns[lo:hi]))
         rows.add(key)
         rows.value(counter.values[lo:hi])
         rows.add(b"}},")
