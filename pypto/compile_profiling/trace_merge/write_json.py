@@ -20,11 +20,13 @@ integers and too-deep values become their repr. NaN and infinities are written a
 
 from __future__ import annotations
 
+import collections
 import gzip
 import logging
 import os
 import reprlib
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import BinaryIO
 
 import numpy as np
@@ -238,13 +240,28 @@ def _event_texts(timeline: Timeline, columnar: bool) -> Iterator[bytes | np.ndar
 
 # ------------------------------------------------------------------ writing
 
+WRITES_AHEAD = 4  # chunks encoded while earlier ones are still being written
+
+
 def _write(timeline: Timeline, out: BinaryIO, columnar: bool) -> None:
+    """The document, its event chunks written by a second thread while the next ones are
+    encoded (`out.write` and zlib release the GIL, NumPy's work mostly does)."""
     out.write(b'{"displayTimeUnit":"ms","traceEvents":[\n')
-    sep = b""
-    for text in _event_texts(timeline, columnar):
+
+    def put(sep: bytes, text) -> None:
         out.write(sep)
         out.write(text)
-        sep = b",\n"
+
+    sep = b""
+    pending: collections.deque = collections.deque()
+    with ThreadPoolExecutor(1, thread_name_prefix="json-write") as writer:
+        for text in _event_texts(timeline, columnar):
+            pending.append(writer.submit(put, sep, text))
+            sep = b",\n"
+            if len(pending) > WRITES_AHEAD:
+                pending.popleft().result()
+        for done in pending:
+            done.result()
     out.write(b'\n],\n"otherData":')
     out.write(dumps_strict(other_data(timeline)))
     out.write(b"}\n")
