@@ -228,13 +228,22 @@ class _Rows:
         self.blanks.append((rows, lo, hi))
 
     def matrix(self) -> np.ndarray:
-        """The rows, each field copied in as one w-byte item per row (a void view): numpy
-        copies a (n, w) uint8 block into a wider matrix with a loop call per row."""
-        out = np.empty((self.n, self.width), np.uint8)
+        """The rows: the constants laid out in one row copied to every row, then each
+        variable field copied in as one w-byte item per row (a void view). Numpy copies a
+        (n, w) uint8 block into a wider matrix with a loop call per row, and a broadcast
+        constant slower still: 100k timeline, constants 0.235 s field by field against
+        0.023 s as one row (fields 0.149 s either way)."""
+        template = np.empty(self.width, np.uint8)
         for at, part in self.parts:
-            w = part.shape[-1]
-            void = np.dtype((np.void, w))
-            out[:, at:at + w].view(void)[:, 0] = part.view(void)[..., 0]
+            if part.ndim == 1:
+                template[at:at + len(part)] = part
+        out = np.empty((self.n, self.width), np.uint8)
+        row = np.dtype((np.void, self.width))
+        out.view(row)[:, 0] = template.view(row)[0]
+        for at, part in self.parts:
+            if part.ndim == 2:
+                void = np.dtype((np.void, part.shape[1]))
+                out[:, at:at + part.shape[1]].view(void)[:, 0] = part.view(void)[:, 0]
         for rows, lo, hi in self.blanks:
             out[rows, lo:hi] = _SPACE
         return out
