@@ -144,9 +144,21 @@ def _all_str(values: list) -> bool:
 
 
 def _str_table(values: list[str]) -> np.ndarray:
-    """`json_table` of strings: one orjson call for the list, split between the strings
-    (inside an encoded string every quote is escaped, so '","' only occurs between items)."""
-    inner = dumps_strict(values)[2:-2].split(b'","')
+    """`json_table` of strings, from one orjson call for the list. When no string holds a
+    quote, every quote in the text delimits an item: the items are cut out by NumPy
+    (16k task labels: 103-149 ns a string against 280-294 ns split by `bytes.split`);
+    else split between items: inside an encoded string every quote is escaped, so '","'
+    only occurs between items."""
+    data = dumps_strict(values)
+    buf = np.frombuffer(data, np.uint8)
+    quotes = np.flatnonzero(buf == _QUOTE)
+    if len(quotes) == 2 * len(values):
+        starts = quotes[0::2]
+        lens = quotes[1::2] - starts + 1
+        cols = np.arange(int(lens.max()))
+        table = buf.take(starts[:, None] + cols, mode="clip")
+        return np.where(cols < lens[:, None], table, np.uint8(_SPACE))
+    inner = data[2:-2].split(b'","')
     body = _padded(inner)
     table = np.full((len(inner), body.shape[1] + 2), _SPACE, np.uint8)
     table[:, 0] = _QUOTE
