@@ -1,15 +1,19 @@
-"""Render a `Timeline` as Chrome trace JSON with orjson, chunk by chunk.
+"""Render a `Timeline` as Chrome trace JSON, chunk by chunk.
 
-Each slice block is walked in chunks of `CHUNK_ROWS` rows: its columns are turned into
-Python lists once per chunk (`tolist()`), the chunk's events are built as plain dicts
-(names, pids and tids by index lookup) and written by one `orjson.dumps` call, then dropped,
-so memory holds one chunk of events whatever the timeline's size. No second process: a
+Slice blocks, flows and counters are walked in chunks of `CHUNK_ROWS` rows. What
+`json_rows` covers (every block the merge of a Simpler capture makes) is encoded by it from
+the columns as text, with no object per event; the rest (blocks with `extra_args`, list
+columns that are not all strings, 2D float columns) is built as plain dicts (names, pids
+and tids by index lookup) and written by one `orjson.dumps` call per chunk. Either way
+memory holds one chunk of events (and the few being written) whatever the timeline's size.
+A second thread writes the chunks while the next ones are encoded; no second process: a
 forked writer was measured as not paying on a 2-core machine.
 
-Times: the model holds integer nanoseconds; Chrome JSON wants microseconds. `ns / 1000` as a
-float is written by orjson as its shortest round-trip text, which is the exact decimal
-(three digits after the point at most) while |ns| < 2**52 (about 52 days of uptime); beyond
-that, a chunk's time points are written as exact decimal text (`orjson.Fragment`).
+Times: the model holds integer nanoseconds; Chrome JSON wants microseconds. On the dict
+path `ns / 1000` as a float is written by orjson as its shortest round-trip text, which is
+the exact decimal (three digits after the point at most) while |ns| < 2**52 (about 52 days
+of uptime); beyond that, a chunk's time points are written as exact decimal text
+(`orjson.Fragment`). `json_rows` writes the exact decimal, shortest form, always.
 
 Text safety: output is always strict JSON. Data orjson refuses (lone surrogates, integers
 beyond 64 bits, nesting deeper than it allows, keys that are not strings) makes the chunk be
