@@ -6,7 +6,9 @@ digits of an integer or time column computed on the whole column, a string looke
 table of texts encoded once by orjson. JSON allows whitespace between tokens, so a field is
 as wide as its widest value in the chunk: numbers are padded with spaces on the left, strings
 and floats on the right, and an argument a row does not have is blanked to spaces. The matrix
-is written as it is.
+is written as it is: the file grows a little (merge of 100k device tasks: 354.3 -> 369.0 MB,
++4.1%); squeezing the spaces out (`bytes.translate`, a boolean mask) cost more than the
+whole encoding (4-6 ns a byte on this host).
 
 What `json.loads` reads back is what the dict path of `write_json` gives (same keys in the
 same order, same values): times are the exact decimal of the integer nanoseconds in
