@@ -858,16 +858,16 @@ from pypto.compile_profiling import merge_cli
 from pypto.compile_profiling.trace_merge import write_json
 
 ready = int(sys.argv[1])
-real_chunks = write_json._event_chunks
+real_texts = write_json._event_texts
 
-def chunks_then_wait(timeline):
-    it = real_chunks(timeline)
+def texts_then_wait(timeline, columnar):
+    it = real_texts(timeline, columnar)
     yield next(it)
     os.write(ready, b"R")
     while True:
         signal.pause()
 
-write_json._event_chunks = chunks_then_wait
+write_json._event_texts = texts_then_wait
 sys.exit(merge_cli.main(sys.argv[2:]))
 """
 

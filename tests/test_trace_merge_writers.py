@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
-from pypto.compile_profiling.trace_merge import write_proto
+from pypto.compile_profiling.trace_merge import json_rows, write_json, write_proto
 from pypto.compile_profiling.trace_merge.timeline import (
     ArgColumn,
     CounterTrack,
@@ -235,12 +235,13 @@ def test_json_bad_text_nan_and_deep_values_still_give_strict_json():
 
 
 def test_json_write_failure_leaves_no_file(tmp_path, monkeypatch):
-    from pypto.compile_profiling.trace_merge import write_json
+    from pypto.compile_profiling.trace_merge import json_rows
 
-    def broken(events):
+    def broken(counter, chunk):
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(write_json, "_counter_events", lambda c: (broken(c) for _ in [0]))
+    # the counters come last: the slices and flows are written by then
+    monkeypatch.setattr(json_rows, "counter_rows", lambda c, n: (broken(c, n) for _ in [0]))
     with pytest.raises(RuntimeError, match="disk on fire"):
         write_chrome_json(sample_timeline(), tmp_path / "t.json")
     assert os.listdir(tmp_path) == []
@@ -270,6 +271,128 @@ def test_json_many_rows_span_several_chunks(monkeypatch):
     assert [ns(e["ts"]) for e in xs] == [1000 * i for i in range(n)]
     assert [e.get("args") for e in xs] == [{"i": i} if i % 2 == 0 else None for i in range(n)]
     assert sorted(e["id"] for e in events if e["ph"] == "s") == list(range(1, n))
+
+
+# ---------------------------------------------------------------- Chrome JSON: columns as text
+
+def same_as_dict_path(tl: Timeline) -> dict:
+    """Write `tl` with `json_rows` and through dicts: the same document, key order too."""
+    fast, plain = io.BytesIO(), io.BytesIO()
+    write_chrome_json(tl, fast)
+    write_chrome_json(tl, plain, columnar=False)
+    got, want = load_json(fast.getvalue()), load_json(plain.getvalue())
+    assert got == want
+    for a, b in zip(got["traceEvents"], want["traceEvents"], strict=True):
+        assert list(a) == list(b) and list(a.get("args", ())) == list(b.get("args", ()))
+    json.loads(fast.getvalue())  # and the standard parser agrees it is JSON
+    return got
+
+
+def test_json_columns_as_text_match_the_dict_path():
+    tl = sample_timeline()
+    assert [json_rows.block_supported(b) for b in tl.blocks] == [False, True, True]  # extras
+    assert all(json_rows.counter_supported(c) for c in tl.counters)
+    same_as_dict_path(tl)
+
+
+def test_json_columns_as_text_extremes_and_hostile_text(monkeypatch):
+    monkeypatch.setattr(write_json, "CHUNK_ROWS", 3)  # chunks of different widths
+    big = (1 << 63) - 1
+    host = Process(-7, "p", 0)
+    lanes = [Track(0, host, "a", 0), Track(1 << 40, host, 'b"\n', 1)]
+    ns_ = [-(1 << 63), -1500, -1, 0, 1, 999, 1000, 1001, 1010, 1100, (1 << 52) + 1, big,
+           9_999_999, 10**8, 10**16 + 5]
+    n = len(ns_)
+    hostile = ['q"uote', "new\nline", "\udc80 lone", "\x00\x1f ctl", "", "編譯 \u2028", "\\"]
+    names = hostile + ["x" * 70]
+    cols = [ArgColumn("i64", np.array(ns_[::-1], np.int64)),
+            ArgColumn("u64", np.array([(1 << 64) - 1 - i for i in range(n)], np.uint64)),
+            ArgColumn("i8", np.arange(n, dtype=np.int8) - 7, np.arange(n) % 3 == 0),
+            ArgColumn("f", np.array([0.1, -2.5e300, math.nan, math.inf, -0.0, 1e-300, 3.0] * 3)
+                      [:n]),
+            ArgColumn("f32", np.linspace(-1, 1, n, dtype=np.float32)),
+            ArgColumn('k"ey\n', np.arange(n) % 2 == 0, np.arange(n) % 4 != 1),
+            ArgColumn("pair", np.arange(2 * n, dtype=np.int64).reshape(n, 2) - n),
+            ArgColumn("none", np.zeros((n, 0), np.int64)),
+            ArgColumn("s", [hostile[i % len(hostile)] for i in range(n)],
+                      np.arange(n) % 5 != 0)]
+    b = SliceBlock("c\udcff", lanes, np.arange(n, dtype=np.int32) % 2, np.array(ns_, np.int64),
+                   np.abs(np.array(ns_[::-1], np.int64)) // 3, names,
+                   np.arange(n, dtype=np.int32) % len(names), cols)
+    # rows with none of their args: only columns with `present`, none present in some rows
+    sparse = SliceBlock("s", lanes, np.zeros(n, np.int32), np.arange(n, dtype=np.int64),
+                        np.ones(n, np.int64), ["n"], np.zeros(n, np.int32),
+                        [ArgColumn("a", np.arange(n), np.arange(n) % 3 == 1),
+                         ArgColumn("b", ["x"] * n, np.arange(n) % 3 == 2)])
+    empty = SliceBlock("e", lanes, np.zeros(0, np.int32), np.zeros(0, np.int64),
+                       np.zeros(0, np.int64), [], np.zeros(0, np.int32),
+                       [ArgColumn("a", np.zeros(0, np.int64))])
+    flows = [FlowBlock("f\n", "fl", b, np.arange(n)[::-1], sparse, np.arange(n)),
+             FlowBlock("g", "g", empty, np.zeros(0, np.int64), b, np.zeros(0, np.int64))]
+    counters = [CounterTrack(host, "c", np.array(ns_, np.int64), np.arange(n) - 3),
+                CounterTrack(host, "f", np.array(ns_, np.int64),
+                             np.linspace(-1e20, 1e20, n), unit='u"'),
+                CounterTrack(host, "b", np.array(ns_[:2], np.int64), np.array([True, False]))]
+    tl = Timeline([host], lanes, [b, sparse, empty], flows, counters)
+    assert all(json_rows.block_supported(x) for x in tl.blocks)
+    doc = same_as_dict_path(tl)
+    xs = [e for e in doc["traceEvents"] if e["ph"] == "X"]
+    assert [ns(e["ts"]) for e in xs[:n]] == ns_
+    assert [e.get("args") for e in xs[n:n + 3]] == [None, {"a": 1}, {"b": "x"}]
+
+
+@st.composite
+def column_blocks(draw):
+    """A block of random columns of every kind json_rows writes, and flows and counters."""
+    n = draw(st.integers(0, 12))
+    i64 = st.integers(-(1 << 63), (1 << 63) - 1)
+    ints = st.lists(st.one_of(i64, st.integers(-2000, 2000)), min_size=n, max_size=n)
+    text = st.one_of(st.text(max_size=6), st.sampled_from(['"', "\\", "\n", "\udc80", "é"]))
+    maybe = st.one_of(st.none(), st.lists(st.booleans(), min_size=n, max_size=n).map(np.array))
+    host = Process(draw(st.integers(-5, 1 << 62)), "p", 0)
+    lanes = [Track(draw(st.integers(0, 1 << 62)), host, "l", 0) for _ in range(2)]
+    names = draw(st.lists(text, min_size=1, max_size=4))
+    cols = []
+    for k in range(draw(st.integers(0, 5))):
+        kind = draw(st.sampled_from(["int", "uint", "float", "bool", "2d", "str"]))
+        if kind == "int":
+            values = np.array(draw(ints), np.int64)
+        elif kind == "uint":
+            values = np.array(draw(st.lists(st.integers(0, (1 << 64) - 1), min_size=n,
+                                            max_size=n)), np.uint64)
+        elif kind == "float":
+            values = np.array(draw(st.lists(st.floats(), min_size=n, max_size=n)), np.float64)
+        elif kind == "bool":
+            values = np.array(draw(st.lists(st.booleans(), min_size=n, max_size=n)), bool)
+        elif kind == "2d":
+            values = np.array(draw(ints) * 2, np.int64).reshape(2, n).T.copy()
+        else:
+            values = draw(st.lists(text, min_size=n, max_size=n))
+        cols.append(ArgColumn(f"{kind}{k}", values, draw(maybe)))
+    b = SliceBlock(draw(text), lanes, np.array(draw(st.lists(st.integers(0, 1), min_size=n,
+                                                             max_size=n)), np.int32),
+                   np.array(draw(ints), np.int64),
+                   np.array(draw(ints), np.int64), names,
+                   np.array(draw(st.lists(st.integers(0, len(names) - 1), min_size=n,
+                                          max_size=n)), np.int32), cols)
+    n_flows = draw(st.integers(0, 5)) if n else 0
+    src, dst = (draw(st.lists(st.integers(0, max(n - 1, 0)), min_size=n_flows,
+                              max_size=n_flows)) for _ in "sd")
+    flows = [FlowBlock(draw(text), "f", b, np.array(src, np.int64), b, np.array(dst, np.int64))]
+    counter = CounterTrack(host, draw(text), np.array(draw(ints), np.int64),
+                           np.array(draw(st.lists(st.floats(), min_size=n, max_size=n)),
+                                    np.float64), draw(text))
+    return Timeline([host], lanes, [b], flows, [counter]), draw(st.integers(1, 5))
+
+
+@settings(max_examples=150, deadline=None)
+@given(case=column_blocks())
+def test_property_json_columns_as_text_match_the_dict_path(case):
+    tl, chunk = case
+    assert json_rows.block_supported(tl.blocks[0])
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(write_json, "CHUNK_ROWS", chunk)
+        same_as_dict_path(tl)
 
 
 # ---------------------------------------------------------------- protobuf

@@ -241,8 +241,12 @@ def _scheduler_names(s) -> tuple[list[str], np.ndarray]:
         return list(s.kinds), s.kind.astype(np.int32)
     present = tp.present if tp.present is not None else np.ones(len(s.kind), dtype=bool)
     key = np.where(present, tp.values, -1)
-    pairs, inv = np.unique(np.column_stack((s.kind.astype(np.int64), key)), axis=0,
-                           return_inverse=True)
+    kind = s.kind.astype(np.int64)
+    if _packable((kind, 16), (key + 1, 47)):  # 800k rows: 1.57 -> 0.08 s CPU (row-wise)
+        packed, inv = np.unique((kind << 47) | (key + 1), return_inverse=True)
+        pairs = np.column_stack((packed >> 47, (packed & ((1 << 47) - 1)) - 1))
+    else:
+        pairs, inv = np.unique(np.column_stack((kind, key)), axis=0, return_inverse=True)
     names = [f"{s.kinds[k]}({v})" if v >= 0 else s.kinds[k] for k, v in pairs.tolist()]
     return names, inv.reshape(-1).astype(np.int32)
 
@@ -311,7 +315,9 @@ def _device_rows(cp: CapturePlan) -> DeviceRows | None:
     func, spmd = row_kernels(cap)
     rows = DeviceRows(cp.label, list(rec.core_types), rec.core_to_thread, a["task_id"],
                       a["core_id"], func, spmd, start, end, receive, has, dispatch, finish)
-    rows.used_cpu_rows = len(np.unique(joined[has])) if has.any() else 0
+    used = np.zeros(len(cpu["core_id"]), dtype=bool)
+    used[joined[has]] = True                  # 900k rows: 0.79 -> 0.003 s CPU (np.unique)
+    rows.used_cpu_rows = int(np.count_nonzero(used))
     rows.names = cap.name_map.names if cap.name_map is not None else None
     rows.joined = joined
     return rows

@@ -1,15 +1,19 @@
-"""Render a `Timeline` as Chrome trace JSON with orjson, chunk by chunk.
+"""Render a `Timeline` as Chrome trace JSON, chunk by chunk.
 
-Each slice block is walked in chunks of `CHUNK_ROWS` rows: its columns are turned into
-Python lists once per chunk (`tolist()`), the chunk's events are built as plain dicts
-(names, pids and tids by index lookup) and written by one `orjson.dumps` call, then dropped,
-so memory holds one chunk of events whatever the timeline's size. No second process: a
+Slice blocks, flows and counters are walked in chunks of `CHUNK_ROWS` rows. What
+`json_rows` covers (every block the merge of a Simpler capture makes) is encoded by it from
+the columns as text, with no object per event; the rest (blocks with `extra_args`, list
+columns that are not all strings, 2D float columns) is built as plain dicts (names, pids
+and tids by index lookup) and written by one `orjson.dumps` call per chunk. Either way
+memory holds one chunk of events (and the few being written) whatever the timeline's size.
+A second thread writes the chunks while the next ones are encoded; no second process: a
 forked writer was measured as not paying on a 2-core machine.
 
-Times: the model holds integer nanoseconds; Chrome JSON wants microseconds. `ns / 1000` as a
-float is written by orjson as its shortest round-trip text, which is the exact decimal
-(three digits after the point at most) while |ns| < 2**52 (about 52 days of uptime); beyond
-that, a chunk's time points are written as exact decimal text (`orjson.Fragment`).
+Times: the model holds integer nanoseconds; Chrome JSON wants microseconds. On the dict
+path `ns / 1000` as a float is written by orjson as its shortest round-trip text, which is
+the exact decimal (three digits after the point at most) while |ns| < 2**52 (about 52 days
+of uptime); beyond that, a chunk's time points are written as exact decimal text
+(`orjson.Fragment`). `json_rows` writes the exact decimal, shortest form, always.
 
 Text safety: output is always strict JSON. Data orjson refuses (lone surrogates, integers
 beyond 64 bits, nesting deeper than it allows, keys that are not strings) makes the chunk be
@@ -20,11 +24,13 @@ integers and too-deep values become their repr. NaN and infinities are written a
 
 from __future__ import annotations
 
+import collections
 import gzip
 import logging
 import os
 import reprlib
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import BinaryIO
 
 import numpy as np
@@ -112,10 +118,8 @@ def _us(ns: np.ndarray) -> list:
     """Microseconds of integer-ns time points, exact to the nanosecond when written."""
     if not len(ns) or -_EXACT_FLOAT_NS < ns.min() and ns.max() < _EXACT_FLOAT_NS:
         return (ns / 1000).tolist()
-    a = np.abs(ns)
-    return [orjson.Fragment(f"{'-' if neg else ''}{q}.{r:03d}")
-            for neg, q, r in zip((ns < 0).tolist(), (a // 1000).tolist(),
-                                 (a % 1000).tolist())]
+    return [orjson.Fragment(f"{'-' if v < 0 else ''}{abs(v) // 1000}.{abs(v) % 1000:03d}")
+            for v in ns.tolist()]  # Python ints: abs(-2**63) is not an int64
 
 
 def _slice_events(block: SliceBlock) -> Iterator[list[dict]]:
@@ -203,44 +207,82 @@ def other_data(timeline: Timeline) -> dict:
     return other
 
 
-def _event_chunks(timeline: Timeline) -> Iterator[list[dict]]:
-    yield _metadata_events(timeline)
+def _event_texts(timeline: Timeline, columnar: bool) -> Iterator[bytes | np.ndarray]:
+    """The events as runs of JSON text (events joined by commas, no brackets): metadata,
+    slices, flows (after the slices, so the slices are open when flows bind), counters.
+    With `columnar`, what `json_rows` covers is made by it, the rest as dicts."""
+    from pypto.compile_profiling.trace_merge import json_rows
+
+    def dicts(chunks: Iterator[list[dict]]) -> Iterator[memoryview]:
+        for events in chunks:
+            if events:
+                yield memoryview(dumps_strict(events))[1:-1]  # without the list's brackets
+
+    def rows(matrices: Iterator[np.ndarray]) -> Iterator[np.ndarray]:
+        for m in matrices:
+            yield m.reshape(-1)[:-1]  # without the last row's comma
+
+    yield from dicts(iter([_metadata_events(timeline)]))
     for block in timeline.blocks:
-        yield from _slice_events(block)
+        if columnar and json_rows.block_supported(block):
+            yield from rows(json_rows.slice_rows(block, CHUNK_ROWS))
+        else:
+            yield from dicts(_slice_events(block))
     next_id = 1
-    for flow in timeline.flows:  # after the slices, so the slices are open when flows bind
-        yield from _flow_events(flow, next_id)
+    for flow in timeline.flows:
+        if columnar:
+            yield from rows(json_rows.flow_rows(flow, next_id, CHUNK_ROWS))
+        else:
+            yield from dicts(_flow_events(flow, next_id))
         next_id += len(flow)
     for counter in timeline.counters:
-        yield from _counter_events(counter)
+        if columnar and json_rows.counter_supported(counter):
+            yield from rows(json_rows.counter_rows(counter, CHUNK_ROWS))
+        else:
+            yield from dicts(_counter_events(counter))
 
 
 # ------------------------------------------------------------------ writing
 
-def _write(timeline: Timeline, out: BinaryIO) -> None:
+WRITES_AHEAD = 4  # chunks encoded while earlier ones are still being written
+
+
+def _write(timeline: Timeline, out: BinaryIO, columnar: bool) -> None:
+    """The document, its event chunks written by a second thread while the next ones are
+    encoded (`out.write` and zlib release the GIL, NumPy's work mostly does)."""
     out.write(b'{"displayTimeUnit":"ms","traceEvents":[\n')
+
+    def put(sep: bytes, text) -> None:
+        out.write(sep)
+        out.write(text)
+
     sep = b""
-    for events in _event_chunks(timeline):
-        if events:
-            data = dumps_strict(events)
-            out.write(sep)
-            out.write(memoryview(data)[1:-1])  # without the list's brackets
+    pending: collections.deque = collections.deque()
+    with ThreadPoolExecutor(1, thread_name_prefix="json-write") as writer:
+        for text in _event_texts(timeline, columnar):
+            pending.append(writer.submit(put, sep, text))
             sep = b",\n"
+            if len(pending) > WRITES_AHEAD:
+                pending.popleft().result()
+        for done in pending:
+            done.result()
     out.write(b'\n],\n"otherData":')
     out.write(dumps_strict(other_data(timeline)))
     out.write(b"}\n")
 
 
-def write_chrome_json(timeline: Timeline, out: str | os.PathLike | BinaryIO) -> None:
+def write_chrome_json(timeline: Timeline, out: str | os.PathLike | BinaryIO, *,
+                      columnar: bool = True) -> None:
     """Write `timeline` as Chrome trace JSON to `out`.
 
     `out` is a path (written atomically: a temp file beside it, renamed when complete;
     gzip-compressed when it ends with `.json.gz`) or a binary stream (e.g.
-    `sys.stdout.buffer`), which is written to and not closed.
+    `sys.stdout.buffer`), which is written to and not closed. `columnar=False` writes every
+    event through a dict (the reference `json_rows` is tested against; slower).
     """
     if hasattr(out, "write"):
         try:
-            _write(timeline, out)
+            _write(timeline, out, columnar)
         except OSError as e:
             raise ProfileWriteError(f"{getattr(out, 'name', '<stream>')}: cannot write: "
                                     f"{e.strerror or e}") from e
@@ -249,8 +291,8 @@ def write_chrome_json(timeline: Timeline, out: str | os.PathLike | BinaryIO) -> 
             if os.fspath(out).lower().endswith(".gz"):
                 with gzip.GzipFile(filename="", mode="wb", fileobj=f,
                                    compresslevel=GZIP_LEVEL, mtime=0) as gz:
-                    _write(timeline, gz)
+                    _write(timeline, gz, columnar)
             else:
-                _write(timeline, f)
+                _write(timeline, f, columnar)
     log.debug("wrote %d slices, %d flows as Chrome JSON", timeline.slice_count,
               timeline.flow_count)
