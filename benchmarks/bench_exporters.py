@@ -21,7 +21,7 @@ Each measurement runs in a fresh child process (this script with `--one`), so it
 baseline's dicts) was built. Each is run `--repeat` times, interleaved, and the fastest run
 is kept (the machine is shared). Printed: wall and CPU seconds, µs per slice, peak RSS rise, output size,
 and the ratios to the baseline measured in the same run. The writers run with
-the cyclic GC paused, as `trace_merge.write_timeline` runs them (`--gc`: not paused).
+the cyclic GC paused, as `timeline.write_timeline` runs them (`--gc`: not paused).
 """
 
 from __future__ import annotations
@@ -43,8 +43,8 @@ import orjson
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from pypto.compile_profiling.trace_merge import write_json
-from pypto.compile_profiling.trace_merge.timeline import (
+from pypto.compile_profiling.timeline import write_json
+from pypto.compile_profiling.timeline.model import (
     ArgColumn,
     FlowBlock,
     Process,
@@ -52,8 +52,8 @@ from pypto.compile_profiling.trace_merge.timeline import (
     Timeline,
     Track,
 )
-from pypto.compile_profiling.trace_merge.write_json import write_chrome_json
-from pypto.compile_profiling.trace_merge.write_proto import write_perfetto_trace
+from pypto.compile_profiling.timeline.write_json import write_chrome_json
+from pypto.compile_profiling.timeline.write_proto import write_perfetto_trace
 
 ARG_KEYS = ["task_id", "func_id", "core_id", "ring_id", "fanin", "fanout", "kernel_id",
             "start_cycle", "end_cycle", "dispatch_cycle"]

@@ -27,9 +27,10 @@ sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 from merge_inputs import CALIBRATED, FIXTURES, compile_trace_around
 from perfetto_ui import PerfettoUI, missing_requirements
-from pypto.compile_profiling.merge import merge_traces, write_timeline
 
 from pypto.compile_profiling import CompileProfiler
+from pypto.compile_profiling.timeline import write_timeline
+from pypto.compile_profiling.trace_merge import merge_traces
 
 
 def make_traces(out: Path) -> list[Path]:

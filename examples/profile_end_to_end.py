@@ -20,7 +20,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
-from pypto.compile_profiling.trace_merge import merge_traces, write_timeline
+from pypto.compile_profiling.timeline import write_timeline
+from pypto.compile_profiling.trace_merge import merge_traces
 from pypto.errors import PyptoError
 from pypto.runtime import RunConfig, run
 

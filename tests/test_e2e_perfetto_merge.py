@@ -13,11 +13,9 @@ from pathlib import Path
 import pytest
 from merge_inputs import CASES, ESTIMATED, FIXTURES, compile_trace_around
 
-from pypto.compile_profiling.trace_merge import (
-    merge_traces,
-    write_profile_perfetto,
-    write_timeline,
-)
+from pypto.compile_profiling.timeline import write_timeline
+from pypto.compile_profiling.timeline.from_profile import write_profile_perfetto
+from pypto.compile_profiling.trace_merge import merge_traces
 
 pytestmark = [pytest.mark.perfetto_ui,
               pytest.mark.skipif(not CASES, reason="no Simpler fixtures on this machine")]

@@ -684,9 +684,6 @@ def _as_user_without_root_powers():
     except KeyError:
         pytest.skip("running as root and there is no user nobody to drop to")
     # what the merge imports lazily, imported while the installation is still readable
-    import pypto.compile_profiling.trace_merge.layout
-    import pypto.compile_profiling.trace_merge.read_inputs
-    import pypto.compile_profiling.trace_merge.write_json  # noqa: F401
 
     groups = os.getgroups()
     os.setgroups([])
@@ -855,7 +852,7 @@ def test_offset_us_must_be_finite(sources, value):
 BLOCKED_CHILD = r"""
 import os, signal, sys
 from pypto.compile_profiling import merge_cli
-from pypto.compile_profiling.trace_merge import write_json
+from pypto.compile_profiling.timeline import write_json
 
 ready = int(sys.argv[1])
 real_texts = write_json._event_texts

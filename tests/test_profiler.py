@@ -288,14 +288,20 @@ def test_json_report_is_valid_json_with_one_stage_per_line(tmp_path):
     assert sum('"name":' in line for line in text.splitlines()) == 3
 
 
-def test_merge_api_is_exported_without_loading_it_eagerly():
+def test_merge_api_is_exported_without_loading_it_eagerly_and_the_profile_export_needs_no_merge():
     import subprocess
     import sys
 
-    code = ("import sys, pypto.compile_profiling as cp\n"
+    code = ("import sys, tempfile, pypto.compile_profiling as cp\n"
+            "lazy = ('pypto.compile_profiling.trace_merge', 'pypto.compile_profiling.timeline')\n"
+            "assert not any(m in sys.modules for m in lazy)\n"
+            "with cp.CompileProfiler() as prof, prof.stage('compile'):\n"
+            "    pass\n"
+            "prof.to_perfetto(tempfile.mkdtemp() + '/p.pftrace')  # without the merge\n"
             "assert 'pypto.compile_profiling.trace_merge' not in sys.modules\n"
             "from pypto.compile_profiling import merge_traces, write_timeline\n"
-            "assert merge_traces.__module__ == 'pypto.compile_profiling.trace_merge'\n")
+            "assert merge_traces.__module__ == 'pypto.compile_profiling.trace_merge'\n"
+            "assert write_timeline.__module__ == 'pypto.compile_profiling.timeline'\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=False,
                           cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -18,12 +18,9 @@ from merge_inputs import (
     kernel_names,
 )
 
-from pypto.compile_profiling.trace_merge import (
-    format_for_path,
-    merge_traces,
-    profile_to_timeline,
-    write_timeline,
-)
+from pypto.compile_profiling.timeline import format_for_path, write_timeline
+from pypto.compile_profiling.timeline.from_profile import profile_to_timeline
+from pypto.compile_profiling.trace_merge import merge_traces
 from pypto.errors import ProfileWriteError, TraceInputError
 
 pytestmark = pytest.mark.skipif(not CASES, reason="no Simpler fixtures on this machine")

@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
-from pypto.compile_profiling.trace_merge import json_rows, write_json, write_proto
-from pypto.compile_profiling.trace_merge.timeline import (
+from pypto.compile_profiling.timeline import json_rows, write_json, write_proto
+from pypto.compile_profiling.timeline.model import (
     ArgColumn,
     CounterTrack,
     FlowBlock,
@@ -26,8 +26,8 @@ from pypto.compile_profiling.trace_merge.timeline import (
     Timeline,
     Track,
 )
-from pypto.compile_profiling.trace_merge.write_json import write_chrome_json
-from pypto.compile_profiling.trace_merge.write_proto import write_perfetto_trace
+from pypto.compile_profiling.timeline.write_json import write_chrome_json
+from pypto.compile_profiling.timeline.write_proto import write_perfetto_trace
 from pypto.errors import ProfileWriteError
 
 TRICKY = 'say "hi"\nnew line \\ tab\t ü 編譯 \u2028'
@@ -235,7 +235,7 @@ def test_json_bad_text_nan_and_deep_values_still_give_strict_json():
 
 
 def test_json_write_failure_leaves_no_file(tmp_path, monkeypatch):
-    from pypto.compile_profiling.trace_merge import json_rows
+    from pypto.compile_profiling.timeline import json_rows
 
     def broken(counter, chunk):
         raise RuntimeError("disk on fire")
@@ -255,7 +255,7 @@ def test_json_of_empty_timeline_is_valid():
 
 
 def test_json_many_rows_span_several_chunks(monkeypatch):
-    from pypto.compile_profiling.trace_merge import write_json
+    from pypto.compile_profiling.timeline import write_json
 
     monkeypatch.setattr(write_json, "CHUNK_ROWS", 7)
     host = Process(1, "p", 0)

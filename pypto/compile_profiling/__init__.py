@@ -15,23 +15,27 @@ from pypto.compile_profiling.profiler import (
     refresh_from_environment,
 )
 
-# The merge (`trace_merge`) pulls in NumPy, msgspec and the Simpler readers: load it on first
-# use, so that importing the profiler (done by every `@pl.program`) stays cheap.
-_MERGE_API = {
-    "MergeResult", "format_for_path", "merge_traces", "profile_to_timeline",
-    "write_profile_perfetto", "write_timeline",
+# The merge and the timeline exporters pull in NumPy, msgspec, protobuf and the Simpler
+# readers: each name is loaded from its module on first use, so that importing the profiler
+# (done by every `@pl.program`) stays cheap.
+_LAZY = {
+    "MergeResult": "trace_merge", "merge_traces": "trace_merge",
+    "format_for_path": "timeline", "write_timeline": "timeline",
+    "profile_to_timeline": "timeline.from_profile",
+    "write_profile_perfetto": "timeline.from_profile",
 }
 
 
 def __getattr__(name: str):
-    if name in _MERGE_API:
-        from pypto.compile_profiling import trace_merge
+    module = _LAZY.get(name)
+    if module is not None:
+        import importlib
 
-        return getattr(trace_merge, name)
+        return getattr(importlib.import_module(f"pypto.compile_profiling.{module}"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = [  # the profiler's names and the lazily loaded _MERGE_API
+__all__ = [  # the profiler's names and the lazily loaded ones (_LAZY)
     "ENV_DIR_VAR",
     "ENV_VAR",
     "CompileProfiler",

@@ -627,7 +627,7 @@ class CompileProfiler:
 
     def to_perfetto(self, path: str | os.PathLike) -> None:
         """Write the profile as a native Perfetto protobuf trace (`.pftrace`)."""
-        from pypto.compile_profiling.trace_merge import write_profile_perfetto
+        from pypto.compile_profiling.timeline.from_profile import write_profile_perfetto
 
         write_profile_perfetto(self, path)
 

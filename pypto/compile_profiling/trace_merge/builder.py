@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from pypto.compile_profiling.timeline.model import Process, SliceBlock, Timeline, Track
 from pypto.compile_profiling.trace_merge.place import CapturePlan, DeviceClock, Plan
-from pypto.compile_profiling.trace_merge.timeline import Process, SliceBlock, Timeline, Track
 
 SEP = " · "
 KERNEL_CODEGEN_PREFIX = "kernel_codegen:"

@@ -16,6 +16,7 @@ import bisect
 
 import numpy as np
 
+from pypto.compile_profiling.timeline.model import FlowBlock, SliceBlock, Timeline
 from pypto.compile_profiling.trace_merge.builder import (
     CLOCK,
     KERNEL_CODEGEN_PREFIX,
@@ -36,7 +37,6 @@ from pypto.compile_profiling.trace_merge.layout_host import (
     host_blocks,
 )
 from pypto.compile_profiling.trace_merge.place import Plan
-from pypto.compile_profiling.trace_merge.timeline import FlowBlock, SliceBlock, Timeline
 from pypto.compile_profiling.trace_merge.views import ALL, Selection
 
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from pypto.compile_profiling.timeline.model import CounterTrack, FlowBlock, SliceBlock
 from pypto.compile_profiling.trace_merge.builder import SEP, TimelineBuilder, device_args, intern
 from pypto.compile_profiling.trace_merge.lanes import sublanes
 from pypto.compile_profiling.trace_merge.place import CapturePlan
-from pypto.compile_profiling.trace_merge.timeline import CounterTrack, FlowBlock, SliceBlock
 
 
 def add_converted(b: TimelineBuilder, cp: CapturePlan, conv, warnings: list[str]) -> None:

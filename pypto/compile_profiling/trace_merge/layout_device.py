@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from pypto.compile_profiling.timeline.model import ArgColumn, Process, SliceBlock, Track
 from pypto.compile_profiling.trace_merge.builder import SEP, TimelineBuilder, device_args, intern
 from pypto.compile_profiling.trace_merge.lanes import sublanes
 from pypto.compile_profiling.trace_merge.place import CapturePlan, DeviceClock, fmt_ns
-from pypto.compile_profiling.trace_merge.timeline import ArgColumn, Process, SliceBlock, Track
 from pypto.compile_profiling.trace_merge.views import Selection
 
 # --------------------------------------------------------------------------- labels

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from pypto.compile_profiling.timeline.model import SliceBlock, Track
 from pypto.compile_profiling.trace_merge.builder import (
     CLOCK,
     KERNEL_CODEGEN_PREFIX,
@@ -17,7 +18,6 @@ from pypto.compile_profiling.trace_merge.builder import (
 from pypto.compile_profiling.trace_merge.lanes import sublanes
 from pypto.compile_profiling.trace_merge.place import CapturePlan, HostClock
 from pypto.compile_profiling.trace_merge.read_inputs import CompileTrace
-from pypto.compile_profiling.trace_merge.timeline import SliceBlock, Track
 
 
 def add_compile_trace(b: TimelineBuilder, ct: CompileTrace, hc: HostClock) -> None:

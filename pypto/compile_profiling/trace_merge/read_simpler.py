@@ -51,6 +51,7 @@ from pypto.compile_profiling.input_files import (
     list_input_dir,
     open_input,
 )
+from pypto.compile_profiling.timeline.model import ArgColumn
 from pypto.compile_profiling.trace_merge import simpler_schema as schema
 from pypto.compile_profiling.trace_merge.json_pieces import (
     SEP_OBJECTS,
@@ -65,7 +66,6 @@ from pypto.compile_profiling.trace_merge.read_run_log import (
     read_host_phase_records,
     read_run_log,
 )
-from pypto.compile_profiling.trace_merge.timeline import ArgColumn
 from pypto.errors import TraceInputError
 
 __all__ = [

@@ -45,8 +45,8 @@ import numpy as np
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 from pypto.compile_profiling.atomic_io import atomic_writer
-from pypto.compile_profiling.trace_merge.timeline import CounterTrack, SliceBlock, Timeline, Track
-from pypto.compile_profiling.trace_merge.write_json import dumps_strict, other_data, safe_text
+from pypto.compile_profiling.timeline.model import CounterTrack, SliceBlock, Timeline, Track
+from pypto.compile_profiling.timeline.write_json import dumps_strict, other_data, safe_text
 from pypto.errors import ProfileWriteError
 
 __all__ = ["PACKETS_PER_BATCH", "ROWS_PER_CHUNK", "write_perfetto_trace"]

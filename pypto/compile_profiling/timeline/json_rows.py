@@ -25,14 +25,14 @@ from collections.abc import Iterator
 import numpy as np
 import orjson
 
-from pypto.compile_profiling.trace_merge.timeline import (
+from pypto.compile_profiling.timeline.model import (
     ArgColumn,
     CounterTrack,
     FlowBlock,
     SliceBlock,
     Track,
 )
-from pypto.compile_profiling.trace_merge.write_json import dumps_strict
+from pypto.compile_profiling.timeline.write_json import dumps_strict
 
 __all__ = ["block_supported", "counter_rows", "counter_supported", "flow_rows", "slice_rows"]
 

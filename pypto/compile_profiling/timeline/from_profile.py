@@ -4,10 +4,15 @@ threads, lanes, times and args, with no JSON text in between."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from pypto.compile_profiling.chrome_trace import CLOCK_NAME, placed_stages
-from pypto.compile_profiling.trace_merge.timeline import Process, SliceBlock, Timeline, Track
+from pypto.compile_profiling.timeline import write_timeline
+from pypto.compile_profiling.timeline.model import Process, SliceBlock, Timeline, Track
+
+__all__ = ["profile_to_timeline", "write_profile_perfetto"]
 
 
 def profile_to_timeline(profiler) -> Timeline:
@@ -38,3 +43,8 @@ def profile_to_timeline(profiler) -> Timeline:
         tl.blocks.append(SliceBlock(cat, tl.tracks, track_ix, start, end - start, list(names),
                                     name_ix, [], [placed.args[i] for i in rows]))
     return tl
+
+
+def write_profile_perfetto(profiler, path: str | os.PathLike) -> int:
+    """Write a `CompileProfiler`'s stages as a Perfetto protobuf trace; return its size."""
+    return write_timeline(profile_to_timeline(profiler), path, "perfetto")

@@ -38,7 +38,7 @@ import orjson
 
 from pypto.compile_profiling.atomic_io import atomic_writer
 from pypto.compile_profiling.safe_json import clean_text as safe_text
-from pypto.compile_profiling.trace_merge.timeline import (
+from pypto.compile_profiling.timeline.model import (
     CounterTrack,
     FlowBlock,
     SliceBlock,
@@ -211,7 +211,7 @@ def _event_texts(timeline: Timeline, columnar: bool) -> Iterator[bytes | np.ndar
     """The events as runs of JSON text (events joined by commas, no brackets): metadata,
     slices, flows (after the slices, so the slices are open when flows bind), counters.
     With `columnar`, what `json_rows` covers is made by it, the rest as dicts."""
-    from pypto.compile_profiling.trace_merge import json_rows
+    from pypto.compile_profiling.timeline import json_rows
 
     def dicts(chunks: Iterator[list[dict]]) -> Iterator[memoryview]:
         for events in chunks:
