@@ -569,6 +569,11 @@ class PerfettoUI:
         return self._server.origin
 
     @property
+    def running(self) -> bool:
+        """Started and not closed since."""
+        return self._browser is not None
+
+    @property
     def browser(self) -> Any:
         """The session's headless Chromium (Playwright `Browser`), for tests of other pages:
         Playwright's sync API allows one running instance per thread."""

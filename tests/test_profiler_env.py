@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -39,7 +40,49 @@ def run_program(tmp_path, value, set_dir=True, program=PROGRAM):
                           capture_output=True, text=True, timeout=120)
 
 
-@pytest.mark.parametrize("value", ["1", "true", "YES", "On", " 1 "])
+ENABLED = ["1", "true", "YES", "On", " 1 "]
+DISABLED = [None, "", "0", "false", "NO", "off"]
+
+
+@pytest.fixture
+def environment_profiler(monkeypatch):
+    """Sets PYPTO_COMPILE_PROFILING in this process and reads it again: the profiler that
+    `refresh_from_environment()` returns. Off again afterwards (nothing written at exit)."""
+    import pypto.compile_profiling as cp
+
+    def refresh(value):
+        if value is None:
+            monkeypatch.delenv("PYPTO_COMPILE_PROFILING", raising=False)
+        else:
+            monkeypatch.setenv("PYPTO_COMPILE_PROFILING", value)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # a known value warns about nothing
+            return cp.refresh_from_environment()
+
+    yield refresh
+    monkeypatch.delenv("PYPTO_COMPILE_PROFILING", raising=False)
+    assert cp.refresh_from_environment() is None
+
+
+# Each value in this process (what a value means); one new Python per direction below shows
+# the variable read at startup and the profile written at exit (half a CPU-second each).
+@pytest.mark.parametrize("value", ENABLED)
+def test_enabled_values_turn_the_process_wide_profiler_on(environment_profiler, value):
+    from pypto.compile_profiling import get_active_profiler
+
+    prof = environment_profiler(value)
+    assert prof is not None and get_active_profiler() is prof
+
+
+@pytest.mark.parametrize("value", DISABLED)
+def test_disabled_values_leave_it_off(environment_profiler, value):
+    from pypto.compile_profiling import get_active_profiler
+
+    assert environment_profiler("1") is not None
+    assert environment_profiler(value) is None and get_active_profiler() is None
+
+
+@pytest.mark.parametrize("value", [" 1 "])
 def test_enabled_values_write_the_profile_at_exit_and_say_where(tmp_path, value):
     proc = run_program(tmp_path, value)
     assert proc.returncode == 0, proc.stderr
@@ -53,7 +96,7 @@ def test_enabled_values_write_the_profile_at_exit_and_say_where(tmp_path, value)
     assert len(lines) == 1 and str(out) in lines[0]
 
 
-@pytest.mark.parametrize("value", [None, "", "0", "false", "NO", "off"])
+@pytest.mark.parametrize("value", [None, "off"])
 def test_disabled_values_write_nothing(tmp_path, value):
     proc = run_program(tmp_path, value)
     assert proc.returncode == 0, proc.stderr
