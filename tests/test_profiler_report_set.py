@@ -125,11 +125,12 @@ def test_deeply_nested_args_are_cut_not_a_recursion_error(tmp_path):
     assert 10 < depth < 100 and "nested deeper than" in got
 
 
-def test_5000_deep_stage_nesting_works_everywhere(tmp_path):
-    prof = profile("d", depth=5000)
+def test_stage_nesting_past_the_recursion_limit_works_everywhere(tmp_path):
+    depth_made = sys.getrecursionlimit() + 500  # any recursive writer would fail here
+    prof = profile("d", depth=depth_made)
     prof.write_report(tmp_path)
     limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(30_000)  # for this test's reader only: json.loads recurses
+    sys.setrecursionlimit(limit + 5000)  # for this test's reader only: json.loads recurses
     try:
         data = strict_load(tmp_path / "pipeline_profile.json")
         from_to_json = json.loads(prof.to_json())
@@ -140,10 +141,11 @@ def test_5000_deep_stage_nesting_works_everywhere(tmp_path):
     while node["children"]:
         (node,) = node["children"]
         depth += 1
-    assert depth == 5000
+    assert depth == depth_made
     lines = (tmp_path / "pipeline_profile.txt").read_text().splitlines()
     stage_lines = [line for line in lines[4:] if "(unaccounted)" not in line]
-    assert len(stage_lines) == 5000 and stage_lines[-1].startswith("  " * 5000 + "d4999")
+    assert len(stage_lines) == depth_made
+    assert stage_lines[-1].startswith("  " * depth_made + f"d{depth_made - 1}")
     trace = strict_load(tmp_path / "trace.json")
-    assert sum(e["ph"] == "X" for e in trace["traceEvents"]) == 5000
+    assert sum(e["ph"] == "X" for e in trace["traceEvents"]) == depth_made
     assert prof.stages[0].to_dict()["name"] == "d"
