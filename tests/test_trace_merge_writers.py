@@ -605,6 +605,37 @@ def test_proto_numpy_text_and_bool_values_in_list_columns():
         == [("text", "a"), (True, "b")]
 
 
+def test_proto_text_columns_match_the_per_value_path(monkeypatch):
+    """String columns and 2D numeric columns are made into text per chunk (`_texts`): the
+    same bytes as through `_value_field` one value at a time, constant or not over a chunk."""
+    monkeypatch.setattr(write_proto, "ROWS_PER_CHUNK", 4)
+    host = Process(1, "p", 0)
+    lane = Track(2, host, "lane", 0)
+    n = 10
+    rows = [(0, 10 * i, 5, i % 2) for i in range(n)]
+    cols = [ArgColumn("kind", ["same"] * 4 + [f"k{i % 2}" for i in range(n - 4)]),
+            ArgColumn("bad", ["é", "x \ud800"] * (n // 2)),
+            ArgColumn("u", np.array([f"u{i // 4}" for i in range(n)])),
+            ArgColumn("ints", np.arange(3 * n, dtype=np.int64).reshape(n, 3) // 7),
+            ArgColumn("uints", np.full((n, 2), 2**64 - 1, np.uint64)),
+            ArgColumn("floats", np.array([[0.1, math.nan, -math.inf]] * n)),
+            ArgColumn("flags", np.arange(2 * n).reshape(n, 2) % 3 == 0),
+            ArgColumn("mixed", ["a", 1] * (n // 2))]
+    tl = Timeline([host], [lane], [block("c", [lane], rows, ["a", "b"], cols)])
+    fast = io.BytesIO()
+    write_perfetto_trace(tl, fast)
+    monkeypatch.setattr(write_proto, "_texts", lambda values, rows: None)
+    slow = io.BytesIO()
+    write_perfetto_trace(tl, slow)
+    assert fast.getvalue() == slow.getvalue()
+    _, slices = decode_slices(read_packets(fast.getvalue()))
+    first = min(slices, key=lambda s: s["ts"])["args"]
+    assert first == {"kind": "same", "bad": "é", "u": "u0", "ints": "[0,0,0]",
+                     "uints": f"[{2**64 - 1},{2**64 - 1}]", "floats": "[0.1,null,null]",
+                     "flags": "[true,false]", "mixed": "a"}
+    assert {s["args"]["bad"] for s in slices} == {"é", "x \\ud800"}
+
+
 @pytest.mark.parametrize("writer", [write_chrome_json, write_perfetto_trace])
 def test_write_errors_are_one_profile_write_error(tmp_path, writer):
     (tmp_path / "dir.out").mkdir()
