@@ -801,3 +801,135 @@ def test_property_both_writers_keep_every_slice_nesting_and_flow(tl):
     assert sorted(i for s in slices for i in s["flow_ids"]) == \
         sorted(i for s in slices for i in s["terminating_flow_ids"]) == \
         list(range(1, tl.flow_count + 1))
+
+
+# ---------------------------------------------------------------- second writer process
+
+def two_processes(monkeypatch, split=None):
+    """Make `write_perfetto_trace` fork its second writer even for a small timeline (and
+    whatever threads the test session runs); `split`: how many sequences the parent keeps."""
+    monkeypatch.setattr(write_proto, "SPLIT_MIN_ROWS", 0)
+    monkeypatch.setattr(write_proto, "_may_fork", lambda: True)
+    if split is not None:
+        monkeypatch.setattr(write_proto, "_split_point", lambda tl, jobs: split)
+    forks = []
+    real_fork = os.fork
+
+    def fork():
+        pid = real_fork()
+        forks.append(pid)
+        return pid
+
+    monkeypatch.setattr(write_proto.os, "fork", fork)
+    return forks
+
+
+def clipping_timeline() -> Timeline:
+    """`sample_timeline` plus a last track whose child sticks out of its parent."""
+    tl = sample_timeline()
+    lane = Track(90009, tl.processes[1], "clipped lane", 9)
+    tl.tracks.append(lane)
+    tl.blocks.append(block("c", [lane], [(0, BASE, 50, 0), (0, BASE + 20, 100, 1)],
+                           ["parent", "child"]))
+    return tl
+
+
+@pytest.mark.parametrize("split", [None, 1, 4])
+def test_proto_second_process_writes_the_same_file(tmp_path, monkeypatch, caplog, split):
+    one = tmp_path / "one.pftrace"
+    size = write_perfetto_trace(clipping_timeline(), one)
+    assert "1 slices stuck out" in caplog.text
+    caplog.clear()
+    forks = two_processes(monkeypatch, split)
+    two = tmp_path / "two.pftrace"
+    assert write_perfetto_trace(clipping_timeline(), two) == size
+    assert len(forks) == 1
+    assert two.read_bytes() == one.read_bytes()
+    assert sorted(os.listdir(tmp_path)) == ["one.pftrace", "two.pftrace"]  # no temp left
+    assert "1 slices stuck out" in caplog.text  # counted by the child, logged here
+
+
+def test_proto_second_process_is_not_used_for_streams_or_small_timelines(monkeypatch):
+    forks = two_processes(monkeypatch)
+    write_perfetto_trace(sample_timeline(), io.BytesIO())  # a stream: one process
+    monkeypatch.setattr(write_proto, "SPLIT_MIN_ROWS", 1000)
+    jobs = [(1, None, [])] * 5
+    assert write_proto._split_point(sample_timeline(), jobs) == 5
+    assert forks == []
+
+
+def test_proto_no_fork_while_another_thread_runs():
+    import threading
+
+    stop = threading.Event()
+    t = threading.Thread(target=stop.wait)
+    t.start()
+    try:
+        assert not write_proto._may_fork()
+    finally:
+        stop.set()
+        t.join()
+
+
+def _in_child(parent: int, action) -> None:
+    if os.getpid() != parent:
+        action()
+
+
+@pytest.mark.parametrize("failure", ["exception", "killed", "profile error"])
+def test_proto_second_process_failure_leaves_no_file(tmp_path, monkeypatch, failure):
+    import signal
+
+    two_processes(monkeypatch, split=1)
+    parent = os.getpid()
+    real = write_proto._track_slices
+    tl = sample_timeline()
+    if failure == "profile error":
+        tl.blocks[2].start_ns[2] = -5  # on AIV_0, written by the child
+    else:
+        def broken(*a):
+            def fail():
+                if failure == "killed":
+                    os.kill(os.getpid(), signal.SIGKILL)
+                raise RuntimeError("disk on fire")
+            _in_child(parent, fail)
+            return real(*a)
+
+        monkeypatch.setattr(write_proto, "_track_slices", broken)
+    (tmp_path / "t.pftrace").write_bytes(b"old")
+    expected = {"exception": r"t.pftrace: the second writer process failed: "
+                             r"RuntimeError\('disk on fire'\)",
+                "killed": "the second writer process failed .killed by signal 9. without a "
+                          "report",
+                "profile error": "track 'AIV_0': a slice starts before time 0"}[failure]
+    with pytest.raises(ProfileWriteError, match=expected):
+        write_perfetto_trace(tl, tmp_path / "t.pftrace")
+    assert os.listdir(tmp_path) == ["t.pftrace"]
+    assert (tmp_path / "t.pftrace").read_bytes() == b"old"
+
+
+def test_proto_parent_failure_stops_the_second_process(tmp_path, monkeypatch):
+    two_processes(monkeypatch, split=1)
+    forks = []
+    real_enter = write_proto._SecondWriter.__enter__
+
+    def enter(self):
+        r = real_enter(self)
+        forks.append(self._pid)
+        return r
+
+    monkeypatch.setattr(write_proto._SecondWriter, "__enter__", enter)
+    parent = os.getpid()
+    real = write_proto._track_slices
+
+    def broken(*a):
+        if os.getpid() == parent:
+            raise RuntimeError("parent broke")
+        return real(*a)
+
+    monkeypatch.setattr(write_proto, "_track_slices", broken)
+    with pytest.raises(RuntimeError, match="parent broke"):
+        write_perfetto_trace(sample_timeline(), tmp_path / "t.pftrace")
+    assert os.listdir(tmp_path) == []
+    with pytest.raises(ChildProcessError):  # reaped
+        os.waitpid(forks[0], 0)
