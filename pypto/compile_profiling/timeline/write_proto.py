@@ -648,14 +648,22 @@ def _split_point(timeline: Timeline, jobs: list) -> int:
     `len(jobs)` (no second process) below `SPLIT_MIN_ROWS` slices and counter values.
 
     The cost of a job is estimated from its rows: about 3 us a slice plus 0.3 us an arg
-    column, 0.75 us a counter value (measured on the 100k bench)."""
+    column and 1.5 us a flow end (a block's flow ends spread over its rows), 0.75 us a counter
+    value (fitted to the per-track times of the 100k bench). Counting flow ends balanced the
+    two processes of the 100k write (the child had run 0.7-1 s longer): 4.08-4.38 -> 3.31-3.33
+    s wall, 2 runs each."""
+    flow_ends = {id(b): 0 for b in timeline.blocks}
+    for f in timeline.flows:
+        flow_ends[id(f.src)] += len(f)
+        flow_ends[id(f.dst)] += len(f)
+    per_row = [3 + 0.3 * len(b.args) + 1.5 * flow_ends[id(b)] / max(len(b), 1)
+               for b in timeline.blocks]
     cost = []
     for _, obj, parts in jobs:
         if parts is None:
             cost.append(0.75 * len(obj.ts_ns))
         else:
-            cost.append(sum(len(rows) * (3 + 0.3 * len(timeline.blocks[b].args))
-                            for b, rows in parts))
+            cost.append(sum(len(rows) * per_row[b] for b, rows in parts))
     rows = timeline.slice_count + sum(len(c.ts_ns) for c in timeline.counters)
     if rows < SPLIT_MIN_ROWS or len(jobs) < 2:
         return len(jobs)
