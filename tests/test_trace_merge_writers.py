@@ -542,6 +542,23 @@ def test_proto_counters_and_metadata():
     assert [p["pid"] for p in json.loads(meta["processes"].json_value)] == [4242, 90001]
 
 
+def test_proto_counter_values_serialized_several_at_a_time(monkeypatch):
+    monkeypatch.setattr(write_proto, "COUNTERS_PER_SERIALIZE", 3)
+    dev = Process(1, "dev", 0)
+    ints = CounterTrack(dev, "ints", np.arange(7, dtype=np.int64) * 10, np.arange(7) * -2)
+    floats = CounterTrack(dev, "floats", np.arange(2, dtype=np.int64), np.array([0.5, 1.5]))
+    one = CounterTrack(dev, "one", np.array([4], np.int64), np.array([9]))
+    buf = io.BytesIO()
+    write_perfetto_trace(Timeline([dev], [], [], [], [ints, floats, one]), buf)
+    packets = read_packets(buf.getvalue())
+    tracks, _ = decode_slices(packets)
+    values = counter_values(packets)
+    uuid = {t.name: u for u, t in tracks.items() if t.HasField("counter")}
+    assert values[uuid["ints"]] == [(10 * i, -2 * i) for i in range(7)]
+    assert values[uuid["floats"]] == [(0, 0.5), (1, 1.5)]
+    assert values[uuid["one"]] == [(4, 9)]
+
+
 def test_proto_path_output_batches_and_bad_text(tmp_path, monkeypatch):
     monkeypatch.setattr(write_proto, "PACKETS_PER_BATCH", 3)
     monkeypatch.setattr(write_proto, "ROWS_PER_CHUNK", 2)

@@ -66,6 +66,7 @@ __all__ = ["PACKETS_PER_BATCH", "ROWS_PER_CHUNK", "SPLIT_MIN_ROWS", "write_perfe
 log = logging.getLogger(__name__)
 
 PACKETS_PER_BATCH = 8192  # packets serialized and written at a time
+COUNTERS_PER_SERIALIZE = 256  # counter packets set in place and serialized together
 SPLIT_MIN_ROWS = 200_000  # slices + counter values from which a second process writes half
 # slices whose args are built from columns at a time: 200k bench slices took 1.52 s CPU with
 # 1024, 1.58 s with 4096, 1.93 s with 16384 (the chunk's lists outgrow the caches)
@@ -569,18 +570,34 @@ def _counter_events(seq_id: int, uuid: int, counter: CounterTrack,
             "ns); protobuf timestamps are unsigned")
     values = counter.values
     field = "double_counter_value" if values.dtype.kind == "f" else "counter_value"
-    trace = pb.Trace()  # one packet set in place and serialized per value (see _BeginTemplate)
-    packet = trace.packet.add(trusted_packet_sequence_id=seq_id,
-                              track_event={"type": _COUNTER})
-    te, serialize = packet.track_event, trace.SerializeToString
-    for lo in range(0, len(counter.ts_ns), ROWS_PER_CHUNK):
-        hi = min(lo + ROWS_PER_CHUNK, len(counter.ts_ns))
-        for ts, v in zip(counter.ts_ns[lo:hi].tolist(), values[lo:hi].tolist()):
-            packet.timestamp = ts
+    n = len(counter.ts_ns)
+    slots = _counter_slots(seq_id, min(n, COUNTERS_PER_SERIALIZE))
+    for lo in range(0, n, COUNTERS_PER_SERIALIZE):
+        hi = min(lo + COUNTERS_PER_SERIALIZE, n)
+        if hi - lo < len(slots[1]):
+            slots = _counter_slots(seq_id, hi - lo)
+        trace, packets, events = slots
+        for p, te, ts, v in zip(packets, events, counter.ts_ns[lo:hi].tolist(),
+                                values[lo:hi].tolist()):
+            p.timestamp = ts
             setattr(te, field, v)
-            stream.parts.append(serialize())
+        stream.parts.append(trace.SerializeToString())
         stream.count += hi - lo
         stream.flush_if_full()
+
+
+def _counter_slots(seq_id: int, k: int) -> tuple:
+    """A `Trace` of `k` counter packets (set in place, serialized together), its packets and
+    their track events.
+
+    Why: serializing packets one at a time costs about 0.4 us a call on top of the bytes;
+    the 419,402 counter values of the 100k bench took 0.329 s CPU with one packet serialized
+    per value, 0.232 s with 256 at a time (min of 5 alternating; medians 0.339 / 0.259).
+    Same bytes: a `Trace` of k packets is the k one-packet `Trace`s concatenated."""
+    trace = pb.Trace()
+    packets = [trace.packet.add(trusted_packet_sequence_id=seq_id,
+                                track_event={"type": _COUNTER}) for _ in range(k)]
+    return trace, packets, [p.track_event for p in packets]
 
 
 def _write(timeline: Timeline, out: BinaryIO, path: str | os.PathLike | None = None) -> int:
