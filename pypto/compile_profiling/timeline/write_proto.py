@@ -30,9 +30,12 @@ Speed (upb backend, measured on the 2-core machine): building a packet from dict
 `add(**fields)` cost 3.3 us plus 1.1 us a debug annotation; setting the fields of a kept
 packet in place and serializing it costs about a third of that, so slices are written
 through `_BeginTemplate`s, their args from columns turned into lists once per chunk of
-`ROWS_PER_CHUNK` slices. Not done, measured as not paying before: incremental timestamps
-(about 4 bytes of ~64 a packet), one JSON annotation for all args (twice the bytes, keys
-nested one level deeper in Perfetto).
+`ROWS_PER_CHUNK` slices (string and 2D columns into their text at once: `_texts`), and
+counter values through `Trace`s of `COUNTERS_PER_SERIALIZE` packets. Not done, measured as
+not paying before: incremental timestamps (about 4 bytes of ~64 a packet), one JSON
+annotation for all args (twice the bytes, keys nested one level deeper in Perfetto). What
+is left is Python work per row (a field set is 0.1 us, a serialize call about 1 us): the
+100k bench write is about 4.8 s CPU in one process.
 
 A big timeline written to a file is written by two processes where this process may fork
 (`_SecondWriter`): a forked child writes the later packet sequences to a temp file beside
