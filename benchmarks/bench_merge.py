@@ -13,8 +13,9 @@ follow one another like consecutive runs of one long session. deps.json is repea
 way (tasks and edges, tensor list once).
 
 Each merge runs `tools/merge_traces.py` in a child process (the real CLI, JSON then protobuf)
-under a small wrapper that reports `resource.getrusage(RUSAGE_CHILDREN)`: the merge is one
-process (no helpers), so `ru_maxrss` is its peak RSS and the CPU time all of its work.
+under a small wrapper that reports `resource.getrusage(RUSAGE_CHILDREN)`: the CPU time is all
+of the merge's work, the protobuf writer's forked second process included (it is waited for),
+and `ru_maxrss` the peak RSS of the biggest of them.
 
 The baseline, run the same way in the same session: a plain program that `orjson.loads` the
 records file and `orjson.dumps` as many Chrome events as the merge writes (its slices, two

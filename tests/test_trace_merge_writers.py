@@ -542,6 +542,23 @@ def test_proto_counters_and_metadata():
     assert [p["pid"] for p in json.loads(meta["processes"].json_value)] == [4242, 90001]
 
 
+def test_proto_counter_values_serialized_several_at_a_time(monkeypatch):
+    monkeypatch.setattr(write_proto, "COUNTERS_PER_SERIALIZE", 3)
+    dev = Process(1, "dev", 0)
+    ints = CounterTrack(dev, "ints", np.arange(7, dtype=np.int64) * 10, np.arange(7) * -2)
+    floats = CounterTrack(dev, "floats", np.arange(2, dtype=np.int64), np.array([0.5, 1.5]))
+    one = CounterTrack(dev, "one", np.array([4], np.int64), np.array([9]))
+    buf = io.BytesIO()
+    write_perfetto_trace(Timeline([dev], [], [], [], [ints, floats, one]), buf)
+    packets = read_packets(buf.getvalue())
+    tracks, _ = decode_slices(packets)
+    values = counter_values(packets)
+    uuid = {t.name: u for u, t in tracks.items() if t.HasField("counter")}
+    assert values[uuid["ints"]] == [(10 * i, -2 * i) for i in range(7)]
+    assert values[uuid["floats"]] == [(0, 0.5), (1, 1.5)]
+    assert values[uuid["one"]] == [(4, 9)]
+
+
 def test_proto_path_output_batches_and_bad_text(tmp_path, monkeypatch):
     monkeypatch.setattr(write_proto, "PACKETS_PER_BATCH", 3)
     monkeypatch.setattr(write_proto, "ROWS_PER_CHUNK", 2)
@@ -603,6 +620,37 @@ def test_proto_numpy_text_and_bool_values_in_list_columns():
     _, slices = decode_slices(read_packets(buf.getvalue()))
     assert sorted(((s["args"]["v"], s["args"]["u"]) for s in slices), key=lambda a: a[1]) \
         == [("text", "a"), (True, "b")]
+
+
+def test_proto_text_columns_match_the_per_value_path(monkeypatch):
+    """String columns and 2D numeric columns are made into text per chunk (`_texts`): the
+    same bytes as through `_value_field` one value at a time, constant or not over a chunk."""
+    monkeypatch.setattr(write_proto, "ROWS_PER_CHUNK", 4)
+    host = Process(1, "p", 0)
+    lane = Track(2, host, "lane", 0)
+    n = 10
+    rows = [(0, 10 * i, 5, i % 2) for i in range(n)]
+    cols = [ArgColumn("kind", ["same"] * 4 + [f"k{i % 2}" for i in range(n - 4)]),
+            ArgColumn("bad", ["é", "x \ud800"] * (n // 2)),
+            ArgColumn("u", np.array([f"u{i // 4}" for i in range(n)])),
+            ArgColumn("ints", np.arange(3 * n, dtype=np.int64).reshape(n, 3) // 7),
+            ArgColumn("uints", np.full((n, 2), 2**64 - 1, np.uint64)),
+            ArgColumn("floats", np.array([[0.1, math.nan, -math.inf]] * n)),
+            ArgColumn("flags", np.arange(2 * n).reshape(n, 2) % 3 == 0),
+            ArgColumn("mixed", ["a", 1] * (n // 2))]
+    tl = Timeline([host], [lane], [block("c", [lane], rows, ["a", "b"], cols)])
+    fast = io.BytesIO()
+    write_perfetto_trace(tl, fast)
+    monkeypatch.setattr(write_proto, "_texts", lambda values, rows: None)
+    slow = io.BytesIO()
+    write_perfetto_trace(tl, slow)
+    assert fast.getvalue() == slow.getvalue()
+    _, slices = decode_slices(read_packets(fast.getvalue()))
+    first = min(slices, key=lambda s: s["ts"])["args"]
+    assert first == {"kind": "same", "bad": "é", "u": "u0", "ints": "[0,0,0]",
+                     "uints": f"[{2**64 - 1},{2**64 - 1}]", "floats": "[0.1,null,null]",
+                     "flags": "[true,false]", "mixed": "a"}
+    assert {s["args"]["bad"] for s in slices} == {"é", "x \\ud800"}
 
 
 @pytest.mark.parametrize("writer", [write_chrome_json, write_perfetto_trace])
@@ -770,3 +818,135 @@ def test_property_both_writers_keep_every_slice_nesting_and_flow(tl):
     assert sorted(i for s in slices for i in s["flow_ids"]) == \
         sorted(i for s in slices for i in s["terminating_flow_ids"]) == \
         list(range(1, tl.flow_count + 1))
+
+
+# ---------------------------------------------------------------- second writer process
+
+def two_processes(monkeypatch, split=None):
+    """Make `write_perfetto_trace` fork its second writer even for a small timeline (and
+    whatever threads the test session runs); `split`: how many sequences the parent keeps."""
+    monkeypatch.setattr(write_proto, "SPLIT_MIN_ROWS", 0)
+    monkeypatch.setattr(write_proto, "_may_fork", lambda: True)
+    if split is not None:
+        monkeypatch.setattr(write_proto, "_split_point", lambda tl, jobs: split)
+    forks = []
+    real_fork = os.fork
+
+    def fork():
+        pid = real_fork()
+        forks.append(pid)
+        return pid
+
+    monkeypatch.setattr(write_proto.os, "fork", fork)
+    return forks
+
+
+def clipping_timeline() -> Timeline:
+    """`sample_timeline` plus a last track whose child sticks out of its parent."""
+    tl = sample_timeline()
+    lane = Track(90009, tl.processes[1], "clipped lane", 9)
+    tl.tracks.append(lane)
+    tl.blocks.append(block("c", [lane], [(0, BASE, 50, 0), (0, BASE + 20, 100, 1)],
+                           ["parent", "child"]))
+    return tl
+
+
+@pytest.mark.parametrize("split", [None, 1, 4])
+def test_proto_second_process_writes_the_same_file(tmp_path, monkeypatch, caplog, split):
+    one = tmp_path / "one.pftrace"
+    size = write_perfetto_trace(clipping_timeline(), one)
+    assert "1 slices stuck out" in caplog.text
+    caplog.clear()
+    forks = two_processes(monkeypatch, split)
+    two = tmp_path / "two.pftrace"
+    assert write_perfetto_trace(clipping_timeline(), two) == size
+    assert len(forks) == 1
+    assert two.read_bytes() == one.read_bytes()
+    assert sorted(os.listdir(tmp_path)) == ["one.pftrace", "two.pftrace"]  # no temp left
+    assert "1 slices stuck out" in caplog.text  # counted by the child, logged here
+
+
+def test_proto_second_process_is_not_used_for_streams_or_small_timelines(monkeypatch):
+    forks = two_processes(monkeypatch)
+    write_perfetto_trace(sample_timeline(), io.BytesIO())  # a stream: one process
+    monkeypatch.setattr(write_proto, "SPLIT_MIN_ROWS", 1000)
+    jobs = [(1, None, [])] * 5
+    assert write_proto._split_point(sample_timeline(), jobs) == 5
+    assert forks == []
+
+
+def test_proto_no_fork_while_another_thread_runs():
+    import threading
+
+    stop = threading.Event()
+    t = threading.Thread(target=stop.wait)
+    t.start()
+    try:
+        assert not write_proto._may_fork()
+    finally:
+        stop.set()
+        t.join()
+
+
+def _in_child(parent: int, action) -> None:
+    if os.getpid() != parent:
+        action()
+
+
+@pytest.mark.parametrize("failure", ["exception", "killed", "profile error"])
+def test_proto_second_process_failure_leaves_no_file(tmp_path, monkeypatch, failure):
+    import signal
+
+    two_processes(monkeypatch, split=1)
+    parent = os.getpid()
+    real = write_proto._track_slices
+    tl = sample_timeline()
+    if failure == "profile error":
+        tl.blocks[2].start_ns[2] = -5  # on AIV_0, written by the child
+    else:
+        def broken(*a):
+            def fail():
+                if failure == "killed":
+                    os.kill(os.getpid(), signal.SIGKILL)
+                raise RuntimeError("disk on fire")
+            _in_child(parent, fail)
+            return real(*a)
+
+        monkeypatch.setattr(write_proto, "_track_slices", broken)
+    (tmp_path / "t.pftrace").write_bytes(b"old")
+    expected = {"exception": r"t.pftrace: the second writer process failed: "
+                             r"RuntimeError\('disk on fire'\)",
+                "killed": "the second writer process failed .killed by signal 9. without a "
+                          "report",
+                "profile error": "track 'AIV_0': a slice starts before time 0"}[failure]
+    with pytest.raises(ProfileWriteError, match=expected):
+        write_perfetto_trace(tl, tmp_path / "t.pftrace")
+    assert os.listdir(tmp_path) == ["t.pftrace"]
+    assert (tmp_path / "t.pftrace").read_bytes() == b"old"
+
+
+def test_proto_parent_failure_stops_the_second_process(tmp_path, monkeypatch):
+    two_processes(monkeypatch, split=1)
+    forks = []
+    real_enter = write_proto._SecondWriter.__enter__
+
+    def enter(self):
+        r = real_enter(self)
+        forks.append(self._pid)
+        return r
+
+    monkeypatch.setattr(write_proto._SecondWriter, "__enter__", enter)
+    parent = os.getpid()
+    real = write_proto._track_slices
+
+    def broken(*a):
+        if os.getpid() == parent:
+            raise RuntimeError("parent broke")
+        return real(*a)
+
+    monkeypatch.setattr(write_proto, "_track_slices", broken)
+    with pytest.raises(RuntimeError, match="parent broke"):
+        write_perfetto_trace(sample_timeline(), tmp_path / "t.pftrace")
+    assert os.listdir(tmp_path) == []
+    with pytest.raises(ChildProcessError):  # reaped
+        os.waitpid(forks[0], 0)

@@ -78,6 +78,18 @@ def _create_temp(directory: Path, name: str) -> tuple[int, str]:
             continue
 
 
+def temp_beside(path: str | os.PathLike) -> tuple[int, str]:
+    """(fd, path) of an exclusive new temp file in `path`'s directory, named like
+    `atomic_writer`'s (so a killed writer's is removed by `remove_stale_temps`); the caller
+    closes and removes it."""
+    target = Path(path)
+    directory = target.parent if str(target.parent) else Path(".")
+    try:
+        return _create_temp(directory, target.name)
+    except OSError as e:
+        raise ProfileWriteError(f"{directory}: cannot write here: {e.strerror or e}") from e
+
+
 def _pid_running(pid: int) -> bool:
     try:
         os.kill(pid, 0)
