@@ -98,18 +98,18 @@ def test_asyncio_tasks_each_get_a_lane_in_perfetto(tmp_path, perfetto_ui):
     prof.to_perfetto(tmp_path / "profile.pftrace")  # the same lanes, as protobuf
 
     for name in ("trace.json", "profile.pftrace"):
-        trace = perfetto_ui.load(tmp_path / name)
-        assert trace.import_errors() == []
-        slices = trace.slices()
-        assert len(slices) == 13
-        by_name = {s["name"]: s for s in slices}
-        fetch_tracks = {by_name[f"fetch:{i}"]["track_id"] for i in range(6)}
-        assert len(fetch_tracks) == 6 and by_name["gather"]["track_id"] not in fetch_tracks
-        for i in range(6):
-            fetch, parse = by_name[f"fetch:{i}"], by_name[f"parse:{i}"]
-            assert fetch["depth"] == 0 and parse["depth"] == 1
-            assert parse["track_id"] == fetch["track_id"] and parse["parent_id"] == fetch["id"]
-            # JSON can only draw a lane as a thread; protobuf draws a track of the process
-            lane = fetch["thread_name"] if name == "trace.json" else fetch["track_name"]
-            assert lane.startswith(f"async-loop · worker-{i} (")
-            assert fetch["pid"] == os.getpid()
+        with perfetto_ui.load(tmp_path / name) as trace:  # closed before the next load
+            assert trace.import_errors() == []
+            slices = trace.slices()
+            assert len(slices) == 13
+            by_name = {s["name"]: s for s in slices}
+            fetch_tracks = {by_name[f"fetch:{i}"]["track_id"] for i in range(6)}
+            assert len(fetch_tracks) == 6 and by_name["gather"]["track_id"] not in fetch_tracks
+            for i in range(6):
+                fetch, parse = by_name[f"fetch:{i}"], by_name[f"parse:{i}"]
+                assert fetch["depth"] == 0 and parse["depth"] == 1
+                assert parse["track_id"] == fetch["track_id"] and parse["parent_id"] == fetch["id"]
+                # JSON can only draw a lane as a thread; protobuf draws a track of the process
+                lane = fetch["thread_name"] if name == "trace.json" else fetch["track_name"]
+                assert lane.startswith(f"async-loop · worker-{i} (")
+                assert fetch["pid"] == os.getpid()
