@@ -366,7 +366,7 @@ def _metadata_text(prof: CompileProfiler, emitter: _EventEmitter) -> str:
 @dataclass(slots=True)
 class PlacedStages:
     """The profile's stages exactly as `trace.json` places them, as columns, without the
-    text: what `profile_timeline` draws as a `Timeline`. `tid` is the written one (a lane's
+    text: what `timeline.from_profile` draws as a `Timeline`. `tid` is the written one (a lane's
     is above `LANE_TID_BASE`); `args` as in the trace (path, share_pct, the stage's args,
     failed/error/open/out_of_order/interrupted)."""
 
@@ -382,6 +382,21 @@ class PlacedStages:
     other: dict = field(default_factory=dict)
 
 
+def _trace_args(path: str, dur: int, share_base: float, args, error: str | None,
+                **flags: bool) -> dict:
+    """A stage's `args` as `emit` writes them into trace.json, as a dict: path, share_pct
+    (when the profile has a total), the stage's own args, failed/error, then the flags set."""
+    out = {"path": path}
+    if share_base:
+        out["share_pct"] = round(dur / share_base, 3)
+    if args:
+        out.update(args)
+    if error is not None:
+        out["failed"], out["error"] = True, error
+    out.update((flag, True) for flag, on in flags.items() if on)
+    return out
+
+
 def placed_stages(prof: CompileProfiler) -> PlacedStages:
     """The stages of `prof` placed as in its `trace.json` (same lanes, clamps and args)."""
     plain, stages, total = _settle(prof, None)
@@ -393,34 +408,20 @@ def placed_stages(prof: CompileProfiler) -> PlacedStages:
         out.pid, out.tid, out.cat = list(plain.pids), list(plain.tids), cats
         out.start_ns, out.end_ns = list(plain.starts), list(plain.ends)
         out.name = list(plain.names)
-        for i, entry in enumerate(entries):
-            args = {"path": entry[1]}
-            if share_base:
-                args["share_pct"] = round((plain.ends[i] - plain.starts[i]) / share_base, 3)
-            if plain.args[i]:
-                args.update(plain.args[i])
-            if i in plain.errors:
-                args["failed"], args["error"] = True, plain.errors[i]
-            out.args.append(args)
+        out.args = [_trace_args(entry[1], plain.ends[i] - plain.starts[i], share_base,
+                                plain.args[i], plain.errors.get(i))
+                    for i, entry in enumerate(entries)]
     else:
         for rec, entry, cat, pid, tid, start, end, is_open in emitter.placed(stages):
-            args = {"path": entry[1]}
-            if share_base:
-                args["share_pct"] = round((end - start) / share_base, 3)
-            if rec.args:
-                args.update(rec.args)
-            if rec.error is not None:
-                args["failed"], args["error"] = True, rec.error
-            for flag in ("open", "out_of_order", "interrupted"):
-                if (is_open if flag == "open" else getattr(rec, flag)):
-                    args[flag] = True
             out.pid.append(pid)
             out.tid.append(tid)
             out.start_ns.append(start)
             out.end_ns.append(end)
             out.name.append(rec.name)
             out.cat.append(cat)
-            out.args.append(args)
+            out.args.append(_trace_args(entry[1], end - start, share_base, rec.args, rec.error,
+                                        open=is_open, out_of_order=rec.out_of_order,
+                                        interrupted=rec.interrupted))
     out.processes, out.threads = _display_order(prof, emitter)
     out.other = _other_data(prof, total, emitter)
     return out
