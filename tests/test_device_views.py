@@ -118,6 +118,29 @@ def test_task_times_are_the_converters_to_the_ns(case):
     assert np.abs(setups - starts).max() <= (1 if case in CALIBRATED else 0)
 
 
+@pytest.mark.parametrize("case", CASES)
+def test_task_and_submit_labels_are_the_converters(case):
+    """Every kernel bar, Scheduler-view bar, orchestrator submit and scheduler phase is named
+    as Simpler's converter names it (`MATMUL(r1t0)`, `PA_spmd(t2)`, `submit(r1t3)`,
+    `dispatch(7)`), and each AICore row's `task` arg is its task's display."""
+    theirs = collections.defaultdict(collections.Counter)
+    for e in converter(case):
+        if e["ph"] == "X":
+            theirs[{4: "aicore", 3: "scheduler_view", 2: "scheduler", 1: "orchestrator"}
+                   .get(e["pid"])][e["name"]] += 1
+    ours = collections.defaultdict(collections.Counter)
+    tl = merge_traces([FIXTURES / case]).timeline
+    same = {"host_orchestrator": "orchestrator", "host_h2d": "orchestrator"}
+    for b in tl.blocks:
+        ours[same.get(b.cat, b.cat)].update(b.names[k] for k in b.name.tolist())
+        if b.cat == "aicore":
+            labels = [b.names[k] for k in b.name.tolist()]
+            assert [lab[lab.index("(") + 1:-1] for lab in labels] == arg(b, "task")
+    for cat in ("aicore", "scheduler_view", "orchestrator", "scheduler"):
+        assert ours[cat] == theirs[cat], cat
+    assert theirs["aicore"]
+
+
 def phase_kind(tl, blk, row: int) -> str:
     return blk.names[blk.name[row]].split("(")[0]
 
