@@ -122,7 +122,8 @@ def test_task_times_are_the_converters_to_the_ns(case):
 def test_task_and_submit_labels_are_the_converters(case):
     """Every kernel bar, Scheduler-view bar, orchestrator submit and scheduler phase is named
     as Simpler's converter names it (`MATMUL(r1t0)`, `PA_spmd(t2)`, `submit(r1t3)`,
-    `dispatch(7)`), and each AICore row's `task` arg is its task's display."""
+    `dispatch(7)`), and each kernel and Scheduler-view bar's `task` arg is its task's
+    display."""
     theirs = collections.defaultdict(collections.Counter)
     for e in converter(case):
         if e["ph"] == "X":
@@ -133,9 +134,10 @@ def test_task_and_submit_labels_are_the_converters(case):
     same = {"host_orchestrator": "orchestrator", "host_h2d": "orchestrator"}
     for b in tl.blocks:
         ours[same.get(b.cat, b.cat)].update(b.names[k] for k in b.name.tolist())
-        if b.cat == "aicore":
+        if b.cat in ("aicore", "scheduler_view"):
             labels = [b.names[k] for k in b.name.tolist()]
-            assert [lab[lab.index("(") + 1:-1] for lab in labels] == arg(b, "task")
+            assert [lab[lab.index("(") + 1:-1] for lab in labels] == \
+                [a["task"] for a in b.row_args()]
     for cat in ("aicore", "scheduler_view", "orchestrator", "scheduler"):
         assert ours[cat] == theirs[cat], cat
     assert theirs["aicore"]

@@ -68,7 +68,9 @@ def sample_timeline() -> Timeline:
                    ArgColumn("label", ["a", TRICKY, "c"], np.array([True, True, False])),
                    ArgColumn("big", np.array([1 << 63, 0, 1], np.uint64),
                              np.array([True, False, False])),
-                   ArgColumn("shared", np.array([[3, 0], [2, 1], [0, 0]]))])
+                   ArgColumn("shared", np.array([[3, 0], [2, 1], [0, 0]])),
+                   ArgColumn("kind", np.array([1, 0, 1], np.int32), np.array([True, False, True]),
+                             table=["unused", TRICKY])])
     flows = [FlowBlock("kernel", "launch", stages, np.array([1]), tasks, np.array([0])),
              FlowBlock("dependency", "dep", tasks, np.array([0, 0]), tasks, np.array([1, 2]))]
     depth = CounterTrack(dev, "ready queue", np.array([BASE + 2000, BASE + 2600], np.int64),
@@ -128,14 +130,15 @@ def test_json_args_follow_columns_presence_and_extra_args(tmp_path):
     args = {(e["name"], ns(e["ts"])): e.get("args") for e in xs}
     assert args[("QK(t1)", BASE + 2000)] == {"task_id": 1, "ratio": decimal.Decimal("0.5"),
                                             "ok": True, "label": "a", "big": 1 << 63,
-                                            "shared": [3, 0]}
-    # NaN is null; `big` absent where not present, `label` too
+                                            "shared": [3, 0], "kind": TRICKY}
+    # NaN is null; `big` absent where not present, `label` and `kind` too; `kind` from its
+    # table
     assert args[(TRICKY, BASE + 2600)] == {"task_id": 2, "ratio": None, "ok": False,
                                           "label": TRICKY, "shared": [2, 1]}
     assert args[("QK(t1)", BASE + 2800)] == {"task_id": 3, "ratio": 2, "ok": True,
-                                            "shared": [0, 0]}
+                                            "shared": [0, 0], "kind": TRICKY}
     assert list(args[("QK(t1)", BASE + 2000)]) == ["task_id", "ratio", "ok", "label", "big",
-                                                  "shared"]
+                                                  "shared", "kind"]
     assert args[("kernel_codegen:QK", BASE + 100)] == {"kernel": TRICKY,
                                                       "nested": {"a": [1, 2]}}
     assert "args" not in next(e for e in xs if e["name"] == "compile")  # no args at all
@@ -354,7 +357,8 @@ def column_blocks(draw):
     names = draw(st.lists(text, min_size=1, max_size=4))
     cols = []
     for k in range(draw(st.integers(0, 5))):
-        kind = draw(st.sampled_from(["int", "uint", "float", "bool", "2d", "str"]))
+        kind = draw(st.sampled_from(["int", "uint", "float", "bool", "2d", "str", "table"]))
+        table = None
         if kind == "int":
             values = np.array(draw(ints), np.int64)
         elif kind == "uint":
@@ -366,9 +370,13 @@ def column_blocks(draw):
             values = np.array(draw(st.lists(st.booleans(), min_size=n, max_size=n)), bool)
         elif kind == "2d":
             values = np.array(draw(ints) * 2, np.int64).reshape(2, n).T.copy()
+        elif kind == "table":
+            table = draw(st.lists(text, min_size=1, max_size=4))
+            values = np.array(draw(st.lists(st.integers(0, len(table) - 1), min_size=n,
+                                            max_size=n)), np.int32)
         else:
             values = draw(st.lists(text, min_size=n, max_size=n))
-        cols.append(ArgColumn(f"{kind}{k}", values, draw(maybe)))
+        cols.append(ArgColumn(f"{kind}{k}", values, draw(maybe), table))
     b = SliceBlock(draw(text), lanes, np.array(draw(st.lists(st.integers(0, 1), min_size=n,
                                                              max_size=n)), np.int32),
                    np.array(draw(ints), np.int64),
@@ -514,10 +522,10 @@ def test_proto_slices_nest_across_blocks_with_args_and_flows():
     assert t1["track"] == by_name["AIC_0"] and t2["track"] == t3["track"] == by_name["AIV_0"]
     assert t1["end"] - t1["ts"] == 501
     assert t1["args"] == {"task_id": 1, "ratio": 0.5, "ok": True, "label": "a",
-                          "big": 1 << 63, "shared": "[3,0]"}
+                          "big": 1 << 63, "shared": "[3,0]", "kind": TRICKY}
     assert t2["args"]["label"] == TRICKY and math.isnan(t2["args"]["ratio"])
     assert set(t2["args"]) == {"task_id", "ratio", "ok", "label", "shared"}
-    assert t3["args"] == {"task_id": 3, "ratio": 2.0, "ok": True, "shared": "[0,0]"}
+    assert t3["args"] == {"task_id": 3, "ratio": 2.0, "ok": True, "shared": "[0,0]", "kind": TRICKY}
     # flows: kc -> t1, t1 -> t2, t1 -> t3, ids unique and paired
     assert kc["flow_ids"] and kc["flow_ids"] == t1["terminating_flow_ids"]
     assert sorted(t1["flow_ids"]) == sorted(t2["terminating_flow_ids"]
@@ -637,7 +645,8 @@ def test_proto_text_columns_match_the_per_value_path(monkeypatch):
             ArgColumn("uints", np.full((n, 2), 2**64 - 1, np.uint64)),
             ArgColumn("floats", np.array([[0.1, math.nan, -math.inf]] * n)),
             ArgColumn("flags", np.arange(2 * n).reshape(n, 2) % 3 == 0),
-            ArgColumn("mixed", ["a", 1] * (n // 2))]
+            ArgColumn("mixed", ["a", 1] * (n // 2)),
+            ArgColumn("tab", np.arange(n, dtype=np.int32) % 3, table=["é", "x \ud800", "t"])]
     tl = Timeline([host], [lane], [block("c", [lane], rows, ["a", "b"], cols)])
     fast = io.BytesIO()
     write_perfetto_trace(tl, fast)
@@ -649,8 +658,9 @@ def test_proto_text_columns_match_the_per_value_path(monkeypatch):
     first = min(slices, key=lambda s: s["ts"])["args"]
     assert first == {"kind": "same", "bad": "é", "u": "u0", "ints": "[0,0,0]",
                      "uints": f"[{2**64 - 1},{2**64 - 1}]", "floats": "[0.1,null,null]",
-                     "flags": "[true,false]", "mixed": "a"}
+                     "flags": "[true,false]", "mixed": "a", "tab": "é"}
     assert {s["args"]["bad"] for s in slices} == {"é", "x \\ud800"}
+    assert {s["args"]["tab"] for s in slices} == {"é", "x \\ud800", "t"}
 
 
 @pytest.mark.parametrize("writer", [write_chrome_json, write_perfetto_trace])
@@ -688,7 +698,9 @@ def test_both_writers_agree_on_a_bigger_timeline(monkeypatch):
                    [ArgColumn("id", np.arange(n, dtype=np.int64)),
                     ArgColumn("epoch", np.arange(n) // 40),  # constant over some chunks
                     ArgColumn("even", np.arange(n) % 2 == 0, np.arange(n) % 3 != 0),
-                    ArgColumn("label", [f"l{i % 5}" for i in range(n)])])
+                    ArgColumn("label", [f"l{i % 5}" for i in range(n)]),
+                    ArgColumn("tabled", np.arange(n, dtype=np.int32) % 7,
+                              table=[f"k{i}" for i in range(7)])])
     b = SliceBlock("phase", lanes, a.track.copy(), starts + 100, np.full(n, 200, np.int64),
                    ["phase"], np.zeros(n, np.int32))
     src = rng.integers(0, n, 40)
@@ -709,8 +721,10 @@ def test_both_writers_agree_on_a_bigger_timeline(monkeypatch):
                        if e["ph"] == "X")
     proto_args = sorted((s["name"], sorted(s["args"].items())) for s in slices)
     assert json_args == proto_args
-    assert dict(json_args)["t41"] == [("epoch", 1), ("even", False), ("id", 41), ("label", "l1")]
-    assert dict(json_args)["t42"] == [("epoch", 1), ("id", 42), ("label", "l2")]
+    assert dict(json_args)["t41"] == [("epoch", 1), ("even", False), ("id", 41), ("label", "l1"),
+                                      ("tabled", "k6")]
+    assert dict(json_args)["t42"] == [("epoch", 1), ("id", 42), ("label", "l2"),
+                                      ("tabled", "k0")]
     assert all(s["depth"] == (s["name"] == "phase") for s in slices)
     assert sorted(i for s in slices for i in s["flow_ids"]) == \
         sorted(i for s in slices for i in s["terminating_flow_ids"]) == list(range(1, 41))

@@ -185,6 +185,8 @@ def float_text(v: np.ndarray) -> np.ndarray:
 
 
 def column_supported(col: ArgColumn) -> bool:
+    if col.table is not None:
+        return _all_str(col.table)
     v = col.values
     if isinstance(v, np.ndarray):
         return (v.ndim == 1 and v.dtype.kind in "iufb") or (v.ndim == 2 and v.dtype.kind in "iu")
@@ -268,15 +270,19 @@ def _track_table(tracks: list[Track]) -> np.ndarray:
                     for t in tracks])
 
 
-def _args(rows: _Rows, cols: list[ArgColumn], lo: int, hi: int) -> None:
+def _args(rows: _Rows, cols: list[ArgColumn], tables: list, lo: int, hi: int) -> None:
     """`,"args":{...}`: each column's key and value; a row without a column has spaces there
-    (and no comma before its first key); a row with no args at all has no `args`."""
+    (and no comma before its first key); a row with no args at all has no `args`.
+    `tables[j]`: the `json_table` of column j's `table`, if it has one."""
     start = rows.add(b',"args":{')
     present = []
     commas = []
     for j, col in enumerate(cols):
         at = rows.add((b"," if j else b"") + dumps_strict(col.key) + b":")
-        rows.value(col.values[lo:hi])
+        if tables[j] is None:
+            rows.value(col.values[lo:hi])
+        else:
+            rows.add(tables[j][col.values[lo:hi]])
         if col.present is not None:
             p = np.asarray(col.present[lo:hi], bool)
             present.append((j, p))
@@ -303,6 +309,7 @@ def slice_rows(block: SliceBlock, chunk: int) -> Iterator[np.ndarray]:
     tracks = _track_table(block.tracks)
     names = json_table(block.names)
     cat = b',"cat":' + dumps_strict(block.cat)
+    tables = [None if c.table is None else json_table(c.table) for c in block.args]
     for lo in range(0, len(block), chunk):
         hi = min(lo + chunk, len(block))
         rows = _Rows(hi - lo)
@@ -316,7 +323,7 @@ def slice_rows(block: SliceBlock, chunk: int) -> Iterator[np.ndarray]:
         rows.add(names[block.name[lo:hi]])
         rows.add(cat)
         if block.args:
-            _args(rows, block.args, lo, hi)
+            _args(rows, block.args, tables, lo, hi)
         rows.add(b"},")
         yield rows.matrix()
 

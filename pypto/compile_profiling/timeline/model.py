@@ -50,13 +50,24 @@ class ArgColumn:
     """One slice argument as a column: `values[i]` is row i's value.
 
     `values` is a NumPy int64/float64/bool array, a 2D NumPy array (row i's value is the
-    list `values[i]`), or a list of JSON values (str, dicts...).
+    list `values[i]`), or a list of JSON values (str, dicts...). With `table` (strings),
+    `values` is an int array of indexes into it, as a block's `name` indexes its `names`:
+    a column of few distinct strings (a phase kind, a core type) or of one string per task
+    shared by several blocks is one Python string per distinct value, each encoded once.
     `present` (bool array) marks the rows that have the argument; None means all do.
     """
 
     key: str
     values: np.ndarray | list
     present: np.ndarray | None = None
+    table: list[str] | None = None
+
+    def row_values(self, lo: int = 0, hi: int | None = None) -> list:
+        """The values of rows `lo:hi` as Python values."""
+        vals = self.values[lo:hi]
+        if self.table is not None:
+            return list(map(self.table.__getitem__, vals.tolist()))
+        return vals.tolist() if isinstance(vals, np.ndarray) else list(vals)
 
 
 @dataclass(slots=True, eq=False)
@@ -86,8 +97,7 @@ class SliceBlock:
         hi = len(self) if hi is None else hi
         out: list[dict] = [{} for _ in range(hi - lo)]
         for col in self.args:
-            vals = col.values[lo:hi]
-            vals = vals.tolist() if isinstance(vals, np.ndarray) else vals
+            vals = col.row_values(lo, hi)
             if col.present is None:
                 for d, v in zip(out, vals):
                     d[col.key] = v

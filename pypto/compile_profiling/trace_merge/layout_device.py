@@ -226,7 +226,7 @@ def _phase_rows(b: TimelineBuilder, proc: Process | None, lane: str, sort_index:
               for k in range(n_lanes)]
     names, name_ix = namer(s) if namer else (list(s.kinds), s.kind.astype(np.int32))
     unit = "cycles" if s.clock == "device_cycles" else "host_ns"
-    args = [ArgColumn("kind", [s.kinds[k] for k in s.kind.tolist()])] if namer is not None \
+    args = [ArgColumn("kind", s.kind, table=list(s.kinds))] if namer is not None \
         and len(s.kinds) > 1 else []
     args += [ArgColumn(f"start_{unit}", s.start), ArgColumn(f"end_{unit}", s.end), *s.args]
     rows.block = SliceBlock(cat, tracks, sub, start, end - start, names, name_ix, args)
@@ -327,11 +327,11 @@ def _device_rows(cp: CapturePlan) -> DeviceRows | None:
     return rows
 
 
-def _task_labels(rows: DeviceRows, names_map) -> tuple[list[str], np.ndarray, np.ndarray]:
+def _task_labels(rows: DeviceRows, names_map) -> tuple[list[str], np.ndarray, list[str]]:
     """Simpler's label of each row (`GEMM(t3)`, `PA_spmd(r1t2)`, `task(t3)`) as (labels,
-    index per row, the `t3` display of each row as an object array), computed once per
-    capture: the kernel part once per distinct (kernel, spmd), the rest per distinct task
-    (1M tasks: 1.98 s CPU one call per task -> 0.63 s, min of 3)."""
+    index per row, the `t3` display of each label: a row's display is `displays[index]`),
+    computed once per capture: the kernel part once per distinct (kernel, spmd), the rest
+    per distinct task (1M tasks: 1.98 s CPU one call per task -> 0.63 s, min of 3)."""
     if rows.labels is not None:
         return rows.labels
     uniq, inv = _unique_rows(rows.task, rows.func + 1, rows.spmd.astype(np.int64))
@@ -343,7 +343,7 @@ def _task_labels(rows: DeviceRows, names_map) -> tuple[list[str], np.ndarray, np
         heads.append("task" if kn is None else f"{kn}_spmd" if spmd else kn)
     displays = task_displays(uniq[:, 0])
     labels = [f"{heads[k]}({d})" for k, d in zip(kind_ix.reshape(-1).tolist(), displays)]
-    rows.labels = labels, inv.astype(np.int32), np.array(displays, dtype=object)[inv]
+    rows.labels = labels, inv.astype(np.int32), displays
     return rows.labels
 
 
@@ -386,13 +386,12 @@ def _worker_blocks(b: TimelineBuilder, rows: DeviceRows, cap, setup: bool) -> in
     n = len(rows.task)
     disp_c = cpu["dispatch_cycles"][jr] if has.any() else np.zeros(n, dtype=np.int64)
     fin_c = cpu["finish_cycles"][jr] if has.any() else np.zeros(n, dtype=np.int64)
-    core_type = np.array(rows.core_types + ["core"], dtype=object)[
-        np.minimum(rows.core, len(rows.core_types))].tolist()
+    core_type = np.minimum(rows.core, len(rows.core_types)).astype(np.int32)
     args = [
         ArgColumn("task_id", rows.task),
-        ArgColumn("task", displays.tolist()),
+        ArgColumn("task", name_ix, table=displays),
         ArgColumn("core_id", rows.core),
-        ArgColumn("core_type", core_type),
+        ArgColumn("core_type", core_type, table=rows.core_types + ["core"]),
         ArgColumn("kernel_id", rows.func),
         ArgColumn("reg_task_id", a["reg_task_id"]),
         ArgColumn("start_cycles", a["start_cycles"]),
@@ -416,7 +415,7 @@ def _worker_blocks(b: TimelineBuilder, rows: DeviceRows, cap, setup: bool) -> in
                 "aicore_setup", tracks, tix[wait], rows.receive[wait],
                 rows.start[wait] - rows.receive[wait], ["setup"],
                 np.zeros(len(wait), dtype=np.int32),
-                [ArgColumn("task", displays[wait].tolist()),
+                [ArgColumn("task", name_ix[wait], table=displays),
                  ArgColumn("task_id", rows.task[wait]),
                  ArgColumn("receive_to_start_ns", rows.start[wait] - rows.receive[wait])]))
     # first row of each kernel (for kernel_codegen flows)
@@ -438,7 +437,7 @@ def _scheduler_view_block(b: TimelineBuilder, rows: DeviceRows) -> int:
     block = SliceBlock("scheduler_view", tracks, tix, rows.dispatch[idx],
                        rows.finish[idx] - rows.dispatch[idx], labels, name_ix[idx], [
                            ArgColumn("task_id", rows.task[idx]),
-                           ArgColumn("task", displays[idx].tolist()),
+                           ArgColumn("task", name_ix[idx], table=displays),
                            ArgColumn("core_id", rows.core[idx]),
                            ArgColumn("dispatch_to_start_ns", rows.start[idx] - rows.dispatch[idx]),
                            ArgColumn("kernel_ns", rows.end[idx] - rows.start[idx]),
