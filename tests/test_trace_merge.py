@@ -103,6 +103,32 @@ def test_device_orchestrated_capture_lies_inside_its_runner_run_and_the_truth_is
     assert uncertainty_ns(proc) < rr_dur / 2     # the log bounded it
 
 
+@pytest.mark.parametrize("case", [c for c in CASES
+                                  if (FIXTURES / c / "host_phase_records.jsonl").exists()])
+def test_host_phase_records_are_drawn_on_their_thread_inside_the_run_logs_spans(case):
+    """Every record of host_phase_records.jsonl is a slice on its real pid/tid, at its own
+    CLOCK_MONOTONIC times moved as the run log's spans are, nested inside `chip.run.bind` or
+    `chip.run.runner_run` on the same thread."""
+    lines = [json.loads(ln) for ln in (FIXTURES / case / "host_phase_records.jsonl")
+             .read_text().splitlines() if ln.strip()]
+    r = merge_traces([FIXTURES / case])
+    slices = list(r.timeline.slices())
+    phases = [s for s in slices if s.cat == "simpler_host_phase"]
+    spans = {s.name: s for s in slices if s.cat == "simpler_host"}
+    offset = spans["chip.run"].start_ns - strace_spans(case)["chip.run"][0]
+    want = sorted((ln["pid"], rec["tid"], rec["phase"], rec["start_ns"] + offset,
+                   rec["end_ns"] + offset) for ln in lines for rec in ln["records"])
+    assert sorted((s.process.pid, s.track.tid, s.name, s.start_ns, s.end_ns)
+                  for s in phases) == want
+    for s in phases:
+        assert s.track is spans["chip.run"].track
+        assert any(spans[n].start_ns <= s.start_ns and s.end_ns <= spans[n].end_ns
+                   for n in ("chip.run.bind", "chip.run.runner_run"))
+    assert any("host_phase_records.jsonl: " in line and f"{len(phases)} host phases" in line
+               for line in r.summary_lines)
+    check_nesting(r.timeline)
+
+
 @pytest.mark.parametrize("case", ESTIMATED)
 def test_clk_dev_spans_are_drawn_on_a_device_clock_lane_inside_runner_run(case):
     """Placement rule 3: device_wall starts inside chip.run.runner_run and its children (orch,

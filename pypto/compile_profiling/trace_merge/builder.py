@@ -69,6 +69,9 @@ class TimelineBuilder:
             if cp.capture.run_log is not None:
                 for sp in cp.capture.run_log.spans:
                     real.update((sp.pid, sp.tid))
+            for batch in cp.capture.host_phases:
+                real.add(batch.pid)
+                real.update(batch.tid[batch.tid >= 0].tolist())
         self.ids = _Ids(real)
         self.host_rows = _HostRows()
         self.host_procs: dict[tuple[str | None, int], Process] = {}   # (host, os pid)

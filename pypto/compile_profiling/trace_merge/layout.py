@@ -32,6 +32,7 @@ from pypto.compile_profiling.trace_merge.layout_converted import add_converted
 from pypto.compile_profiling.trace_merge.layout_device import add_capture
 from pypto.compile_profiling.trace_merge.layout_host import (
     add_compile_trace,
+    add_host_phases,
     add_report,
     add_run_log,
     host_blocks,
@@ -51,6 +52,8 @@ def lay_out(plan: Plan, sel: Selection = ALL) -> tuple[Timeline, list[str], list
     for cp in plan.captures:
         if cp.capture.run_log is not None:
             add_run_log(b, cp, warnings)
+        if cp.capture.host_phases:
+            add_host_phases(b, cp, warnings)
     moved = host_blocks(b)
 
     if moved:

@@ -1,8 +1,8 @@
 """Lay out the host-clock sources: our compile traces (real pid and native tids), a
-`pipeline_profile.json` (durations only, laid end to end), and Simpler run logs (`[STRACE]`
+`pipeline_profile.json` (durations only, laid end to end), Simpler run logs (`[STRACE]`
 host spans on their real pid/tid, joining the compile process of the same run; `clk=dev`
-spans on a device-clock lane of that run). Their rows are collected first and nested per
-thread across sources (`host_blocks`)."""
+spans on a device-clock lane of that run) and Simpler's host phase records. Their rows are
+collected first and nested per thread across sources (`host_blocks`)."""
 
 from __future__ import annotations
 
@@ -142,6 +142,40 @@ def add_run_log(b: TimelineBuilder, cp: CapturePlan, warnings: list[str]) -> Non
         b.tl.metadata.setdefault("simpler_clock_anchors", []).extend(
             {"pid": a.pid, "mono_ns": a.mono_ns, "wall_ns": a.wall_ns, "source": log.path}
             for a in log.clock_anchors)
+
+
+def add_host_phases(b: TimelineBuilder, cp: CapturePlan, warnings: list[str]) -> None:
+    """The host runtime's phases from `host_phase_records.jsonl` (args, arena_build,
+    runtime_init, host_orch, ...: host CLOCK_MONOTONIC, like the run log's spans) on their
+    real pid/tid, where they nest inside the run log's `chip.run.*` spans."""
+    hc = cp.host
+    path = cp.capture.files.host_phase_records
+    rows = b.host_rows
+    host = None if hc.offset_ns == 0 else f"{cp.label} host"
+    n = 0
+    for batch in cp.capture.host_phases:
+        proc = b.process(f"Simpler host (pid {batch.pid})", os_pid=batch.pid,
+                         host=host if host else _compile_host(b, batch.pid),
+                         args={"os_pid": batch.pid, "source": path, "alignment": hc.how})
+        base = {"pid": batch.pid} if batch.inv is None else {"pid": batch.pid, "inv": batch.inv}
+        for phase, start, end, tid, detail in zip(
+                batch.phase, (batch.start_ns + hc.offset_ns).tolist(),
+                (batch.end_ns + hc.offset_ns).tolist(), batch.tid.tolist(), batch.detail):
+            tid = batch.pid if tid < 0 else tid
+            rows.track.append(b.thread(proc, tid, f"thread {tid}", 0))
+            rows.start.append(start)
+            rows.end.append(end)
+            rows.name.append(phase)
+            rows.cat.append("simpler_host_phase")
+            rows.args.append({**base, "tid": tid, "detail": detail} if detail is not None
+                             else {**base, "tid": tid})
+            n += 1
+    dropped = sum(batch.dropped for batch in cp.capture.host_phases)
+    if dropped:
+        warnings.append(f"{path}: Simpler dropped {dropped} host phase records (not drawn)")
+    b.summary.append(f"{path}: {n} host phases; {hc.how}")
+    b.sources.append({"path": path, "kind": "host_phase_records", "alignment": hc.how,
+                      "offset_ns": hc.offset_ns})
 
 
 def _compile_host(b: TimelineBuilder, os_pid: int) -> str | None:
