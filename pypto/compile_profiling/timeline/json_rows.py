@@ -332,27 +332,22 @@ def flow_rows(flow: FlowBlock, first_id: int, chunk: int) -> Iterator[np.ndarray
     """The `s` and `f` events of `flow` (ids from `first_id`), one matrix row per arrow."""
     if not len(flow):
         return
-    src, dst = flow.src, flow.dst
-    src_tracks, dst_tracks = _track_table(src.tracks), _track_table(dst.tracks)
-    tail = b',"name":' + dumps_strict(flow.name) + b',"cat":' + dumps_strict(flow.cat) + b"}"
+    tail = b',"name":' + dumps_strict(flow.name) + b',"cat":' + dumps_strict(flow.cat) + b"},"
+    ends = [(b'{"ph":"s","id":', flow.src, _track_table(flow.src.tracks), flow.src_row),
+            (b'{"ph":"f","bp":"e","id":', flow.dst, _track_table(flow.dst.tracks), flow.dst_row)]
     for lo in range(0, len(flow), chunk):
         hi = min(lo + chunk, len(flow))
-        s_rows, d_rows = flow.src_row[lo:hi], flow.dst_row[lo:hi]
         ids = int_text(np.arange(first_id + lo, first_id + hi, dtype=np.int64))
         rows = _Rows(hi - lo)
-        rows.add(b'{"ph":"s","id":')
-        rows.add(ids)
-        rows.add(b",")
-        rows.add(src_tracks[src.track[s_rows]])
-        rows.add(b',"ts":')
-        rows.add(*time_text(src.start_ns[s_rows]))
-        rows.add(tail + b',{"ph":"f","bp":"e","id":')
-        rows.add(ids)
-        rows.add(b",")
-        rows.add(dst_tracks[dst.track[d_rows]])
-        rows.add(b',"ts":')
-        rows.add(*time_text(dst.start_ns[d_rows]))
-        rows.add(tail + b",")
+        for head, block, tracks, block_rows in ends:
+            r = block_rows[lo:hi]
+            rows.add(head)
+            rows.add(ids)
+            rows.add(b",")
+            rows.add(tracks[block.track[r]])
+            rows.add(b',"ts":')
+            rows.add(*time_text(block.start_ns[r]))
+            rows.add(tail)
         yield rows.matrix()
 
 
