@@ -62,12 +62,14 @@ class ArgColumn:
     present: np.ndarray | None = None
     table: list[str] | None = None
 
-    def row_values(self, lo: int = 0, hi: int | None = None) -> list:
-        """The values of rows `lo:hi` as Python values."""
-        vals = self.values[lo:hi]
-        if self.table is not None:
-            return list(map(self.table.__getitem__, vals.tolist()))
-        return vals.tolist() if isinstance(vals, np.ndarray) else list(vals)
+    def values_at(self, rows: slice | np.ndarray) -> list:
+        """The values of `rows` (a slice, or an int array of row indexes) as Python values."""
+        v = self.values
+        if isinstance(v, np.ndarray):
+            vals = v[rows].tolist()
+        else:
+            vals = v[rows] if isinstance(rows, slice) else [v[r] for r in rows.tolist()]
+        return vals if self.table is None else list(map(self.table.__getitem__, vals))
 
 
 @dataclass(slots=True, eq=False)
@@ -97,7 +99,7 @@ class SliceBlock:
         hi = len(self) if hi is None else hi
         out: list[dict] = [{} for _ in range(hi - lo)]
         for col in self.args:
-            vals = col.row_values(lo, hi)
+            vals = col.values_at(slice(lo, hi))
             if col.present is None:
                 for d, v in zip(out, vals):
                     d[col.key] = v

@@ -193,20 +193,15 @@ def _texts(col: ArgColumn, rows: np.ndarray) -> list[str] | None:
     off and on in one run). Same bytes out: the same encoder makes the same text. A string
     column constant over a chunk is set once for it, as `set_chunk` does for numbers."""
     values = col.values
-    if col.table is not None:
-        v = list(map(col.table.__getitem__, values[rows].tolist()))
-    elif isinstance(values, np.ndarray):
+    if col.table is None and isinstance(values, np.ndarray):
         if values.ndim == 2 and values.shape[1] and values.dtype.kind in "iubf":
             text = dumps_strict(values[rows].tolist()).decode()  # "[[1,2],[3,4]]"
             return text[1:-1].replace("],[", "]\0[").split("\0")
-        if values.ndim == 1 and values.dtype.kind == "U":
-            v = values[rows].tolist()
-        else:
+        if values.ndim != 1 or values.dtype.kind != "U":
             return None
-    else:
-        v = [values[r] for r in rows.tolist()]
-        if set(map(type, v)) != {str}:
-            return None
+    v = col.values_at(rows)
+    if col.table is None and not isinstance(values, np.ndarray) and set(map(type, v)) != {str}:
+        return None
     return v if "".join(v).isascii() else [safe_text(x) for x in v]
 
 
@@ -289,12 +284,7 @@ class _BeginTemplate:
                 if v is None:  # JSON values of mixed types: the field is chosen per value
                     self.var_anns.append(ann)
                     self.var_fields.append(None)
-                    col = block.args[c]
-                    row_values = (values[rows].tolist() if isinstance(values, np.ndarray)
-                                  else [values[r] for r in rows.tolist()])
-                    if col.table is not None:
-                        row_values = list(map(col.table.__getitem__, row_values))
-                    var_cols.append([_value_field(v) for v in row_values])
+                    var_cols.append([_value_field(v) for v in block.args[c].values_at(rows)])
                     continue
                 f = "string_value"
                 if v.count(v[0]) == len(v):
