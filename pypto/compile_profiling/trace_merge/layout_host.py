@@ -96,7 +96,6 @@ def add_run_log(b: TimelineBuilder, cp: CapturePlan, warnings: list[str]) -> Non
     that run (placed by `place`), or left out with a warning when nothing places them."""
     log, hc = cp.capture.run_log, cp.host
     rows = b.host_rows
-    host = None if hc.offset_ns == 0 else f"{cp.label} host"
     added = dev = 0
     dev_lanes: dict[int, Track] = {}
     for sp in log.spans:
@@ -106,9 +105,7 @@ def add_run_log(b: TimelineBuilder, cp: CapturePlan, warnings: list[str]) -> Non
         if sp.hid is not None:
             args["hid"] = sp.hid
         args.update(sp.attrs)
-        proc = b.process(f"Simpler host (pid {sp.pid})", os_pid=sp.pid,
-                         host=host if host else _compile_host(b, sp.pid),
-                         args={"os_pid": sp.pid, "source": log.path, "alignment": hc.how})
+        proc = _simpler_host(b, cp, sp.pid, log.path)
         if sp.device_clock:
             if cp.device_wall_offset_ns is None:
                 continue
@@ -151,12 +148,9 @@ def add_host_phases(b: TimelineBuilder, cp: CapturePlan, warnings: list[str]) ->
     hc = cp.host
     path = cp.capture.files.host_phase_records
     rows = b.host_rows
-    host = None if hc.offset_ns == 0 else f"{cp.label} host"
     n = 0
     for batch in cp.capture.host_phases:
-        proc = b.process(f"Simpler host (pid {batch.pid})", os_pid=batch.pid,
-                         host=host if host else _compile_host(b, batch.pid),
-                         args={"os_pid": batch.pid, "source": path, "alignment": hc.how})
+        proc = _simpler_host(b, cp, batch.pid, path)
         base = {"pid": batch.pid} if batch.inv is None else {"pid": batch.pid, "inv": batch.inv}
         for phase, start, end, tid, detail in zip(
                 batch.phase, (batch.start_ns + hc.offset_ns).tolist(),
@@ -176,6 +170,16 @@ def add_host_phases(b: TimelineBuilder, cp: CapturePlan, warnings: list[str]) ->
     b.summary.append(f"{path}: {n} host phases; {hc.how}")
     b.sources.append({"path": path, "kind": "host_phase_records", "alignment": hc.how,
                       "offset_ns": hc.offset_ns})
+
+
+def _simpler_host(b: TimelineBuilder, cp: CapturePlan, os_pid: int, source: str):
+    """The Simpler host process `os_pid` of this capture's run, the same one for its run log
+    and its host phase records: on the host of the compile process with that pid (else the
+    reference host) when the run's clock needed no offset, else on "<label> host"."""
+    hc = cp.host
+    host = f"{cp.label} host" if hc.offset_ns else _compile_host(b, os_pid)
+    return b.process(f"Simpler host (pid {os_pid})", os_pid=os_pid, host=host,
+                     args={"os_pid": os_pid, "source": source, "alignment": hc.how})
 
 
 def _compile_host(b: TimelineBuilder, os_pid: int) -> str | None:
