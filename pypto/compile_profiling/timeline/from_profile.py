@@ -10,7 +10,7 @@ import numpy as np
 
 from pypto.compile_profiling.chrome_trace import CLOCK_NAME, placed_stages
 from pypto.compile_profiling.timeline import write_timeline
-from pypto.compile_profiling.timeline.model import Process, SliceBlock, Timeline, Track
+from pypto.compile_profiling.timeline.model import Process, SliceBlock, Timeline, Track, intern
 
 __all__ = ["profile_to_timeline", "write_profile_perfetto"]
 
@@ -33,14 +33,12 @@ def profile_to_timeline(profiler) -> Timeline:
     for i, cat in enumerate(placed.cat):
         by_cat.setdefault(cat, []).append(i)
     for cat, rows in by_cat.items():
-        names: dict[str, int] = {}
-        name_ix = np.array([names.setdefault(placed.name[i], len(names)) for i in rows],
-                           dtype=np.int32)
+        names, name_ix = intern([placed.name[i] for i in rows])
         track_ix = np.array([index[(placed.pid[i], placed.tid[i])] for i in rows],
                             dtype=np.int32)
         start = np.array([placed.start_ns[i] for i in rows], dtype=np.int64)
         end = np.array([placed.end_ns[i] for i in rows], dtype=np.int64)
-        tl.blocks.append(SliceBlock(cat, tl.tracks, track_ix, start, end - start, list(names),
+        tl.blocks.append(SliceBlock(cat, tl.tracks, track_ix, start, end - start, names,
                                     name_ix, [], [placed.args[i] for i in rows]))
     return tl
 

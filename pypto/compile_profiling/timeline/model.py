@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 __all__ = ["ArgColumn", "CounterTrack", "FlowBlock", "Process", "SliceBlock", "SliceRow",
-           "Timeline", "Track"]
+           "Timeline", "Track", "intern"]
 
 
 @dataclass(slots=True, eq=False)
@@ -112,6 +112,15 @@ class SliceBlock:
                 if extra:
                     d.update(extra)
         return out
+
+
+def intern(names: list[str]) -> tuple[list[str], np.ndarray]:
+    """`names` as a `SliceBlock`'s (names, name): each distinct string once, in first-seen
+    order, and the int32 index of each row's."""
+    table: dict[str, int] = {}
+    ix = np.fromiter((table.setdefault(s, len(table)) for s in names), dtype=np.int32,
+                     count=len(names))
+    return list(table), ix
 
 
 @dataclass(frozen=True, slots=True)

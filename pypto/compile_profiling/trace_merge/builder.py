@@ -7,8 +7,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from pypto.compile_profiling.timeline.model import Process, SliceBlock, Timeline, Track
 from pypto.compile_profiling.trace_merge.place import CapturePlan, DeviceClock, Plan
 
@@ -121,14 +119,6 @@ class TimelineBuilder:
         tr = Track(self.ids.fresh(), proc, name, sort_index, None)
         self.tl.tracks.append(tr)
         return tr
-
-
-def intern(names: list[str]) -> tuple[list[str], np.ndarray]:
-    table: dict[str, int] = {}
-    ix = np.fromiter((table.setdefault(s, len(table)) for s in names), dtype=np.int32,
-                     count=len(names))
-    return list(table), ix
-
 
 
 def device_args(cp: CapturePlan, dev: DeviceClock, source: str) -> dict:

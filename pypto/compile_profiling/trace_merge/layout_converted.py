@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from pypto.compile_profiling.timeline.model import CounterTrack, FlowBlock, SliceBlock
-from pypto.compile_profiling.trace_merge.builder import SEP, TimelineBuilder, device_args, intern
+from pypto.compile_profiling.timeline.model import CounterTrack, FlowBlock, SliceBlock, intern
+from pypto.compile_profiling.trace_merge.builder import SEP, TimelineBuilder, device_args
 from pypto.compile_profiling.trace_merge.lanes import sublanes
 from pypto.compile_profiling.trace_merge.place import CapturePlan
 

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from pypto.compile_profiling.timeline.model import SliceBlock, Track
+from pypto.compile_profiling.timeline.model import SliceBlock, Track, intern
 from pypto.compile_profiling.trace_merge.builder import (
     CLOCK,
     KERNEL_CODEGEN_PREFIX,
     TimelineBuilder,
-    intern,
 )
 from pypto.compile_profiling.trace_merge.lanes import sublanes
 from pypto.compile_profiling.trace_merge.place import CapturePlan, HostClock
