@@ -674,6 +674,9 @@ def _split_point(timeline: Timeline, jobs: list) -> int:
     value (fitted to the per-track times of the 100k bench). Counting flow ends balanced the
     two processes of the 100k write (the child had run 0.7-1 s longer): 4.08-4.38 -> 3.31-3.33
     s wall, 2 runs each."""
+    n_rows = timeline.slice_count + sum(len(c.ts_ns) for c in timeline.counters)
+    if n_rows < SPLIT_MIN_ROWS or len(jobs) < 2:
+        return len(jobs)
     flow_ends = {id(b): 0 for b in timeline.blocks}
     for f in timeline.flows:
         flow_ends[id(f.src)] += len(f)
@@ -686,9 +689,6 @@ def _split_point(timeline: Timeline, jobs: list) -> int:
             cost.append(0.75 * len(obj.ts_ns))
         else:
             cost.append(sum(len(rows) * per_row[b] for b, rows in parts))
-    rows = timeline.slice_count + sum(len(c.ts_ns) for c in timeline.counters)
-    if rows < SPLIT_MIN_ROWS or len(jobs) < 2:
-        return len(jobs)
     half = np.cumsum(cost) <= sum(cost) / 2
     return min(max(int(half.sum()), 1), len(jobs) - 1)
 
