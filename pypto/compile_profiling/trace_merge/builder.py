@@ -52,6 +52,15 @@ class _HostRows:
     cat: list[str] = field(default_factory=list)
     args: list[dict | None] = field(default_factory=list)
 
+    def add(self, track: Track, start: int, end: int, name: str, cat: str,
+            args: dict | None) -> None:
+        self.track.append(track)
+        self.start.append(start)
+        self.end.append(end)
+        self.name.append(name)
+        self.cat.append(cat)
+        self.args.append(args)
+
 
 class TimelineBuilder:
     """Processes and tracks with final ids and names, in display order."""

@@ -43,12 +43,8 @@ def add_compile_trace(b: TimelineBuilder, ct: CompileTrace, hc: HostClock) -> No
     for i in range(len(ct.name)):
         if ct.name[i].startswith(KERNEL_CODEGEN_PREFIX):
             b.codegen_rows.append(len(rows.start))
-        rows.track.append(tracks[(ct.pid[i], ct.tid[i])])
-        rows.start.append(ct.start_ns[i] + off)
-        rows.end.append(ct.end_ns[i] + off)
-        rows.name.append(ct.name[i])
-        rows.cat.append(ct.cat[i])
-        rows.args.append(ct.args[i])
+        rows.add(tracks[(ct.pid[i], ct.tid[i])], ct.start_ns[i] + off, ct.end_ns[i] + off,
+                 ct.name[i], ct.cat[i], ct.args[i])
     b.summary.append(f"{ct.path}: compile trace, {len(ct.name)} slices in {len(procs)} "
                      f"process(es); {hc.how}")
     b.sources.append({"path": ct.path, "kind": "compile_trace", "alignment": hc.how,
@@ -77,12 +73,8 @@ def add_report(b: TimelineBuilder, rp) -> None:
         stack[-1] = (it, t + dur, limit)
         if st.name.startswith(KERNEL_CODEGEN_PREFIX):
             b.codegen_rows.append(len(rows.start))
-        rows.track.append(track)
-        rows.start.append(round(t))
-        rows.end.append(round(t + dur))
-        rows.name.append(st.name)
-        rows.cat.append("compile")
-        rows.args.append({"seconds": st.seconds, "estimated": True})
+        rows.add(track, round(t), round(t + dur), st.name, "compile",
+                 {"seconds": st.seconds, "estimated": True})
         stack.append((iter(st.children), t, t + dur))
     b.summary.append(f"{rp.report.path}: compile profile (durations only), "
                      f"{len(rows.start) - n0} stages; ESTIMATED, {rp.how}")
@@ -119,12 +111,7 @@ def add_run_log(b: TimelineBuilder, cp: CapturePlan, warnings: list[str]) -> Non
             track = b.thread(proc, sp.tid, f"thread {sp.tid}", 0)
             start = sp.ts_ns + hc.offset_ns
             added += 1
-        rows.track.append(track)
-        rows.start.append(start)
-        rows.end.append(start + sp.dur_ns)
-        rows.name.append(sp.name)
-        rows.cat.append("simpler_host")
-        rows.args.append(args)
+        rows.add(track, start, start + sp.dur_ns, sp.name, "simpler_host", args)
     skipped = sum(1 for sp in log.spans if sp.device_clock) - dev
     extra = f", {dev} clk=dev spans on the run's device-clock lane ({_wall_label(cp)})" if dev \
         else ""
@@ -155,13 +142,9 @@ def add_host_phases(b: TimelineBuilder, cp: CapturePlan, warnings: list[str]) ->
                 batch.phase, (batch.start_ns + hc.offset_ns).tolist(),
                 (batch.end_ns + hc.offset_ns).tolist(), batch.tid.tolist(), batch.detail):
             tid = batch.pid if tid < 0 else tid
-            rows.track.append(b.thread(proc, tid, f"thread {tid}", 0))
-            rows.start.append(start)
-            rows.end.append(end)
-            rows.name.append(phase)
-            rows.cat.append("simpler_host_phase")
-            rows.args.append({**base, "tid": tid, "detail": detail} if detail is not None
-                             else {**base, "tid": tid})
+            rows.add(b.thread(proc, tid, f"thread {tid}", 0), start, end, phase,
+                     "simpler_host_phase", {**base, "tid": tid, "detail": detail}
+                     if detail is not None else {**base, "tid": tid})
             n += 1
     dropped = sum(batch.dropped for batch in cp.capture.host_phases)
     if dropped:
