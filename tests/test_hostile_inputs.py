@@ -684,6 +684,11 @@ def _as_user_without_root_powers():
     except KeyError:
         pytest.skip("running as root and there is no user nobody to drop to")
     # what the merge imports lazily, imported while the installation is still readable
+    import pypto.compile_profiling.timeline.json_rows
+    import pypto.compile_profiling.timeline.write_json
+    import pypto.compile_profiling.trace_merge.layout
+    import pypto.compile_profiling.trace_merge.read_inputs
+    import pypto.compile_profiling.trace_merge.views  # noqa: F401
 
     groups = os.getgroups()
     os.setgroups([])
