@@ -635,7 +635,7 @@ def test_garbage_input_is_rejected_after_reading_its_start_only(sources):
 def test_fifo_swapped_in_after_the_check_does_not_block(tmp_path, monkeypatch):
     """The stat before the open saw a regular file; a FIFO is there when it is opened:
     the open does not wait for a writer and the file is refused."""
-    from pypto.compile_profiling import input_files
+    from pypto.compile_profiling.foundation import input_files
     from pypto.errors import TraceInputError
 
     regular = tmp_path / "regular.json"
@@ -649,7 +649,7 @@ def test_fifo_swapped_in_after_the_check_does_not_block(tmp_path, monkeypatch):
 
 
 def test_file_bigger_than_memory_is_refused_before_reading(tmp_path, monkeypatch):
-    from pypto.compile_profiling import input_files
+    from pypto.compile_profiling.foundation import input_files
     from pypto.errors import TraceInputError
 
     p = tmp_path / "deps.json"
@@ -796,7 +796,7 @@ def test_output_that_is_not_a_regular_file_is_refused(sources, kind):
 
 def test_atomic_writes_refuse_special_files_for_every_writer(tmp_path):
     """The reports and traces written by the profiler go through the same check."""
-    from pypto.compile_profiling.atomic_io import atomic_write_text
+    from pypto.compile_profiling.foundation.atomic_io import atomic_write_text
     from pypto.errors import OutputPathError
 
     fifo = tmp_path / "pipeline_profile.txt"

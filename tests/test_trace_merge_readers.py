@@ -15,7 +15,7 @@ import orjson
 import pytest
 from simpler_fixtures import CASES, FIXTURES
 
-from pypto.compile_profiling.input_files import read_input_bytes
+from pypto.compile_profiling.foundation.input_files import read_input_bytes
 from pypto.compile_profiling.trace_merge import read_simpler as rs
 from pypto.compile_profiling.trace_merge.clock_alignment import build_clock_mapping
 from pypto.compile_profiling.trace_merge.json_pieces import SEP_OBJECTS, SEP_ROWS, JsonPieces

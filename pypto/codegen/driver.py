@@ -16,7 +16,7 @@ from pypto.codegen.kernel_cpp import cpp_kernel_source
 from pypto.codegen.kernel_numpy import numpy_kernel_source
 from pypto.codegen.orchestration import cpp_orchestration_source, python_orchestration_source
 from pypto.compile_profiling import CompileProfiler, get_active_profiler
-from pypto.compile_profiling.atomic_io import atomic_write_text
+from pypto.compile_profiling.foundation.atomic_io import atomic_write_text
 from pypto.errors import CompileError
 from pypto.ir.nodes import Function, Program
 

@@ -21,8 +21,8 @@ from itertools import compress, repeat
 from typing import TYPE_CHECKING
 
 import pypto
-from pypto.compile_profiling.atomic_io import atomic_writer
-from pypto.compile_profiling.safe_json import dumps
+from pypto.compile_profiling.foundation.atomic_io import atomic_writer
+from pypto.compile_profiling.foundation.safe_json import dumps
 
 if TYPE_CHECKING:
     from pypto.compile_profiling.profiler import CompileProfiler, StageRecord
@@ -57,7 +57,8 @@ def _settle(prof: CompileProfiler, stages: list[StageRecord] | None):
     """-> (plain profile or None, stages or None, total seconds). Without `stages`, a profile
     with nothing to settle is read as columns from the thread logs
     (`stage_tree.plain_profile`); otherwise the stage tree is built."""
-    from pypto.compile_profiling.stage_tree import gc_paused, plain_profile
+    from pypto.compile_profiling.foundation.gc_pause import gc_paused
+    from pypto.compile_profiling.stage_tree import plain_profile
 
     plain = None
     if stages is None:
@@ -442,7 +443,7 @@ def profile_trace(prof: CompileProfiler) -> dict:
 def write_chrome_trace(prof: CompileProfiler, path: str | os.PathLike,
                        stages: list[StageRecord] | None = None) -> None:
     """Stream the trace to `path` atomically (temp file beside it, then rename)."""
-    from pypto.compile_profiling.stage_tree import gc_paused
+    from pypto.compile_profiling.foundation.gc_pause import gc_paused
 
     with gc_paused(), atomic_writer(path, "w", errors="backslashreplace") as f:
         write_trace_to(f, prof, stages)

@@ -233,7 +233,7 @@ def _main(argv: list[str] | None, state: dict) -> int:
 def _merge(args, state: dict, server) -> int:
     to_stdout = args.output == "-"
     logging.basicConfig(level=logging.ERROR, format="%(message)s")
-    from pypto.compile_profiling.atomic_io import check_output_path
+    from pypto.compile_profiling.foundation.atomic_io import check_output_path
     from pypto.compile_profiling.timeline import format_for_path, write_timeline
     from pypto.compile_profiling.trace_merge import merge_traces
 

@@ -146,7 +146,7 @@ def write_output(path: str, text: str, inputs: list[str]) -> None:
     if path is None or path == "-":
         sys.stdout.write(text)
         return
-    from pypto.compile_profiling.atomic_io import atomic_write_bytes
+    from pypto.compile_profiling.foundation.atomic_io import atomic_write_bytes
 
     try:
         st = os.stat(path)

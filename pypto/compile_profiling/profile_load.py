@@ -21,7 +21,7 @@ import math
 import os
 from pathlib import Path
 
-from pypto.compile_profiling.input_files import load_json_input
+from pypto.compile_profiling.foundation.input_files import load_json_input
 from pypto.compile_profiling.profile_model import Profile, Stage
 from pypto.errors import TraceInputError
 

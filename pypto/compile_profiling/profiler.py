@@ -602,7 +602,7 @@ class CompileProfiler:
 
     def to_json(self, path: str | os.PathLike | None = None, indent: int | None = 2) -> str:
         """The profile as JSON text; also written (atomically) to `path` when given."""
-        from pypto.compile_profiling.atomic_io import atomic_write_text
+        from pypto.compile_profiling.foundation.atomic_io import atomic_write_text
         from pypto.compile_profiling.report import json_text
 
         text = json_text(self.to_dict(), indent=indent)

@@ -15,10 +15,10 @@ import time
 from typing import TYPE_CHECKING, Any
 
 import pypto
-from pypto.compile_profiling.atomic_io import replace_file_set
+from pypto.compile_profiling.foundation.atomic_io import replace_file_set
+from pypto.compile_profiling.foundation.safe_json import dumps
 from pypto.compile_profiling.profile_model import Profile, stages_from_records
 from pypto.compile_profiling.profile_view import UNACCOUNTED, Row, unaccounted_ns, view_rows
-from pypto.compile_profiling.safe_json import dumps
 
 if TYPE_CHECKING:
     from pypto.compile_profiling.profiler import CompileProfiler, StageRecord
@@ -166,7 +166,7 @@ def write_report(prof: CompileProfiler, report_dir: str | os.PathLike) -> None:
     """Write the summary, the JSON tree and `trace.json` into `report_dir`, all or nothing:
     the directory holds the previous complete set or the new one (`replace_file_set`)."""
     from pypto.compile_profiling.chrome_trace import write_trace_to
-    from pypto.compile_profiling.stage_tree import gc_paused
+    from pypto.compile_profiling.foundation.gc_pause import gc_paused
 
     with gc_paused():
         stages = prof.stages

@@ -23,14 +23,12 @@ well-known stage names when the caller gave none. Nothing here recurses, so any 
 from __future__ import annotations
 
 import bisect
-import contextlib
-import gc
 import operator
 from collections import deque
-from collections.abc import Iterator
 from itertools import compress, pairwise, repeat
 from typing import TYPE_CHECKING
 
+from pypto.compile_profiling.foundation.gc_pause import gc_paused
 from pypto.compile_profiling.profiler import (
     GLOBAL_REF,
     NO_PARENT,
@@ -71,25 +69,6 @@ def build_stage_tree(prof: CompileProfiler, logs: list[_ThreadLog],
     given) receives `global ref (log.base + position) -> StageRecord`."""
     with gc_paused():
         return _TreeBuilder(prof, logs).build(records)
-
-
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """Hold the cyclic garbage collector while stage trees, reports and traces are built.
-
-    What they allocate is acyclic, so the collector has nothing to find there, but hundreds
-    of thousands of new records and event strings trigger many full passes over them:
-    building and writing the trace of 200,000 stages took 5.3-6.3 s with the collector
-    running and 3.4-4.8 s held (same host; the workload of bench_overhead.py's export).
-    For the ~80 stages of a 64-kernel compile it makes no measurable difference.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 _TOP = -2  # parent index: top-level (bound where nothing was open, or another profiler's)

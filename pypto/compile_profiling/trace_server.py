@@ -73,7 +73,7 @@ class _OpenTrace:
     """The trace's open file descriptor, size and URL path."""
 
     def __init__(self, path: str | os.PathLike) -> None:
-        from pypto.compile_profiling.input_files import open_regular_fd
+        from pypto.compile_profiling.foundation.input_files import open_regular_fd
 
         fd = open_regular_fd(path)
         self.fd, self.size, self.path = fd, os.fstat(fd).st_size, str(path)

@@ -104,7 +104,7 @@ class DumpInstrument(PassInstrument):
         self.index = 0
 
     def _write(self, label: str, program: Program) -> None:
-        from pypto.compile_profiling.atomic_io import atomic_write_text
+        from pypto.compile_profiling.foundation.atomic_io import atomic_write_text
 
         os.makedirs(self.dump_dir, exist_ok=True)
         path = os.path.join(self.dump_dir, f"{self.index:02d}_{label}.txt")

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from pypto.compile_profiling import CompileProfiler, get_active_profiler
-from pypto.compile_profiling.atomic_io import atomic_writer, ensure_dir
+from pypto.compile_profiling.foundation.atomic_io import atomic_writer, ensure_dir
 from pypto.compile_profiling.report_location import log_report_location
 from pypto.errors import PyptoError, RuntimeConfigError
 from pypto.runtime.config import RunConfig, RunResult

@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pypto.compile_profiling.atomic_io import atomic_writer, ensure_dir
+from pypto.compile_profiling.foundation.atomic_io import atomic_writer, ensure_dir
 from pypto.runtime.device import DeviceRun
 from pypto.runtime.device_clock import clock_anchors_block
 from pypto.runtime.task_graph import kernel_ids_slots, simpler_dtype

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from pypto.compile_profiling.stage_tree import gc_paused
+from pypto.compile_profiling.foundation.gc_pause import gc_paused
 from pypto.compile_profiling.timeline.model import (
     ArgColumn,
     CounterTrack,

@@ -36,8 +36,8 @@ from typing import BinaryIO
 import numpy as np
 import orjson
 
-from pypto.compile_profiling.atomic_io import atomic_writer
-from pypto.compile_profiling.safe_json import clean_text as safe_text
+from pypto.compile_profiling.foundation.atomic_io import atomic_writer
+from pypto.compile_profiling.foundation.safe_json import clean_text as safe_text
 from pypto.compile_profiling.timeline.model import (
     CounterTrack,
     FlowBlock,

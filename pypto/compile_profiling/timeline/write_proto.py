@@ -59,7 +59,7 @@ from typing import BinaryIO, Self
 import numpy as np
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
-from pypto.compile_profiling.atomic_io import atomic_writer, temp_beside
+from pypto.compile_profiling.foundation.atomic_io import atomic_writer, temp_beside
 from pypto.compile_profiling.timeline.model import (
     ArgColumn,
     CounterTrack,

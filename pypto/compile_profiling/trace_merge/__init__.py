@@ -17,7 +17,7 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from pypto.compile_profiling.stage_tree import gc_paused
+from pypto.compile_profiling.foundation.gc_pause import gc_paused
 from pypto.compile_profiling.timeline.model import Timeline
 
 __all__ = ["MergeResult", "merge_traces"]

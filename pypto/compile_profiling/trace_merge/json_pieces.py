@@ -30,7 +30,7 @@ from typing import BinaryIO
 
 import msgspec
 
-from pypto.compile_profiling.safe_json import clean_text as safe_str
+from pypto.compile_profiling.foundation.safe_json import clean_text as safe_str
 from pypto.errors import TraceInputError
 
 __all__ = ["SEP_OBJECTS", "SEP_ROWS", "JsonPieces", "safe_str", "safe_strings",

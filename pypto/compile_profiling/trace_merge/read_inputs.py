@@ -18,7 +18,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pypto.compile_profiling.input_files import (
+from pypto.compile_profiling.foundation.input_files import (
     load_json_input,
     refuse_output_among_inputs,
     stat_input,

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pypto.compile_profiling.input_files import open_input
+from pypto.compile_profiling.foundation.input_files import open_input
 from pypto.compile_profiling.trace_merge import simpler_schema as schema
 from pypto.compile_profiling.trace_merge.json_pieces import JsonPieces, safe_str
 from pypto.errors import TraceInputError

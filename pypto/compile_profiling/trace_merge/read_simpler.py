@@ -46,7 +46,7 @@ from pathlib import Path
 import msgspec
 import numpy as np
 
-from pypto.compile_profiling.input_files import (
+from pypto.compile_profiling.foundation.input_files import (
     check_input_dir,
     entry_is_dir,
     list_input_dir,

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
 
-from pypto.compile_profiling.input_files import special_kind
+from pypto.compile_profiling.foundation.input_files import special_kind
 from pypto.errors import OutputPathError, ProfileWriteError
 
 log = logging.getLogger(__name__)
