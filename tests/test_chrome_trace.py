@@ -12,7 +12,7 @@ from decimal import Decimal
 
 import pypto
 from pypto.compile_profiling import CompileProfiler, StageRecord, bind_to_current
-from pypto.compile_profiling.profile_model import walk
+from pypto.compile_profiling.profile_data.model import walk
 
 WORKERS = 2
 

@@ -17,14 +17,14 @@ from pathlib import Path
 import pytest
 
 from pypto.compile_profiling import CompileProfiler, StageRecord
-from pypto.compile_profiling.profile_model import walk
+from pypto.compile_profiling.profile_data.model import walk
 
 REPO = Path(__file__).resolve().parent.parent
 PROFILER_FILE = str(REPO / "pypto" / "compile_profiling" / "profiler.py")
 
 
 def records_of(stages):
-    """Every stage record of the tree (profile_model.walk, without depth and parent)."""
+    """Every stage record of the tree (profile_data.model.walk, without depth and parent)."""
     return [rec for rec, _, _ in walk(stages)]
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pypto.compile_profiling.profile_model import Profile, walk
+from pypto.compile_profiling.profile_data.model import Profile, walk
 from pypto.errors import TraceInputError
 
 KERNEL_STAGE_PREFIX = "kernel_codegen:"

@@ -192,8 +192,8 @@ def _is_input(path: str, inputs: list[str]) -> bool:
 # --------------------------------------------------------------------------- commands
 
 def _show(args) -> int:
-    from pypto.compile_profiling.profile_load import load_profile
-    from pypto.compile_profiling.profile_view import slowest_stages, view_dict, view_rows
+    from pypto.compile_profiling.profile_data.load import load_profile
+    from pypto.compile_profiling.profile_data.view import slowest_stages, view_dict, view_rows
     from pypto.compile_profiling.report import fmt_time, format_profile_summary
 
     profile = load_profile(args.path)
@@ -225,7 +225,7 @@ def split_diff_runs(argv: list[str]) -> tuple[list[str], list[str] | None]:
 
 def _diff(args, new_paths: list[str] | None) -> int:
     from pypto.compile_profiling.profile_diff import diff_profiles, format_diff
-    from pypto.compile_profiling.profile_load import load_runs
+    from pypto.compile_profiling.profile_data.load import load_runs
 
     if new_paths is None:
         if len(args.runs) != 2:
@@ -245,7 +245,7 @@ def _diff(args, new_paths: list[str] | None) -> int:
 def _work_dir_kernels(profile, path: str):
     """The kernel table of a work dir, or None when it has no device outputs."""
     from pypto.compile_profiling.kernel_costs import load_work_dir_kernels
-    from pypto.compile_profiling.profile_load import DFX_DIR
+    from pypto.compile_profiling.profile_data.load import DFX_DIR
 
     if profile.work_dir is None or not os.path.isdir(os.path.join(profile.work_dir, DFX_DIR)):
         return None, []
@@ -254,7 +254,7 @@ def _work_dir_kernels(profile, path: str):
 
 def _html(args) -> int:
     from pypto.compile_profiling.profile_html import profile_html
-    from pypto.compile_profiling.profile_load import load_profile
+    from pypto.compile_profiling.profile_data.load import load_profile
 
     profile = load_profile(args.path)
     kernels, notes = _work_dir_kernels(profile, args.path)
@@ -266,7 +266,7 @@ def _html(args) -> int:
 
 def _has_captures(path: str) -> bool:
     """A work dir's `dfx_outputs/`, or a capture directory itself (flat or `rank<r>/`)."""
-    from pypto.compile_profiling.profile_load import DFX_DIR
+    from pypto.compile_profiling.profile_data.load import DFX_DIR
     from pypto.compile_profiling.trace_merge.read_simpler import RECORD_FILE_NAMES
 
     if os.path.isdir(os.path.join(path, DFX_DIR)):
@@ -282,7 +282,7 @@ def _kernels(args) -> int:
         kernel_rows,
         work_dir_device_costs,
     )
-    from pypto.compile_profiling.profile_load import DFX_DIR, is_profile_location, load_profile
+    from pypto.compile_profiling.profile_data.load import DFX_DIR, is_profile_location, load_profile
 
     path = args.work_dir
     if is_profile_location(path):
@@ -338,7 +338,7 @@ def serve_trace(server, *, open_browser: bool = True, timeout_s: float | None = 
 
 
 def _open(args) -> int:
-    from pypto.compile_profiling.profile_load import trace_for
+    from pypto.compile_profiling.profile_data.load import trace_for
     from pypto.compile_profiling.trace_server import TraceServer
 
     trace = trace_for(args.trace)

@@ -13,8 +13,8 @@ import json
 import statistics
 from dataclasses import dataclass
 
-from pypto.compile_profiling.profile_model import Profile
-from pypto.compile_profiling.profile_view import view_rows
+from pypto.compile_profiling.profile_data.model import Profile
+from pypto.compile_profiling.profile_data.view import view_rows
 from pypto.compile_profiling.report import fmt_time
 
 DEFAULT_THRESHOLD_PCT = 10.0

@@ -14,8 +14,8 @@ import json
 import math
 
 from pypto.compile_profiling.kernel_costs import KernelRow, format_kernels
-from pypto.compile_profiling.profile_model import Profile, Stage, walk
-from pypto.compile_profiling.profile_view import (
+from pypto.compile_profiling.profile_data.model import Profile, Stage, walk
+from pypto.compile_profiling.profile_data.view import (
     UNACCOUNTED,
     self_ns,
     unaccounted_ns,

@@ -4,7 +4,7 @@ The JSON keeps upstream's structure (`total_seconds`, nested `stages` of
 `name`/`seconds`/`children`) and only adds fields; `schema_version` says which fields (the
 JSON Schema is docs/pipeline_profile.schema.json). The text adds to upstream's columns the
 self time of each stage, folded families of repeated stages and an "(unaccounted)" row (see
-`profile_view`).
+`profile_data.view`).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 import pypto
 from pypto.compile_profiling.foundation.atomic_io import replace_file_set
 from pypto.compile_profiling.foundation.safe_json import dumps
-from pypto.compile_profiling.profile_model import Profile, stages_from_records
-from pypto.compile_profiling.profile_view import UNACCOUNTED, Row, unaccounted_ns, view_rows
+from pypto.compile_profiling.profile_data.model import Profile, stages_from_records
+from pypto.compile_profiling.profile_data.view import UNACCOUNTED, Row, unaccounted_ns, view_rows
 
 if TYPE_CHECKING:
     from pypto.compile_profiling.profiler import CompileProfiler, StageRecord

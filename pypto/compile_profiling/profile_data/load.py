@@ -22,7 +22,7 @@ import os
 from pathlib import Path
 
 from pypto.compile_profiling.foundation.input_files import load_json_input
-from pypto.compile_profiling.profile_model import Profile, Stage
+from pypto.compile_profiling.profile_data.model import Profile, Stage
 from pypto.errors import TraceInputError
 
 REPORT_JSON = "pipeline_profile.json"

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from pypto.compile_profiling.profile_model import Profile, Stage, walk
+from pypto.compile_profiling.profile_data.model import Profile, Stage, walk
 
 FOLD_MIN = 2  # siblings of one family fold from this many on
 UNACCOUNTED = "(unaccounted)"
