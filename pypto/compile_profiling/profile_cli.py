@@ -224,8 +224,8 @@ def split_diff_runs(argv: list[str]) -> tuple[list[str], list[str] | None]:
 
 
 def _diff(args, new_paths: list[str] | None) -> int:
-    from pypto.compile_profiling.profile_diff import diff_profiles, format_diff
     from pypto.compile_profiling.profile_data.load import load_runs
+    from pypto.compile_profiling.profile_diff import diff_profiles, format_diff
 
     if new_paths is None:
         if len(args.runs) != 2:
@@ -253,8 +253,8 @@ def _work_dir_kernels(profile, path: str):
 
 
 def _html(args) -> int:
-    from pypto.compile_profiling.profile_html import profile_html
     from pypto.compile_profiling.profile_data.load import load_profile
+    from pypto.compile_profiling.profile_html import profile_html
 
     profile = load_profile(args.path)
     kernels, notes = _work_dir_kernels(profile, args.path)
