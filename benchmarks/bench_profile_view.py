@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.pop("PYPTO_COMPILE_PROFILING", None)
 
 from pypto.compile_profiling import CompileProfiler
-from pypto.compile_profiling.profile_cli import main as profile_cli
+from pypto.compile_profiling.cli.profile import main as profile_cli
 
 
 def build(stage_count: int) -> CompileProfiler:

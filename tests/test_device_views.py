@@ -248,7 +248,7 @@ def test_views_and_flows_choose_what_is_drawn():
 
 def test_cli_views_and_flows_options(tmp_path):
     out = tmp_path / "m.json"
-    cmd = [sys.executable, "-m", "pypto.compile_profiling.merge_cli",
+    cmd = [sys.executable, "-m", "pypto.compile_profiling.cli.merge_traces",
            str(FIXTURES / "tmr_vector_example_l4_depgen"), "-o", str(out), "-q"]
     ok = subprocess.run([*cmd, "--views", "worker,setup", "--flows", "none"],
                         check=False, capture_output=True, text=True)

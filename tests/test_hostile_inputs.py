@@ -43,7 +43,7 @@ from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 from merge_inputs import CASES, FIXTURES, compile_trace_around
 
-from pypto.compile_profiling import merge_cli
+from pypto.compile_profiling.cli import merge_traces as merge_cli
 
 REPO = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.skipif(not CASES, reason="no Simpler fixtures on this machine")
@@ -121,9 +121,9 @@ def run_main(*args) -> tuple[int, str]:
 
 
 def run_subprocess(*args, cwd=REPO) -> subprocess.CompletedProcess:
-    """The real command line (`python3 -m pypto.compile_profiling.merge_cli`)."""
+    """The real command line (`python3 -m pypto.compile_profiling.cli.merge_traces`)."""
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    return subprocess.run([sys.executable, "-m", "pypto.compile_profiling.merge_cli",
+    return subprocess.run([sys.executable, "-m", "pypto.compile_profiling.cli.merge_traces",
                            *map(str, args)], capture_output=True, text=True, check=False,
                           cwd=cwd, env=env, timeout=120)
 
@@ -856,7 +856,7 @@ def test_offset_us_must_be_finite(sources, value):
 # then. The child says so by writing to the pipe `argv[1]`, then waits for a signal.
 BLOCKED_CHILD = r"""
 import os, signal, sys
-from pypto.compile_profiling import merge_cli
+from pypto.compile_profiling.cli import merge_traces as merge_cli
 from pypto.compile_profiling.timeline import write_json
 
 ready = int(sys.argv[1])

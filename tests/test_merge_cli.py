@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from merge_inputs import CALIBRATED, CASES, ESTIMATED, FIXTURES, compile_trace_around
 
-from pypto.compile_profiling.merge_cli import main
+from pypto.compile_profiling.cli.merge_traces import main
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = REPO / "tools" / "merge_traces.py"
@@ -81,7 +81,7 @@ def test_estimated_capture_warns_on_stderr_and_format_flag_wins(tmp_path, capsys
 
 def test_module_entry_point_runs_too(tmp_path):
     out = tmp_path / "m.pftrace"
-    r = subprocess.run([sys.executable, "-m", "pypto.compile_profiling.merge_cli",
+    r = subprocess.run([sys.executable, "-m", "pypto.compile_profiling.cli.merge_traces",
                         FIXTURES / CALIBRATED[0], "-o", out, "-q"], capture_output=True, check=False,
                        text=True, cwd=REPO, timeout=120)
     assert r.returncode == 0 and r.stderr == "" and out.stat().st_size > 0
@@ -295,7 +295,7 @@ def test_script_runs_from_a_copy_of_the_checkout_without_install(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     assert json.loads(out.read_text())["traceEvents"]
     imported = [line for line in r.stderr.splitlines() if "/pypto/compile_profiling/" in line]
-    assert any(str(copy / "pypto" / "compile_profiling" / "merge_cli.py") in line
+    assert any(str(copy / "pypto" / "compile_profiling" / "cli" / "merge_traces.py") in line
                for line in imported)
     assert all(str(copy) in line for line in imported), [
         line for line in imported if str(copy) not in line]
@@ -304,7 +304,7 @@ def test_script_runs_from_a_copy_of_the_checkout_without_install(tmp_path):
 def test_progress_is_shown_only_for_slow_steps():
     import io
 
-    from pypto.compile_profiling.merge_cli import PROGRESS_AFTER_S, StepProgress
+    from pypto.compile_profiling.cli.merge_traces import PROGRESS_AFTER_S, StepProgress
 
     made = []
 

@@ -22,7 +22,7 @@ import pytest
 import examples.vector_dag as vdag
 from examples import many_kernels
 from pypto import ir
-from pypto.compile_profiling.profile_cli import main
+from pypto.compile_profiling.cli.profile import main
 from pypto.compile_profiling.profile_data.load import load_profile
 from pypto.compile_profiling.report import PROFILE_SCHEMA_VERSION
 from pypto.runtime import RunConfig, run

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from examples import many_kernels
-from pypto.compile_profiling.profile_cli import main
+from pypto.compile_profiling.cli.profile import main
 from pypto.runtime import RunConfig, run
 
 pytestmark = pytest.mark.perfetto_ui

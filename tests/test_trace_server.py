@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from pypto.compile_profiling import merge_cli, profile_cli
-from pypto.compile_profiling.trace_server import TraceServer
+from pypto.compile_profiling.cli import merge_traces as merge_cli
+from pypto.compile_profiling.cli import profile as profile_cli
+from pypto.compile_profiling.profile_tool.server import TraceServer
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -2,6 +2,6 @@
 
 import sys
 
-from pypto.compile_profiling.profile_cli import main
+from pypto.compile_profiling.cli.profile import main
 
 sys.exit(main())

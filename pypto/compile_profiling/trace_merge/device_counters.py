@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from pypto.compile_profiling.timeline.model import CounterTrack, Process
+from pypto.compile_profiling.trace_merge.kernel_totals import device_kernel_costs
 from pypto.compile_profiling.trace_merge.layout_device import DeviceRows
 from pypto.compile_profiling.trace_merge.place import fmt_ns
 
@@ -92,8 +93,6 @@ def _union(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def kernel_summary(capture, rows: DeviceRows) -> tuple[list[str], list[dict]]:
     """Per kernel: tasks, AICore runs, core types, total / mean / max device time
     (kernel start to end, from the records' own clock) -> (summary lines, JSON rows)."""
-    from pypto.compile_profiling.kernel_costs import device_kernel_costs
-
     label = rows.label
     costs = sorted(device_kernel_costs(capture, rows.func), key=lambda k: -k.total_ns)
     lines, table = [], []

@@ -60,8 +60,8 @@ def _count(text: str) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    from pypto.compile_profiling.profile_diff import DEFAULT_MIN_MS, DEFAULT_THRESHOLD_PCT
-    from pypto.compile_profiling.trace_server import DEFAULT_PORT, port_number
+    from pypto.compile_profiling.profile_tool.diff import DEFAULT_MIN_MS, DEFAULT_THRESHOLD_PCT
+    from pypto.compile_profiling.profile_tool.perfetto_ui import DEFAULT_PORT, port_number
 
     p = argparse.ArgumentParser(
         prog=PROG, description="Read, compare and picture PyPTO compile profiles.",
@@ -225,7 +225,7 @@ def split_diff_runs(argv: list[str]) -> tuple[list[str], list[str] | None]:
 
 def _diff(args, new_paths: list[str] | None) -> int:
     from pypto.compile_profiling.profile_data.load import load_runs
-    from pypto.compile_profiling.profile_diff import diff_profiles, format_diff
+    from pypto.compile_profiling.profile_tool.diff import diff_profiles, format_diff
 
     if new_paths is None:
         if len(args.runs) != 2:
@@ -244,8 +244,8 @@ def _diff(args, new_paths: list[str] | None) -> int:
 
 def _work_dir_kernels(profile, path: str):
     """The kernel table of a work dir, or None when it has no device outputs."""
-    from pypto.compile_profiling.kernel_costs import load_work_dir_kernels
     from pypto.compile_profiling.profile_data.load import DFX_DIR
+    from pypto.compile_profiling.profile_tool.kernels import load_work_dir_kernels
 
     if profile.work_dir is None or not os.path.isdir(os.path.join(profile.work_dir, DFX_DIR)):
         return None, []
@@ -254,7 +254,7 @@ def _work_dir_kernels(profile, path: str):
 
 def _html(args) -> int:
     from pypto.compile_profiling.profile_data.load import load_profile
-    from pypto.compile_profiling.profile_html import profile_html
+    from pypto.compile_profiling.profile_tool.html import profile_html
 
     profile = load_profile(args.path)
     kernels, notes = _work_dir_kernels(profile, args.path)
@@ -277,12 +277,9 @@ def _has_captures(path: str) -> bool:
 
 
 def _kernels(args) -> int:
-    from pypto.compile_profiling.kernel_costs import (
-        format_kernels,
-        kernel_rows,
-        work_dir_device_costs,
-    )
     from pypto.compile_profiling.profile_data.load import DFX_DIR, is_profile_location, load_profile
+    from pypto.compile_profiling.profile_tool.kernels import format_kernels, kernel_rows
+    from pypto.compile_profiling.trace_merge.kernel_totals import work_dir_device_costs
 
     path = args.work_dir
     if is_profile_location(path):
@@ -339,7 +336,7 @@ def serve_trace(server, *, open_browser: bool = True, timeout_s: float | None = 
 
 def _open(args) -> int:
     from pypto.compile_profiling.profile_data.load import trace_for
-    from pypto.compile_profiling.trace_server import TraceServer
+    from pypto.compile_profiling.profile_tool.server import TraceServer
 
     trace = trace_for(args.trace)
     server = TraceServer(args.port, offline=args.offline)

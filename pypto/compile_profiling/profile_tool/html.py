@@ -13,7 +13,6 @@ import html
 import json
 import math
 
-from pypto.compile_profiling.kernel_costs import KernelRow, format_kernels
 from pypto.compile_profiling.profile_data.model import Profile, Stage, walk
 from pypto.compile_profiling.profile_data.view import (
     UNACCOUNTED,
@@ -21,6 +20,7 @@ from pypto.compile_profiling.profile_data.view import (
     unaccounted_ns,
     view_rows,
 )
+from pypto.compile_profiling.profile_tool.kernels import KernelRow, format_kernels
 from pypto.compile_profiling.report import fmt_time
 
 CHART_WIDTH = 1200

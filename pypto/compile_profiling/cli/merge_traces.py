@@ -23,7 +23,7 @@ import tempfile
 import threading
 import time
 
-from pypto.compile_profiling.trace_server import DEFAULT_PORT, PERFETTO_UI, port_number
+from pypto.compile_profiling.profile_tool.perfetto_ui import DEFAULT_PORT, PERFETTO_UI, port_number
 from pypto.errors import OutputPathError, ProfileWriteError, PyptoError, TraceInputError
 
 PROGRESS_AFTER_S = 2.0
@@ -216,7 +216,7 @@ def _main(argv: list[str] | None, state: dict) -> int:
         parser.error("--open needs an output file, not '-o -'")
     server = None
     if args.open:  # bind the port first: a busy port is found before anything is written
-        from pypto.compile_profiling.trace_server import TraceServer
+        from pypto.compile_profiling.profile_tool.server import TraceServer
 
         try:
             server = TraceServer(args.port)
@@ -286,7 +286,7 @@ def _merge(args, state: dict, server) -> int:
     for w in result.warnings:
         print(f"warning: {w}", file=err)
     if server is not None:  # the same server as `pypto-profile open`
-        from pypto.compile_profiling.profile_cli import serve_trace
+        from pypto.compile_profiling.cli.profile import serve_trace
 
         try:
             server.set_trace(args.output)

