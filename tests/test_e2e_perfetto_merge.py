@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from merge_inputs import CASES, ESTIMATED, FIXTURES, compile_trace_around
 
+from pypto.compile_profiling.profile_timeline import write_profile_perfetto
 from pypto.compile_profiling.timeline import write_timeline
-from pypto.compile_profiling.timeline.from_profile import write_profile_perfetto
 from pypto.compile_profiling.trace_merge import merge_traces
 
 pytestmark = [pytest.mark.perfetto_ui,

@@ -18,8 +18,8 @@ from merge_inputs import (
     kernel_names,
 )
 
+from pypto.compile_profiling.profile_timeline import profile_to_timeline
 from pypto.compile_profiling.timeline import format_for_path, write_timeline
-from pypto.compile_profiling.timeline.from_profile import profile_to_timeline
 from pypto.compile_profiling.trace_merge import merge_traces
 from pypto.errors import ProfileWriteError, TraceInputError
 

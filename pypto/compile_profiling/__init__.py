@@ -21,8 +21,8 @@ from pypto.compile_profiling.profiler import (
 _LAZY = {
     "MergeResult": "trace_merge", "merge_traces": "trace_merge",
     "format_for_path": "timeline", "write_timeline": "timeline",
-    "profile_to_timeline": "timeline.from_profile",
-    "write_profile_perfetto": "timeline.from_profile",
+    "profile_to_timeline": "profile_timeline",
+    "write_profile_perfetto": "profile_timeline",
 }
 
 

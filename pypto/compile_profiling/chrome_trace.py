@@ -25,7 +25,7 @@ from pypto.compile_profiling.foundation.atomic_io import atomic_writer
 from pypto.compile_profiling.foundation.safe_json import dumps
 
 if TYPE_CHECKING:
-    from pypto.compile_profiling.profiler import CompileProfiler, StageRecord
+    from pypto.compile_profiling.stage_record import ProfileSource, StageRecord
     from pypto.compile_profiling.stage_tree import PlainProfile
 
 CLOCK_NAME = "CLOCK_MONOTONIC"
@@ -53,7 +53,7 @@ def us(ns: int) -> str:
     return f"{ns // 1000}.{ns % 1000:03d}"
 
 
-def _settle(prof: CompileProfiler, stages: list[StageRecord] | None):
+def _settle(prof: ProfileSource, stages: list[StageRecord] | None):
     """-> (plain profile or None, stages or None, total seconds). Without `stages`, a profile
     with nothing to settle is read as columns from the thread logs
     (`stage_tree.plain_profile`); otherwise the stage tree is built."""
@@ -63,7 +63,7 @@ def _settle(prof: CompileProfiler, stages: list[StageRecord] | None):
     plain = None
     if stages is None:
         with gc_paused():
-            plain = plain_profile(prof, prof._snapshot())
+            plain = plain_profile(prof.recording())
         if plain is None:
             stages = prof.stages
     if plain is not None:
@@ -71,7 +71,7 @@ def _settle(prof: CompileProfiler, stages: list[StageRecord] | None):
     return None, stages, prof.total_seconds_of(stages)
 
 
-def _other_data(prof: CompileProfiler, total: float, emitter: _EventEmitter) -> dict:
+def _other_data(prof: ProfileSource, total: float, emitter: _EventEmitter) -> dict:
     """`otherData`: the clock, one monotonic/wall anchor, the host, and the lanes' owners."""
     other = {
         "clock": CLOCK_NAME,
@@ -88,7 +88,7 @@ def _other_data(prof: CompileProfiler, total: float, emitter: _EventEmitter) -> 
     return other
 
 
-def _write_trace(prof: CompileProfiler, stages: list[StageRecord] | None, write) -> None:
+def _write_trace(prof: ProfileSource, stages: list[StageRecord] | None, write) -> None:
     """Write the JSON text of the trace through `write(str)` in large pieces."""
     plain, stages, total = _settle(prof, stages)
     emitter = _EventEmitter(write, time.perf_counter_ns(), total)
@@ -324,7 +324,7 @@ _EVENT = '{"ph":"X","name":%s,"cat":%s,"ts":%d.%s,"dur":%d.%s,%s,"args":%s%.0s%s
 _FRAC = [f"{i:03d}" for i in range(1000)]
 
 
-def _display_order(prof: CompileProfiler, emitter: _EventEmitter
+def _display_order(prof: ProfileSource, emitter: _EventEmitter
                    ) -> tuple[list[tuple[int, str]], list[tuple[int, int, str, bool]]]:
     """-> (processes as (pid, name), threads and lanes as (pid, tid, name, is_lane)), each in
     display order: the profiler's process first, the main thread first, each lane right
@@ -347,7 +347,7 @@ def _display_order(prof: CompileProfiler, emitter: _EventEmitter
                        for (pid, tid), (_owner, name, _start, lane, _) in ordered]
 
 
-def _metadata_text(prof: CompileProfiler, emitter: _EventEmitter) -> str:
+def _metadata_text(prof: ProfileSource, emitter: _EventEmitter) -> str:
     """`M` events naming the processes and threads, in display order."""
     processes, threads = _display_order(prof, emitter)
     meta: list[dict] = []
@@ -367,7 +367,7 @@ def _metadata_text(prof: CompileProfiler, emitter: _EventEmitter) -> str:
 @dataclass(slots=True)
 class PlacedStages:
     """The profile's stages exactly as `trace.json` places them, as columns, without the
-    text: what `timeline.from_profile` draws as a `Timeline`. `tid` is the written one (a lane's
+    text: what `profile_timeline` draws as a `Timeline`. `tid` is the written one (a lane's
     is above `LANE_TID_BASE`); `args` as in the trace (path, share_pct, the stage's args,
     failed/error/open/out_of_order/interrupted)."""
 
@@ -398,7 +398,7 @@ def _trace_args(path: str, dur: int, share_base: float, args, error: str | None,
     return out
 
 
-def placed_stages(prof: CompileProfiler) -> PlacedStages:
+def placed_stages(prof: ProfileSource) -> PlacedStages:
     """The stages of `prof` placed as in its `trace.json` (same lanes, clamps and args)."""
     plain, stages, total = _settle(prof, None)
     emitter = _EventEmitter(None, time.perf_counter_ns(), total)
@@ -428,19 +428,19 @@ def placed_stages(prof: CompileProfiler) -> PlacedStages:
     return out
 
 
-def trace_text(prof: CompileProfiler, stages: list[StageRecord] | None = None) -> str:
+def trace_text(prof: ProfileSource, stages: list[StageRecord] | None = None) -> str:
     """The whole trace as one JSON string."""
     pieces: list[str] = []
     _write_trace(prof, stages, pieces.append)
     return "".join(pieces)
 
 
-def profile_trace(prof: CompileProfiler) -> dict:
+def profile_trace(prof: ProfileSource) -> dict:
     """The trace as a dict (`traceEvents`, `displayTimeUnit`, `otherData`)."""
     return json.loads(trace_text(prof))
 
 
-def write_chrome_trace(prof: CompileProfiler, path: str | os.PathLike,
+def write_chrome_trace(prof: ProfileSource, path: str | os.PathLike,
                        stages: list[StageRecord] | None = None) -> None:
     """Stream the trace to `path` atomically (temp file beside it, then rename)."""
     from pypto.compile_profiling.foundation.gc_pause import gc_paused
@@ -449,6 +449,6 @@ def write_chrome_trace(prof: CompileProfiler, path: str | os.PathLike,
         write_trace_to(f, prof, stages)
 
 
-def write_trace_to(f, prof: CompileProfiler, stages: list[StageRecord] | None = None) -> None:
+def write_trace_to(f, prof: ProfileSource, stages: list[StageRecord] | None = None) -> None:
     """Write the trace's text to the open text file `f`."""
     _write_trace(prof, stages, f.write)

@@ -1,7 +1,7 @@
 """The compile profiler: nested, thread- and task-aware stages on the host CLOCK_MONOTONIC clock.
 
 Recording is kept small. Each stage is six plain items in a flat log of its thread (found
-through a thread-local, so the hot path takes no lock; see `_ThreadLog`) and a short-lived
+through a thread-local, so the hot path takes no lock; see `ThreadLog`) and a short-lived
 `LiveStage`, the handle `stage()` yields and `_begin_stage` returns. Which stage a new one
 nests under is the innermost open stage *of the running context*, kept in a `ContextVar`:
 each asyncio task (and anything else run with its own `contextvars.Context`) has its own
@@ -27,8 +27,18 @@ import time
 import warnings
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
+
+from pypto.compile_profiling.stage_log import (
+    GLOBAL_REF,
+    NO_PARENT,
+    TOP_LEVEL,
+    Inserted,
+    Recording,
+    ThreadLog,
+)
+from pypto.compile_profiling.stage_record import StageRecord
+from pypto.compile_profiling.stage_tree import build_stage_tree
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -43,107 +53,6 @@ _FALSE = {"", "0", "false", "no", "off"}
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-@dataclass(slots=True)
-class StageRecord:
-    """One timed stage. `start`/`end` are `time.perf_counter()` seconds; `end == 0` means open.
-
-    The fields after `children` say who ran the stage and on which clock: `start_ns`/`end_ns`
-    are `time.perf_counter_ns()` (Linux CLOCK_MONOTONIC), `pid`/`tid` the OS process and
-    native thread id. `lane` is "" for the thread itself, else the key of a lane under the
-    thread (e.g. "task:3" for an asyncio task) named `lane_name` ("MainThread · Task-3 (main)").
-    `out_of_order`: closed while a stage opened after it in the same context was still open
-    (e.g. by a generator resumed later); `interrupted`: never closed by its own code (an
-    interrupt hit the profiler's bookkeeping, or the code abandoned it), closed by the profiler
-    when its parent or the profile ended.
-    """
-
-    name: str
-    start: float
-    end: float = 0.0
-    children: list[StageRecord] = field(default_factory=list)
-    start_ns: int = 0
-    end_ns: int = 0
-    pid: int = 0
-    tid: int = 0
-    thread_name: str = ""
-    cat: str = ""
-    args: dict | None = None
-    error: str | None = None
-    out_of_order: bool = False
-    interrupted: bool = False
-    lane: str = ""
-    lane_name: str = ""
-
-    def __post_init__(self) -> None:
-        if not self.start_ns and self.start:
-            self.start_ns = round(self.start * 1e9)
-        if not self.end_ns and self.end:
-            self.end_ns = round(self.end * 1e9)
-        if not self.pid:
-            self.pid = os.getpid()
-        if not self.tid:
-            self.tid = threading.get_native_id()
-            self.thread_name = self.thread_name or threading.current_thread().name
-
-    @property
-    def is_open(self) -> bool:
-        return self.end <= 0
-
-    @property
-    def duration(self) -> float:
-        """Seconds; an open stage measures up to now; never negative."""
-        end = self.end if self.end > 0 else time.perf_counter()
-        return max(0.0, end - self.start)
-
-    @property
-    def duration_ns(self) -> int:
-        end = self.end_ns if self.end > 0 else _pc()
-        return max(0, end - self.start_ns)
-
-    def to_dict(self) -> dict[str, Any]:
-        """`{"name", "seconds", "children", ...}`; built without recursion (any depth)."""
-        root = _record_fields(self)
-        stack = [(self, root)]
-        while stack:
-            rec, out = stack.pop()
-            kids = out["children"]
-            for child in rec.children:
-                d = _record_fields(child)
-                kids.append(d)
-                if child.children:
-                    stack.append((child, d))
-        return root
-
-
-def _record_fields(rec: StageRecord) -> dict[str, Any]:
-    is_open = rec.is_open
-    d: dict[str, Any] = {
-        "name": rec.name,
-        "seconds": round(rec.duration, 6),
-        "children": [],
-        "start_ns": rec.start_ns,
-        "end_ns": None if is_open else rec.end_ns,
-        "pid": rec.pid,
-        "tid": rec.tid,
-        "thread_name": rec.thread_name,
-        "cat": rec.cat,
-    }
-    if rec.args:
-        d["args"] = rec.args
-    if rec.error is not None:
-        d["error"] = rec.error
-    if is_open:
-        d["open"] = True
-    if rec.out_of_order:
-        d["out_of_order"] = True
-    if rec.interrupted:
-        d["interrupted"] = True
-    if rec.lane:
-        d["lane"] = rec.lane
-        d["lane_name"] = rec.lane_name
-    return d
-
-
 class LiveStage:
     """One stage as it is recorded: what `with prof.stage(...) as rec` yields and what
     `_begin_stage` returns. It answers like a `StageRecord` (`name`, `start`, `end`,
@@ -154,7 +63,7 @@ class LiveStage:
     collector never tracks), so a long profile does not fill the collector's generations
     with live objects: recording 200,000 stages cost 8.3x the floor per stage with the
     handles kept in the log, 5.5x with tuples (one run of the same loop, loaded host).
-    `ref` is the stage's position in its log (see `_ThreadLog`), `parent` the innermost open
+    `ref` is the stage's position in its log (see `ThreadLog`), `parent` the innermost open
     stage of the same context when this one opened; name, args, start time and error are read
     from the log.
     """
@@ -257,48 +166,11 @@ class LiveStage:
         return f"<LiveStage {self.name!r} {state}>"
 
 
-class _Inserted:
-    """A finished `StageRecord` put into a thread log by `add_stage_record`."""
-
-    __slots__ = ("parent_ref", "record")
-
-    def __init__(self, record: StageRecord, parent_ref: int) -> None:
-        self.record, self.parent_ref = record, parent_ref
-
-
-class _ThreadLog(list):
-    """One thread's stages for one profiler, flat: six consecutive items per stage, in the
-    order the stages opened: `name, args, cat, start_ns, parent, end_ns`.
-
-    A stage's `ref` is the position of its name. `parent` is the parent's position in this
-    log, or its global ref (`log.base + position`, at least `GLOBAL_REF`) in another log, or
-    NO_PARENT/TOP_LEVEL. `end_ns` is 0 until the stage closes, when it is written in place
-    (args given at the close are merged into `args` there). Failures are kept apart in
-    `errors` (ref -> exception type name), records inserted by `add_stage_record` in
-    `inserted`. `tangled` says a stage opened or closed out of this thread's order (while
-    another context's stage was the thread's innermost open one): until then the log nests
-    as a stack, in opening order (what `stage_tree.plain_profile` relies on).
-
-    Plain values, added with one `+=` of a temporary tuple and the end written in place: a
-    kept begin tuple and end tuple per stage (the previous layout) cost more, each tracked by
-    the garbage collector until its first collection: `with prof.stage()` cost 4.0-4.4x the
-    floor with them, 2.9-3.2x with this layout (bench_overhead.py, the two alternated, four
-    runs each, loaded 2-core host).
-    """
-
-    __slots__ = ("base", "errors", "inserted", "lanes", "order", "pending", "pid", "prof",
-                 "tangled", "thread_name", "tid", "top")
-
-
 class _ProfilerTLS(threading.local):
-    log: _ThreadLog | None = None
+    log: ThreadLog | None = None
 
 
 _log_ids = itertools.count(1)
-GLOBAL_REF = 1 << 40  # refs of other logs are `log.base + position`, never below this
-NO_PARENT = -1  # parent: no stage open in this context (an unwrapped pool worker)
-TOP_LEVEL = -2  # parent: bound where nothing was open, or inside another profiler only
-
 # The innermost stage of the running context (any profiler's), or None. Module-level, as the
 # contextvars documentation asks. A closed stage may linger there: the next stage skips up
 # to the nearest open ancestor (cheaper than restoring the variable at every close).
@@ -306,7 +178,7 @@ _open_stage: contextvars.ContextVar[LiveStage | None] = contextvars.ContextVar(
     "pypto_open_stage", default=None)
 _open_get, _open_set = _open_stage.get, _open_stage.set
 
-_ROOT_LOG = _ThreadLog(("(bound root)", None, None, 0, NO_PARENT, 0))
+_ROOT_LOG = ThreadLog(("(bound root)", None, None, 0, NO_PARENT, 0))
 _ROOT_LOG.base, _ROOT_LOG.prof, _ROOT_LOG.lanes, _ROOT_LOG.errors = 0, None, {}, {}
 _BOUND_ROOT = LiveStage()  # what work bound where nothing was open sees as its parent
 _BOUND_ROOT.log, _BOUND_ROOT.parent, _BOUND_ROOT.end_ns, _BOUND_ROOT.ref = _ROOT_LOG, None, 0, 0
@@ -359,11 +231,6 @@ def _note_interleaving(stage: LiveStage) -> None:
     log.lanes[stage.ref] = lane
 
 
-def lane_display_name(thread_name: str, lane_label: str) -> str:
-    """How a lane under a thread is named in traces: "MainThread · Task-3 (main)"."""
-    return f"{thread_name} · {lane_label}"
-
-
 _profilers: weakref.WeakSet = weakref.WeakSet()
 
 
@@ -375,7 +242,7 @@ class CompileProfiler:
 
     def __init__(self) -> None:
         self._tls = _ProfilerTLS()
-        self._logs: list[_ThreadLog] = []
+        self._logs: list[ThreadLog] = []
         self._logs_lock = threading.Lock()
         self._tokens: list[contextvars.Token] = []
         self._total_start: float = 0.0
@@ -500,14 +367,14 @@ class CompileProfiler:
             log = self._register_thread()
         parent = _open_ancestor(_open_get())
         log.inserted.append(
-            _Inserted(record, NO_PARENT if parent is None else _parent_ref(self, parent)))
+            Inserted(record, NO_PARENT if parent is None else _parent_ref(self, parent)))
 
     def set_process_name(self, pid: int, name: str) -> None:
         """Name a process whose stages appear in this profile (e.g. a device child process)."""
         self.process_names[pid] = name
 
-    def _register_thread(self) -> _ThreadLog:
-        log = _ThreadLog()
+    def _register_thread(self) -> ThreadLog:
+        log = ThreadLog()
         log.pid = os.getpid()
         log.tid = threading.get_native_id()
         log.thread_name = threading.current_thread().name
@@ -559,27 +426,22 @@ class CompileProfiler:
         self.process_names.setdefault(self.pid, f"PyPTO compile (fork of {parent_pid})")
 
     # -- results ---------------------------------------------------------------------------
-    def _snapshot(self) -> list[_ThreadLog]:
+    def recording(self) -> Recording:
+        """Every thread's log as it is now, with what the tree builder needs besides."""
         with self._logs_lock:
-            return list(self._logs)
+            logs = list(self._logs)
+        end_ns = round(self._total_end * 1e9) if self._total_end > 0 else None
+        return Recording(logs, self.pid, self._entry_tid, end_ns)
 
     @property
     def stages(self) -> list[StageRecord]:
         """The top-level stages, with children, built from all threads' logs."""
-        from pypto.compile_profiling.stage_tree import build_stage_tree
-
-        return build_stage_tree(self, self._snapshot())
+        return build_stage_tree(self.recording())
 
     def _record_of(self, stage: LiveStage) -> StageRecord:
-        from pypto.compile_profiling.stage_tree import build_stage_tree
-
         found: dict[int, StageRecord] = {}
-        build_stage_tree(self, self._snapshot(), records=found)
+        build_stage_tree(self.recording(), records=found)
         return found[stage.log.base + stage.ref]  # keyed by global ref
-
-    def _end_ns(self) -> int | None:
-        """When the profile ended (the profiler was exited), else None (still running)."""
-        return round(self._total_end * 1e9) if self._total_end > 0 else None
 
     @property
     def total_seconds(self) -> float:
@@ -627,7 +489,7 @@ class CompileProfiler:
 
     def to_perfetto(self, path: str | os.PathLike) -> None:
         """Write the profile as a native Perfetto protobuf trace (`.pftrace`)."""
-        from pypto.compile_profiling.timeline.from_profile import write_profile_perfetto
+        from pypto.compile_profiling.profile_timeline import write_profile_perfetto
 
         write_profile_perfetto(self, path)
 

@@ -21,7 +21,7 @@ from pypto.compile_profiling.profile_data.model import Profile, stages_from_reco
 from pypto.compile_profiling.profile_data.view import UNACCOUNTED, Row, unaccounted_ns, view_rows
 
 if TYPE_CHECKING:
-    from pypto.compile_profiling.profiler import CompileProfiler, StageRecord
+    from pypto.compile_profiling.stage_record import ProfileSource, StageRecord
 
 REPORT_TEXT = "pipeline_profile.txt"
 REPORT_JSON = "pipeline_profile.json"
@@ -31,7 +31,7 @@ TRACE_JSON = "trace.json"
 PROFILE_SCHEMA_VERSION = 1
 
 
-def profile_dict(prof: CompileProfiler, stages: list[StageRecord]) -> dict[str, Any]:
+def profile_dict(prof: ProfileSource, stages: list[StageRecord]) -> dict[str, Any]:
     """`{"total_seconds", "stages": [...]}` plus clock and process facts."""
     return {
         "schema_version": PROFILE_SCHEMA_VERSION,
@@ -162,7 +162,7 @@ def json_text(data: dict[str, Any], indent: int | None = 2) -> str:
     return format_profile_json(data, " " * indent)[:-1]
 
 
-def write_report(prof: CompileProfiler, report_dir: str | os.PathLike) -> None:
+def write_report(prof: ProfileSource, report_dir: str | os.PathLike) -> None:
     """Write the summary, the JSON tree and `trace.json` into `report_dir`, all or nothing:
     the directory holds the previous complete set or the new one (`replace_file_set`)."""
     from pypto.compile_profiling.chrome_trace import write_trace_to

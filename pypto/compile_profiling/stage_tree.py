@@ -26,19 +26,10 @@ import bisect
 import operator
 from collections import deque
 from itertools import compress, pairwise, repeat
-from typing import TYPE_CHECKING
 
 from pypto.compile_profiling.foundation.gc_pause import gc_paused
-from pypto.compile_profiling.profiler import (
-    GLOBAL_REF,
-    NO_PARENT,
-    StageRecord,
-    _ThreadLog,
-    lane_display_name,
-)
-
-if TYPE_CHECKING:
-    from pypto.compile_profiling.profiler import CompileProfiler
+from pypto.compile_profiling.stage_log import GLOBAL_REF, NO_PARENT, Recording, ThreadLog
+from pypto.compile_profiling.stage_record import StageRecord, lane_display_name
 
 _FIXED_CATS = {
     "compile": "compile",
@@ -63,12 +54,12 @@ def infer_category(name: str, parent: StageRecord | None) -> str:
     return "user"
 
 
-def build_stage_tree(prof: CompileProfiler, logs: list[_ThreadLog],
+def build_stage_tree(recording: Recording,
                      records: dict[int, StageRecord] | None = None) -> list[StageRecord]:
     """Top-level StageRecords (with children) from every thread's log; `records` (when
     given) receives `global ref (log.base + position) -> StageRecord`."""
     with gc_paused():
-        return _TreeBuilder(prof, logs).build(records)
+        return _TreeBuilder(recording).build(records)
 
 
 _TOP = -2  # parent index: top-level (bound where nothing was open, or another profiler's)
@@ -78,10 +69,10 @@ class _TreeBuilder:
     """Works on parallel lists indexed by opening order (records, parent index), so that
     200,000 stages cost a few passes over lists rather than dictionaries keyed by id()."""
 
-    def __init__(self, prof: CompileProfiler, logs: list[_ThreadLog]) -> None:
-        self.prof = prof
-        self.logs = logs
-        self.end_ns = prof._end_ns()
+    def __init__(self, recording: Recording) -> None:
+        self.recording = recording
+        self.logs = recording.logs
+        self.end_ns = recording.end_ns
 
     def build(self, records: dict[int, StageRecord] | None) -> list[StageRecord]:
         recs, parent_ix, inserted = self._records(records)
@@ -131,7 +122,7 @@ class _TreeBuilder:
     def _adopt_unbound(self, recs, parent_ix, inserted) -> None:
         """Top-level stages of threads other than the entering one go under the innermost
         stage of the entering thread open when they started (upstream's nesting)."""
-        entry_tid, pid = self.prof._entry_tid, self.prof.pid
+        entry_tid, pid = self.recording.entry_tid, self.recording.pid
         orphans = [i for i, p in enumerate(parent_ix)
                    if p == NO_PARENT and (recs[i].tid != entry_tid or recs[i].pid != pid)]
         for i in orphans:
@@ -284,11 +275,11 @@ class PlainProfile:
         return [_Span(self.starts[i], self.ends[i]) for i in self.roots]
 
 
-def plain_profile(prof: CompileProfiler, logs: list[_ThreadLog]) -> PlainProfile | None:
+def plain_profile(recording: Recording) -> PlainProfile | None:
     """The profile as a `PlainProfile`, or None when the stage tree has anything to settle
     (then build it with `build_stage_tree`)."""
-    entry_tid, pid = prof._entry_tid, prof.pid
-    segments: list[tuple[int, int, int, int, _ThreadLog, list]] = []
+    logs, entry_tid, pid = recording.logs, recording.entry_tid, recording.pid
+    segments: list[tuple[int, int, int, int, ThreadLog, list]] = []
     for order, log in enumerate(logs):
         if log.tangled or log.inserted or log.lanes:
             return None

@@ -1,7 +1,7 @@
 """The columnar timeline model (`model`) and its exporters: Chrome JSON (`write_json`, rows
 made by `json_rows`) and native Perfetto protobuf (`write_proto`). The merge
-(`trace_merge`) lays its inputs out as a `Timeline`; a compile profile becomes one straight
-from its stages (`from_profile`), without the merge.
+(`trace_merge`) lays its inputs out as a `Timeline`, and so does a compile profile
+(`pypto.compile_profiling.profile_timeline`); nothing here imports either.
 
     write_timeline(timeline, "merged.pftrace")      # or .json / .json.gz
 """

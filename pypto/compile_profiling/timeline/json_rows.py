@@ -25,6 +25,7 @@ from collections.abc import Iterator
 import numpy as np
 import orjson
 
+from pypto.compile_profiling.timeline.json_values import dumps_strict
 from pypto.compile_profiling.timeline.model import (
     ArgColumn,
     CounterTrack,
@@ -32,7 +33,6 @@ from pypto.compile_profiling.timeline.model import (
     SliceBlock,
     Track,
 )
-from pypto.compile_profiling.timeline.write_json import dumps_strict
 
 __all__ = ["block_supported", "counter_rows", "counter_supported", "flow_rows", "slice_rows"]
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 __all__ = ["ArgColumn", "CounterTrack", "FlowBlock", "Process", "SliceBlock", "SliceRow",
-           "Timeline", "Track", "intern"]
+           "Timeline", "Track", "intern", "other_data"]
 
 
 @dataclass(slots=True, eq=False)
@@ -203,3 +203,12 @@ class Timeline:
             for i, (t, s, d, k) in enumerate(zip(block.track.tolist(), block.start_ns.tolist(),
                                                  block.dur_ns.tolist(), block.name.tolist())):
                 yield SliceRow(tracks[t], names[k], s, d, block.cat, args[i], block, i)
+
+
+def other_data(timeline: Timeline) -> dict:
+    """`timeline.metadata` plus what each process is (pid, name, real pid, estimated, args)."""
+    other = dict(timeline.metadata)
+    other["processes"] = [{"pid": p.pid, "name": p.name, "os_pid": p.os_pid,
+                           "estimated": p.estimated, "args": p.args}
+                          for p in timeline.processes]
+    return other

@@ -15,11 +15,8 @@ the exact decimal (three digits after the point at most) while |ns| < 2**52 (abo
 of uptime); beyond that, a chunk's time points are written as exact decimal text
 (`orjson.Fragment`). `json_rows` writes the exact decimal, shortest form, always.
 
-Text safety: output is always strict JSON. Data orjson refuses (lone surrogates, integers
-beyond 64 bits, nesting deeper than it allows, keys that are not strings) makes the chunk be
-encoded again from a cleaned copy (`json_safe`): bad text is backslash-escaped, too-big
-integers and too-deep values become their repr. NaN and infinities are written as null
-(orjson's own rule); objects JSON cannot hold become their repr.
+Text safety: output is always strict JSON (`json_values.dumps_strict`): a chunk orjson
+refuses is encoded again from a cleaned copy.
 """
 
 from __future__ import annotations
@@ -28,7 +25,6 @@ import collections
 import gzip
 import logging
 import os
-import reprlib
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import BinaryIO
@@ -37,17 +33,17 @@ import numpy as np
 import orjson
 
 from pypto.compile_profiling.foundation.atomic_io import atomic_writer
-from pypto.compile_profiling.foundation.safe_json import clean_text as safe_text
+from pypto.compile_profiling.timeline.json_values import dumps_strict
 from pypto.compile_profiling.timeline.model import (
     CounterTrack,
     FlowBlock,
     SliceBlock,
     Timeline,
+    other_data,
 )
 from pypto.errors import ProfileWriteError
 
-__all__ = ["CHUNK_ROWS", "dumps_strict", "json_safe", "other_data", "safe_text",
-           "write_chrome_json"]
+__all__ = ["CHUNK_ROWS", "write_chrome_json"]
 
 log = logging.getLogger(__name__)
 
@@ -56,60 +52,7 @@ CHUNK_ROWS = 16384  # rows turned into events and encoded at a time
 # default) took 2.06 s for 11.2 MB, level 1 0.52 s for 14.9 MB (bench_exporters timeline)
 GZIP_LEVEL = 3
 
-_OPTIONS = orjson.OPT_SERIALIZE_NUMPY
 _EXACT_FLOAT_NS = 1 << 52  # below this, ns / 1000 prints as the exact decimal
-_MAX_DEPTH = 200  # orjson refuses nesting deeper than 254 levels
-_INT_MIN, _UINT_MAX = -(1 << 63), (1 << 64) - 1
-
-
-# ------------------------------------------------------------------ strict JSON, whatever the data
-
-def _repr(v) -> str:
-    """`repr(v)`, bounded (reprlib) when the value is too deep for plain `repr`."""
-    try:
-        return repr(v)
-    except RecursionError:
-        return reprlib.repr(v)
-    except Exception as e:  # noqa: BLE001 - a broken __repr__ must not stop the export
-        return f"<{type(v).__name__}: repr failed: {type(e).__name__}>"
-
-
-def json_safe(v, depth: int = 0):
-    """A copy of `v` that orjson can always encode as strict JSON (see the module doc)."""
-    t = type(v)
-    if isinstance(v, str):
-        return safe_text(str(v))
-    if v is None or t is bool or t is float or isinstance(v, orjson.Fragment):
-        return v  # orjson writes NaN/inf as null
-    if isinstance(v, int):
-        return int(v) if _INT_MIN <= v <= _UINT_MAX else str(v)
-    if isinstance(v, float):
-        return float(v)
-    if isinstance(v, np.generic):
-        return json_safe(v.item(), depth)
-    if depth >= _MAX_DEPTH:
-        return safe_text(_repr(v))
-    if isinstance(v, dict):
-        return {safe_text(k if type(k) is str else str(k)): json_safe(x, depth + 1)
-                for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [json_safe(x, depth + 1) for x in v]
-    if isinstance(v, np.ndarray):
-        return json_safe(v.tolist(), depth)
-    return safe_text(_repr(v))
-
-
-def _default(v):
-    """orjson's hook for types it does not know: their repr (as JSON text)."""
-    return _repr(v)
-
-
-def dumps_strict(obj) -> bytes:
-    """`orjson.dumps(obj)`, or of its cleaned copy if orjson refuses it: always strict JSON."""
-    try:
-        return orjson.dumps(obj, default=_default, option=_OPTIONS)
-    except orjson.JSONEncodeError:
-        return orjson.dumps(json_safe(obj), default=_default, option=_OPTIONS)
 
 
 # ------------------------------------------------------------------ events
@@ -196,15 +139,6 @@ def _metadata_events(timeline: Timeline) -> list[dict]:
         events.append({"ph": "M", "name": "thread_sort_index", "pid": t.process.pid,
                        "tid": t.tid, "args": {"sort_index": t.sort_index}})
     return events
-
-
-def other_data(timeline: Timeline) -> dict:
-    """`timeline.metadata` plus what each process is (pid, name, real pid, estimated, args)."""
-    other = dict(timeline.metadata)
-    other["processes"] = [{"pid": p.pid, "name": p.name, "os_pid": p.os_pid,
-                           "estimated": p.estimated, "args": p.args}
-                          for p in timeline.processes]
-    return other
 
 
 def _event_texts(timeline: Timeline, columnar: bool) -> Iterator[bytes | np.ndarray]:

@@ -60,14 +60,15 @@ import numpy as np
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 from pypto.compile_profiling.foundation.atomic_io import atomic_writer, temp_beside
+from pypto.compile_profiling.timeline.json_values import dumps_strict, safe_text
 from pypto.compile_profiling.timeline.model import (
     ArgColumn,
     CounterTrack,
     SliceBlock,
     Timeline,
     Track,
+    other_data,
 )
-from pypto.compile_profiling.timeline.write_json import dumps_strict, other_data, safe_text
 from pypto.errors import ProfileWriteError
 
 __all__ = ["PACKETS_PER_BATCH", "ROWS_PER_CHUNK", "SPLIT_MIN_ROWS", "write_perfetto_trace"]
