@@ -14,7 +14,7 @@ import pytest
 
 from pypto.compile_profiling.cli import merge_traces as merge_cli
 from pypto.compile_profiling.cli import profile as profile_cli
-from pypto.compile_profiling.profile_tool.server import TraceServer
+from pypto.compile_profiling.viewer.server import TraceServer
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -23,7 +23,7 @@ import tempfile
 import threading
 import time
 
-from pypto.compile_profiling.profile_tool.perfetto_ui import DEFAULT_PORT, PERFETTO_UI, port_number
+from pypto.compile_profiling.viewer.perfetto_ui import DEFAULT_PORT, PERFETTO_UI, port_number
 from pypto.errors import OutputPathError, ProfileWriteError, PyptoError, TraceInputError
 
 PROGRESS_AFTER_S = 2.0
@@ -216,7 +216,7 @@ def _main(argv: list[str] | None, state: dict) -> int:
         parser.error("--open needs an output file, not '-o -'")
     server = None
     if args.open:  # bind the port first: a busy port is found before anything is written
-        from pypto.compile_profiling.profile_tool.server import TraceServer
+        from pypto.compile_profiling.viewer.server import TraceServer
 
         try:
             server = TraceServer(args.port)

@@ -61,7 +61,7 @@ def _count(text: str) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     from pypto.compile_profiling.profile_tool.diff import DEFAULT_MIN_MS, DEFAULT_THRESHOLD_PCT
-    from pypto.compile_profiling.profile_tool.perfetto_ui import DEFAULT_PORT, port_number
+    from pypto.compile_profiling.viewer.perfetto_ui import DEFAULT_PORT, port_number
 
     p = argparse.ArgumentParser(
         prog=PROG, description="Read, compare and picture PyPTO compile profiles.",
@@ -336,7 +336,7 @@ def serve_trace(server, *, open_browser: bool = True, timeout_s: float | None = 
 
 def _open(args) -> int:
     from pypto.compile_profiling.profile_data.load import trace_for
-    from pypto.compile_profiling.profile_tool.server import TraceServer
+    from pypto.compile_profiling.viewer.server import TraceServer
 
     trace = trace_for(args.trace)
     server = TraceServer(args.port, offline=args.offline)

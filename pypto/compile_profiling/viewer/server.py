@@ -26,7 +26,7 @@ import threading
 import urllib.parse
 from pathlib import Path
 
-from pypto.compile_profiling.profile_tool.perfetto_ui import DEFAULT_PORT, PERFETTO_UI, VIEWER_EXTRA
+from pypto.compile_profiling.viewer.perfetto_ui import DEFAULT_PORT, PERFETTO_UI, VIEWER_EXTRA
 from pypto.errors import ProfileWriteError
 
 log = logging.getLogger(__name__)
