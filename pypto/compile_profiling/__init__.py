@@ -2,23 +2,22 @@
 
 Opt in with `PYPTO_COMPILE_PROFILING=1`, `ir.compile(..., profiling=True)`,
 `with CompileProfiler() as prof:`, or `RunConfig(compile_profiling=True)`.
+
+The package holds the profiler core (`profiler`, `stage_tree`, `report`, `chrome_trace`,
+`profile_timeline`) and, one subpackage per job, `foundation/` (safe inputs and outputs),
+`profile_data/` (a profile as a read-only model), `timeline/` (the columnar timeline and its
+writers), `trace_merge/` (compile traces and Simpler captures on one clock), `profile_tool/`,
+`viewer/` and `cli/` (the two commands). See docs/DESIGN.md.
 """
 
-from pypto.compile_profiling.profiler import (
-    ENV_DIR_VAR,
-    ENV_VAR,
-    CompileProfiler,
-    StageRecord,
-    bind_to_current,
-    default_profile_dir,
-    get_active_profiler,
-    refresh_from_environment,
-)
-
-# The merge and the timeline exporters pull in NumPy, msgspec, protobuf and the Simpler
-# readers: each name is loaded from its module on first use, so that importing the profiler
-# (done by every `@pl.program`) stays cheap.
+# Every name is loaded from its module on first use: the merge, which lives in this package,
+# then loads none of the profiler, and the profiler (asked for by every `@pl.program`) none
+# of the merge's NumPy, msgspec and protobuf.
 _LAZY = {
+    "ENV_DIR_VAR": "profiler", "ENV_VAR": "profiler", "CompileProfiler": "profiler",
+    "StageRecord": "profiler", "bind_to_current": "profiler",
+    "default_profile_dir": "profiler", "get_active_profiler": "profiler",
+    "refresh_from_environment": "profiler",
     "MergeResult": "trace_merge", "merge_traces": "trace_merge",
     "format_for_path": "timeline", "write_timeline": "timeline",
     "profile_to_timeline": "profile_timeline",
@@ -31,11 +30,13 @@ def __getattr__(name: str):
     if module is not None:
         import importlib
 
-        return getattr(importlib.import_module(f"pypto.compile_profiling.{module}"), name)
+        value = getattr(importlib.import_module(f"pypto.compile_profiling.{module}"), name)
+        globals()[name] = value  # found directly from now on
+        return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = [  # the profiler's names and the lazily loaded ones (_LAZY)
+__all__ = [  # the names of _LAZY
     "ENV_DIR_VAR",
     "ENV_VAR",
     "CompileProfiler",

@@ -25,7 +25,8 @@ from pypto.compile_profiling.foundation.atomic_io import atomic_writer
 from pypto.compile_profiling.foundation.safe_json import dumps
 
 if TYPE_CHECKING:
-    from pypto.compile_profiling.stage_record import ProfileSource, StageRecord
+    from pypto.compile_profiling.stage_log import ProfileSource
+    from pypto.compile_profiling.stage_record import StageRecord
     from pypto.compile_profiling.stage_tree import PlainProfile
 
 CLOCK_NAME = "CLOCK_MONOTONIC"

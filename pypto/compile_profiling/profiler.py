@@ -512,6 +512,10 @@ def bind_to_current(fn: F) -> F:
 # -- the process-wide profiler driven by the environment --------------------------------------
 
 _process_profiler: CompileProfiler | None = None
+# True until PYPTO_COMPILE_PROFILING has been read: it is read at the first
+# `get_active_profiler()`, as upstream, so a program that imports us but never compiles (a
+# merge, a test collector) makes no profile and writes none at exit.
+_environment_unread = True
 _process_lock = threading.Lock()
 _warned_values: set[str] = set()
 
@@ -532,8 +536,9 @@ def _env_enabled() -> bool:
 
 def _process_profiler_from_environment() -> CompileProfiler | None:
     """Create (once) or drop the process-wide profiler as PYPTO_COMPILE_PROFILING says."""
-    global _process_profiler
+    global _process_profiler, _environment_unread
     with _process_lock:
+        _environment_unread = False
         if _env_enabled():
             if _process_profiler is None:
                 _process_profiler = CompileProfiler()
@@ -545,7 +550,8 @@ def _process_profiler_from_environment() -> CompileProfiler | None:
 
 
 def refresh_from_environment() -> CompileProfiler | None:
-    """Read PYPTO_COMPILE_PROFILING again (it is read once, at import).
+    """Read PYPTO_COMPILE_PROFILING again (it is read once, at the first
+    `get_active_profiler()`).
 
     Applies to every thread at once: turning it on makes the process-wide profiler the
     default of all threads, turning it off stops them all recording into it (and nothing is
@@ -598,11 +604,12 @@ def _after_fork_in_child() -> None:
     global _process_lock, _process_profiler, _forked_from
     _process_lock = threading.Lock()
     parent_profiler = _process_profiler
-    parent_pid = parent_profiler.pid if parent_profiler is not None else None
+    # Even a parent that had not read the environment yet: a child that reads it later
+    # writes beside the parent's directory, never into it.
+    _forked_from = os.getppid()
     for prof in list(_profilers):
         prof._after_fork_in_child()
     if parent_profiler is not None:
-        _forked_from = parent_pid
         _process_profiler = None
         _process_profiler_from_environment()
     _open_set(None)  # the parent's open stages are not the child's
@@ -620,13 +627,15 @@ _active_get = _active.get
 
 def get_active_profiler() -> CompileProfiler | None:
     """The explicit profiler of this thread/context if any, else the process-wide one
-    (PYPTO_COMPILE_PROFILING on), else None. Asked at every stage boundary: one C-level
-    `ContextVar.get()` and one global read, so `refresh_from_environment()` reaches every
-    thread at once."""
+    (PYPTO_COMPILE_PROFILING on; created at the first call, as upstream), else None. Asked
+    at every stage boundary: one C-level `ContextVar.get()` and two global reads, so
+    `refresh_from_environment()` reaches every thread at once."""
     prof = _active_get()
-    return _process_profiler if prof is None else prof
+    if prof is not None:
+        return prof
+    if _environment_unread:
+        return _process_profiler_from_environment()
+    return _process_profiler
 
 
 CompileProfiler.current = staticmethod(get_active_profiler)  # type: ignore[assignment]
-
-_process_profiler_from_environment()

@@ -21,7 +21,8 @@ from pypto.compile_profiling.profile_data.model import Profile, stages_from_reco
 from pypto.compile_profiling.profile_data.view import UNACCOUNTED, Row, unaccounted_ns, view_rows
 
 if TYPE_CHECKING:
-    from pypto.compile_profiling.stage_record import ProfileSource, StageRecord
+    from pypto.compile_profiling.stage_log import ProfileSource
+    from pypto.compile_profiling.stage_record import StageRecord
 
 REPORT_TEXT = "pipeline_profile.txt"
 REPORT_JSON = "pipeline_profile.json"

@@ -1,14 +1,14 @@
 """How stages are recorded: one flat log per thread (`ThreadLog`), the refs that tie a
-stage to its parent across logs, and a `Recording` (every log of a profile with the facts
-the tree builder needs). Written by `profiler`, read by `stage_tree`."""
+stage to its parent across logs, a `Recording` (every log of a profile with the facts the
+tree builder needs), and what an exporter reads of a profile (`ProfileSource`). Written by
+`profiler`, read by `stage_tree` and the exporters."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from pypto.compile_profiling.stage_record import StageRecord
+from pypto.compile_profiling.stage_record import StageRecord
 
 GLOBAL_REF = 1 << 40  # refs of other logs are `log.base + position`, never below this
 NO_PARENT = -1  # parent: no stage open in this context (an unwrapped pool worker)
@@ -58,3 +58,18 @@ class Recording:
     pid: int
     entry_tid: int
     end_ns: int | None
+
+
+class ProfileSource(Protocol):
+    """What the exporters (`report`, `chrome_trace`, `profile_timeline`) read of a profile;
+    `CompileProfiler` is one."""
+
+    pid: int
+    process_names: dict[int, str]
+
+    @property
+    def stages(self) -> list[StageRecord]: ...
+
+    def total_seconds_of(self, stages: list[StageRecord] | None) -> float: ...
+
+    def recording(self) -> Recording: ...

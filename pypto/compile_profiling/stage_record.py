@@ -1,6 +1,6 @@
-"""What a recorded stage is once the tree is built (`StageRecord`, upstream's type), and
-what an exporter needs of a profile (`ProfileSource`): the floor the profiler and its
-reports, traces and tree builder share, so none of them imports the profiler."""
+"""What a recorded stage is once the tree is built: `StageRecord`, upstream's type, on the
+floor the profiler, its tree builder, reports and traces share, so none of them imports the
+profiler."""
 
 from __future__ import annotations
 
@@ -8,10 +8,7 @@ import os
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
-
-if TYPE_CHECKING:
-    from pypto.compile_profiling.stage_log import Recording
+from typing import Any
 
 _pc = time.perf_counter_ns
 
@@ -120,18 +117,3 @@ def _record_fields(rec: StageRecord) -> dict[str, Any]:
 def lane_display_name(thread_name: str, lane_label: str) -> str:
     """How a lane under a thread is named in traces: "MainThread · Task-3 (main)"."""
     return f"{thread_name} · {lane_label}"
-
-
-class ProfileSource(Protocol):
-    """What the exporters (`report`, `chrome_trace`, `profile_timeline`) read of a profile;
-    `CompileProfiler` is one."""
-
-    pid: int
-    process_names: dict[int, str]
-
-    @property
-    def stages(self) -> list[StageRecord]: ...
-
-    def total_seconds_of(self, stages: list[StageRecord] | None) -> float: ...
-
-    def recording(self) -> Recording: ...

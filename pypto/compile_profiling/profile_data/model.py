@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from pypto.compile_profiling.profiler import StageRecord
+    from pypto.compile_profiling.stage_record import StageRecord
 
 
 @dataclass(slots=True)
