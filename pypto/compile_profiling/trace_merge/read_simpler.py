@@ -4,9 +4,9 @@ columns out.
 `discover_captures(path)` finds the leaves (a flat `dfx_outputs/` or each `rank<r>/d<k>/`)
 and `read_capture(files)` reads and checks every file of one leaf into a `Capture`:
 records (`chip_swimlane_records.json`, older `l2_swimlane_records.json`), `deps.json`,
-`name_map_*.json`, `dispatch_program.json`, `merged_swimlane*.json` (Simpler's converted
-trace), the run log and `host_phase_records.jsonl`. `pmu.csv`, `args_dump/` and
-`scope_stats/` are listed, not parsed. Readers do no alignment and no layout.
+`name_map_*.json`, `dispatch_program.json`, `dispatch_identity.json`, `merged_swimlane*.json`
+(Simpler's converted trace), the run log and `host_phase_records.jsonl`. `pmu.csv`,
+`args_dump/` and `scope_stats/` are listed, not parsed. Readers do no alignment and no layout.
 
 Every problem is a `TraceInputError(path, problem)`, the problem naming the JSON path as
 the whole file counts it (`$.tasks[17].kernel_ids[2]: expected int, got str`). The records
@@ -72,9 +72,9 @@ from pypto.errors import TraceInputError
 __all__ = [
     "LISTED_ONLY_NAMES", "RECORD_FILE_NAMES", "Capture", "CaptureFiles", "ConvertedCounter",
     "ConvertedFlow", "ConvertedSlice", "ConvertedTrace",
-    "DepsGraph", "DispatchProgram", "NameMap", "PhaseColumns", "SwimlaneRecords",
+    "DepsGraph", "DispatchIdentity", "DispatchProgram", "NameMap", "PhaseColumns", "SwimlaneRecords",
     "add_loose_file", "discover_captures", "read_capture", "read_converted_trace", "read_deps",
-    "read_dispatch_program", "read_name_map", "read_records",
+    "read_dispatch_identity", "read_dispatch_program", "read_name_map", "read_records",
 ]
 
 log = logging.getLogger(__name__)
@@ -100,6 +100,7 @@ class CaptureFiles:
     run_logs: list[str] = field(default_factory=list)         # host_log*.txt, *.log
     host_phase_records: str | None = None
     dispatch_program: str | None = None
+    dispatch_identity: str | None = None
     listed_only: list[str] = field(default_factory=list)      # pmu.csv, args_dump/, scope_stats/
 
     @property
@@ -129,6 +130,8 @@ def file_kind(name: str) -> str | None:
         return "converted"
     if name == "dispatch_program.json":
         return "dispatch_program"
+    if name == "dispatch_identity.json":
+        return "dispatch_identity"
     if name == "host_phase_records.jsonl":
         return "host_phase_records"
     if (name.startswith("host_log") and name.endswith(".txt")) or name.endswith(".log"):
@@ -141,7 +144,7 @@ def file_kind(name: str) -> str | None:
 def files_of(files: CaptureFiles) -> list[str]:
     """Every file of a capture leaf (what an output must not overwrite)."""
     return [f for f in (files.records, files.deps, files.host_phase_records,
-                        files.dispatch_program, *files.name_maps, *files.converted,
+                        files.dispatch_program, files.dispatch_identity, *files.name_maps, *files.converted,
                         *files.run_logs) if f]
 
 
@@ -150,7 +153,7 @@ def add_loose_file(files: CaptureFiles, kind: str, path: str) -> None:
     if kind == "records":
         if files.records is None or Path(path).name == RECORD_FILE_NAMES[0]:
             files.records = path
-    elif kind in ("deps", "dispatch_program", "host_phase_records"):
+    elif kind in ("deps", "dispatch_program", "dispatch_identity", "host_phase_records"):
         setattr(files, kind, path)
     elif kind == "name_map":
         files.name_maps.append(path)
@@ -684,6 +687,24 @@ def read_dispatch_program(path: str | os.PathLike) -> DispatchProgram:
     return DispatchProgram(str(path), safe_str(dp.program))
 
 
+@dataclass(slots=True, eq=False)
+class DispatchIdentity:
+    """dispatch_identity.json: `key` is the dispatch as the host log's root span names it
+    (run_id, dispatch_id, slot_id, generation), None when the sidecar lacks a part or
+    names a synchronous launch (run_id and dispatch_id 0); `host_pid` the process."""
+
+    path: str
+    key: tuple[int, int, int, int] | None
+    host_pid: int | None
+
+
+def read_dispatch_identity(path: str | os.PathLike) -> DispatchIdentity:
+    d = _small_json(path, schema.DispatchIdentityFile, "dispatch_identity.json")
+    parts = (d.run_id, d.endpoint_dispatch_id, d.pipeline_slot, d.pipeline_generation)
+    key = None if None in parts or parts[0] == parts[1] == 0 else parts
+    return DispatchIdentity(str(path), key, d.host_pid)
+
+
 # --------------------------------------------------------------------------- converted trace
 
 @dataclass(slots=True, eq=False)
@@ -896,6 +917,7 @@ class Capture:
     deps: DepsGraph | None = None
     name_map: NameMap | None = None
     dispatch_program: DispatchProgram | None = None
+    dispatch_identity: DispatchIdentity | None = None
     run_log: RunLog | None = None
     converted: list[ConvertedTrace] = field(default_factory=list)
     host_phases: list[HostPhaseBatch] = field(default_factory=list)
@@ -918,6 +940,8 @@ def read_capture(files: CaptureFiles, *, converted: bool = True) -> Capture:
                                 f"{Path(files.name_maps[0]).name}")
     if files.dispatch_program:
         cap.dispatch_program = read_dispatch_program(files.dispatch_program)
+    if files.dispatch_identity:
+        cap.dispatch_identity = read_dispatch_identity(files.dispatch_identity)
     if files.run_logs:
         cap.run_log = read_run_log(files.run_logs[0])
         if len(files.run_logs) > 1:

@@ -192,6 +192,23 @@ class DispatchProgramFile(Struct):
     program: Annotated[str, Meta(min_length=1)]
 
 
+class DispatchIdentityFile(Struct):
+    """`dispatch_identity.json` beside a distributed leaf's capture (Simpler's ChipWorker
+    sidecar): which dispatch it served. The host log's root `chip.run` span names the same
+    dispatch as `run_id` / `dispatch_id` / `slot_id` / `generation`; here the last three are
+    `endpoint_dispatch_id` / `pipeline_slot` / `pipeline_generation`. `host_pid`: the
+    process that ran it (older sidecars have none). Other keys are not read."""
+
+    schema_version: Int64 | None = None
+    run_id: Count | None = None
+    endpoint_dispatch_id: Count | None = None
+    pipeline_slot: Count | None = None
+    pipeline_generation: Count | None = None
+    host_pid: Count | None = None
+    chip_rank: Count | None = None
+    local_capture_index: Count | None = None
+
+
 class HostPhaseRecord(Struct, gc=False):
     """One record of `host_phase_records.jsonl`."""
 
