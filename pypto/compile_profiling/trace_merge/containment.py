@@ -1,0 +1,318 @@
+"""Span containment (`span_containment_v1`, Simpler's definition): a capture's device cycles
+put on the host clock with no clock calibration, from the host spans that bracket its run.
+
+    chip.run.runner_run                   host CLOCK_MONOTONIC (enqueue through drain)
+      chip.run.runner_run.device_wall     device clock, ts = 0 (the device-phase origin)
+        .orch / .sched / ...              device clock, ns from that origin
+          the capture's records           device counter, absolute cycles
+
+Two unknowns stand between a raw cycle and the host axis, each bounded here:
+
+- the join: the cycle the device-phase origin sits on. Each `device_wall` sub-phase the log
+  carries (`sched`, `orch`) brackets the records of the same stream in the capture, and
+  `device_wall` itself bounds the whole capture's extent; the brackets are intersected (an
+  empty intersection: the two files do not describe one run), the origin is the middle and
+  the width of what remains is the join's `residual`;
+- the placement: the host ns the origin sits on. Everything drawn (records and sub-phases,
+  at least `device_wall` long) lies inside `runner_run`, so the origin lies in
+  `[runner start, runner end - extent]`; an `aicpu_launch` marker (a host-clock point just
+  before the launch) raises the lower end. The block is drawn at the lower end and the
+  width that remains is published as `slack`: the records lie up to that much later.
+
+All arithmetic is exact (`Fraction`): the published offset and slack are integers rounded
+once, so a test can compute them by hand from the log's and the capture's numbers. When
+constraints exclude each other, the weaker one is dropped and named (`Containment.dropped`);
+only an empty join or device work wider than `runner_run` refuses (`NotOneRun`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from pypto.compile_profiling.trace_merge.read_run_log import RunLog, StraceSpan
+
+__all__ = ["METHOD", "RUN_ROOTS", "CaptureWindows", "Containment", "HostWindow", "Join",
+           "NotOneRun", "contain", "host_windows", "join_origin"]
+
+METHOD = "span_containment_v1"
+# The root span of one chip run, today's name first: PyPTO #2465 / Simpler #1877 renamed
+# `simpler_run` to `chip.run`, and Simpler #1210 had renamed `run_prepared` to `simpler_run`.
+RUN_ROOTS = ("chip.run", "simpler_run", "run_prepared")
+RUNNER = ".runner_run"
+DEVICE_WALL = ".runner_run.device_wall"
+AICPU_LAUNCH = ".runner_run.aicpu_launch"
+# The device_wall sub-phases a capture also records, in the order they narrow the join.
+JOIN_PHASES = ("sched", "orch")
+# The dispatch a root span names (all four, else none), as Simpler's `_host_identity`.
+IDENTITY_FIELDS = ("run_id", "dispatch_id", "slot_id", "generation")
+NS_PER_S = 10**9
+
+
+class NotOneRun(Exception):
+    """The log's invocation and the capture cannot describe one run (`detail` says why)."""
+
+    def __init__(self, detail: str):
+        self.detail = detail
+        super().__init__(detail)
+
+
+@dataclass(slots=True, eq=False)
+class HostWindow:
+    """One invocation `(pid, inv)` of a run log: its `runner_run` (host ns), `device_wall`
+    length and sub-phases (device-phase ns), its dispatch identity and launch marker."""
+
+    log: RunLog
+    pid: int
+    inv: int | None
+    root: str                                  # "chip.run" (or an older root name)
+    start_ns: int                              # runner_run, host CLOCK_MONOTONIC
+    dur_ns: int
+    device_wall_ns: int
+    phases: dict[str, tuple[int, int]]         # sub-phase -> (ts, dur), dur > 0 only
+    identity: tuple[int, int, int, int] | None
+    run_epoch: int | None
+    aicpu_launch_ns: int | None
+    launch_problem: str | None                 # why a marker present was not usable
+    spans: list[StraceSpan] = field(default_factory=list)
+
+    @property
+    def end_ns(self) -> int:
+        return self.start_ns + self.dur_ns
+
+    @property
+    def where(self) -> str:
+        inv = "" if self.inv is None else f" inv {self.inv}"
+        return f"pid {self.pid}{inv}"
+
+
+@dataclass(slots=True)
+class CaptureWindows:
+    """A capture's device-clock extent and per-phase windows, in raw units (cycles at
+    `freq_hz`); positive values only, as Simpler reads them (0 means "not stamped")."""
+
+    path: str
+    freq_hz: int
+    extent: tuple[int, int]
+    windows: dict[str, tuple[int, int]]       # "sched" / "orch" -> (first, last)
+
+
+@dataclass(slots=True)
+class Join:
+    """Where the capture's cycles sit on the device-phase timeline: `origin` (cycles) is the
+    cycle of phase time 0, anywhere in `[lo, hi]`."""
+
+    lo: Fraction
+    hi: Fraction
+    sources: tuple[str, ...]
+
+    @property
+    def origin(self) -> Fraction:
+        return (self.lo + self.hi) / 2
+
+
+@dataclass(slots=True)
+class Containment:
+    """One capture placed in one host window (log clock ns; exact)."""
+
+    window: HostWindow
+    capture: CaptureWindows
+    join: Join
+    head_ns: Fraction            # phase instant the block starts at (<= 0)
+    extent_ns: Fraction          # device time that must fit in runner_run
+    place_lo_ns: Fraction        # host ns of `head`: the placement drawn
+    place_hi_ns: Fraction
+    outer_slack_ns: Fraction     # before the launch marker and other narrowing
+    constraints: list[str]
+    dropped: list[str]
+
+    @property
+    def slack_ns(self) -> Fraction:
+        return self.place_hi_ns - self.place_lo_ns
+
+    @property
+    def residual_ns(self) -> Fraction:
+        return (self.join.hi - self.join.lo) * NS_PER_S / self.capture.freq_hz
+
+    def phase_offset_ns(self) -> int:
+        """Host ns (log clock) = device-phase ns + this: where the clk=dev spans go."""
+        return round(self.place_lo_ns - self.head_ns)
+
+    def cycle_offset_ns(self) -> int:
+        """Host ns (log clock) = cycles * 1e9 / f + this, rounded once (half to even)."""
+        f = self.capture.freq_hz
+        return round(self.place_lo_ns - self.head_ns - self.join.origin * NS_PER_S / f)
+
+    def metadata(self, host_offset_ns: int = 0) -> dict:
+        """Simpler's `span_containment_v1` fields (host ns moved onto the reference axis)."""
+        w, f = self.window, self.capture.freq_hz
+        out = {"method": METHOD, "outer_span": w.root + RUNNER, "outer_pid": w.pid,
+               "outer_inv": w.inv, "outer_start_ns": w.start_ns + host_offset_ns,
+               "outer_duration_ns": w.dur_ns, "device_wall_ns": w.device_wall_ns,
+               "device_extent_ns": round(self.extent_ns),
+               "outer_slack_ns": round(self.outer_slack_ns), "slack_ns": round(self.slack_ns),
+               "place_lo_ns": round(self.place_lo_ns) + host_offset_ns,
+               "place_hi_ns": round(self.place_hi_ns) + host_offset_ns,
+               "join": {"sources": list(self.join.sources),
+                        "origin_cycles": round(self.join.origin),
+                        "residual_ns": round((self.join.hi - self.join.lo) * NS_PER_S / f)},
+               "run_log": w.log.path}
+        if w.aicpu_launch_ns is not None and not any("aicpu_launch" in d for d in self.dropped):
+            out["aicpu_launch_ns"] = w.aicpu_launch_ns + host_offset_ns
+            out["causal_constraint"] = "aicpu_launch<=device_start"
+        if self.dropped:
+            out["dropped_constraints"] = list(self.dropped)
+        return out
+
+
+# --------------------------------------------------------------------------- host windows
+
+def _root_of(names: dict[str, StraceSpan]) -> str | None:
+    return next((r for r in RUN_ROOTS if r + RUNNER in names), None)
+
+
+def _identity(span: StraceSpan | None) -> tuple[int, int, int, int] | None:
+    """The dispatch the root span names; None when a field is missing or not an integer, or
+    on a synchronous launch (run_id and dispatch_id both 0), as Simpler reads it."""
+    if span is None:
+        return None
+    vals = []
+    for k in IDENTITY_FIELDS:
+        v = span.attrs.get(k, "")
+        if not (v.isascii() and v.isdigit()):
+            return None
+        vals.append(int(v))
+    return None if vals[0] == vals[1] == 0 else tuple(vals)
+
+
+def host_windows(log: RunLog) -> list[HostWindow]:
+    """The log's invocations that launched device work: those with both `runner_run` (host
+    clock) and `device_wall` (clk=dev), in (pid, inv) order."""
+    groups: dict[tuple[int, int | None], dict[str, StraceSpan]] = {}
+    members: dict[tuple[int, int | None], list[StraceSpan]] = {}
+    for sp in log.spans:
+        key = (sp.pid, sp.inv)
+        groups.setdefault(key, {}).setdefault(sp.name, sp)
+        members.setdefault(key, []).append(sp)
+    out = []
+    for key in sorted(groups, key=lambda k: (k[0], -1 if k[1] is None else k[1])):
+        named = groups[key]
+        root = _root_of(named)
+        if root is None:
+            continue
+        runner, wall = named[root + RUNNER], named.get(root + DEVICE_WALL)
+        if runner.device_clock or wall is None or not wall.device_clock:
+            continue
+        prefix = root + DEVICE_WALL + "."
+        phases = {name[len(prefix):]: (sp.ts_ns, sp.dur_ns) for name, sp in named.items()
+                  if name.startswith(prefix) and sp.device_clock and sp.dur_ns > 0
+                  and "." not in name[len(prefix):]}
+        launch, problem = named.get(root + AICPU_LAUNCH), None
+        launch_ns = None
+        if launch is not None:
+            if launch.device_clock or launch.dur_ns != 0:
+                problem = "not a host-clock point (dur=0)"
+            elif not runner.ts_ns <= launch.ts_ns <= runner.ts_ns + runner.dur_ns:
+                problem = f"at {launch.ts_ns}, outside {root}{RUNNER}"
+            else:
+                launch_ns = launch.ts_ns
+        root_span = named.get(root)
+        epoch = root_span.attrs.get("run_epoch", "") if root_span is not None else ""
+        out.append(HostWindow(log, key[0], key[1], root, runner.ts_ns, runner.dur_ns,
+                              wall.dur_ns, phases, _identity(root_span),
+                              int(epoch) if epoch.isascii() and epoch.isdigit() else None,
+                              launch_ns, problem, members[key]))
+    return out
+
+
+# --------------------------------------------------------------------------- the join
+
+def join_origin(w: HostWindow, cap: CaptureWindows) -> Join:
+    """Bound the cycle of device-phase time 0: each (sub-phase window, the capture's stream
+    of that phase) pair says the stream lies inside the window; `device_wall` bounds the
+    whole extent. `NotOneRun` when the brackets do not meet."""
+    f = cap.freq_hz
+    lo = hi = None
+    sources = []
+
+    def narrow(start_ns: int, dur_ns: int, first: int, last: int, source: str) -> None:
+        nonlocal lo, hi
+        up = first - Fraction(start_ns * f, NS_PER_S)
+        down = last - Fraction((start_ns + dur_ns) * f, NS_PER_S)
+        hi = up if hi is None else min(hi, up)
+        lo = down if lo is None else max(lo, down)
+        sources.append(source)
+
+    for name in JOIN_PHASES:
+        if name in w.phases and name in cap.windows:
+            narrow(*w.phases[name], *cap.windows[name], name)
+    narrow(0, w.device_wall_ns, *cap.extent, "device_wall")
+    if lo > hi:
+        width = (lo - hi) * NS_PER_S / f
+        raise NotOneRun(f"the device windows they report do not overlap ({', '.join(sources)} "
+                        f"miss each other by {_fmt(width)})")
+    return Join(lo, hi, tuple(sources))
+
+
+# --------------------------------------------------------------------------- the placement
+
+def contain(w: HostWindow, cap: CaptureWindows,
+            stages: list[tuple[int, int, str]] = ()) -> Containment:
+    """Place `cap` inside `w` (Simpler's rule, see the module docstring), then keep its
+    records inside each of `stages` ((start, end, why), host ns of the log's clock). A
+    constraint that leaves no placement is dropped and named: `device_wall`'s own length
+    (the records and sub-phases still fit), then the `aicpu_launch` marker, then a stage."""
+    join = join_origin(w, cap)
+    f, origin = cap.freq_hz, join.origin
+    drawn = [(c - origin) * NS_PER_S / f for c in cap.extent]
+    for ts, dur in w.phases.values():
+        drawn += [Fraction(ts), Fraction(ts + dur)]
+    lo_phase, hi_phase = min(drawn), max(drawn)
+    head = min(Fraction(0), lo_phase)
+    extent = max(Fraction(w.device_wall_ns), hi_phase) - head
+    constraints = [f"the device block inside {w.root}{RUNNER}"]
+    dropped: list[str] = []
+    outer = w.dur_ns - extent
+    if outer < 0:
+        drawn_extent = hi_phase - head
+        if w.dur_ns - drawn_extent < 0:
+            raise NotOneRun(f"{_fmt(drawn_extent)} of device work does not fit in "
+                            f"{w.where}'s {w.root}{RUNNER} of {_fmt(w.dur_ns)}")
+        dropped.append(f"device_wall ({_fmt(w.device_wall_ns)}) inside {w.root}{RUNNER} "
+                       f"({_fmt(w.dur_ns)}): longer than what is left after the device "
+                       "start; only the records and sub-phases are kept inside")
+        extent = drawn_extent
+        outer = w.dur_ns - extent
+    place_lo = Fraction(w.start_ns)
+    place_hi = w.start_ns + outer
+    if w.launch_problem is not None:
+        dropped.append(f"the aicpu_launch marker ({w.launch_problem})")
+    elif w.aicpu_launch_ns is not None:
+        if w.aicpu_launch_ns <= place_hi:
+            place_lo = max(place_lo, Fraction(w.aicpu_launch_ns))
+            constraints.append("after its aicpu_launch marker")
+        else:
+            dropped.append(f"the aicpu_launch marker at {w.aicpu_launch_ns}: it leaves no "
+                           f"room for {_fmt(extent)} of device work before {w.root}{RUNNER} "
+                           "ends")
+    first, last = drawn[0] - head, drawn[1] - head    # the records, from the block start
+    for start_ns, end_ns, why in stages:
+        lo, hi = max(place_lo, start_ns - first), min(place_hi, end_ns - last)
+        if lo > hi:
+            dropped.append(f"{why}: it excludes {w.root}{RUNNER}'s placement")
+            continue
+        place_lo, place_hi = lo, hi
+        constraints.append(why)
+    return Containment(w, cap, join, head, extent, place_lo, place_hi, outer, constraints,
+                       dropped)
+
+
+def _fmt(ns) -> str:
+    ns = abs(float(ns))
+    if ns < 10_000:
+        return f"{ns:.0f} ns"
+    if ns < 10_000_000:
+        return f"{ns / 1e3:.1f} us"
+    if ns < 10_000_000_000:
+        return f"{ns / 1e6:.1f} ms"
+    return f"{ns / 1e9:.1f} s"
