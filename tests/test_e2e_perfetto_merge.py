@@ -80,7 +80,9 @@ def test_calibrated_merge_device_slices_inside_device_execution(perfetto_ui, tmp
 
 
 @pytest.mark.parametrize("suffix", FORMATS)
-def test_estimated_merge_is_labelled_and_bounded_by_its_run(perfetto_ui, tmp_path, suffix):
+def test_contained_merge_is_labelled_and_bounded_by_its_run(perfetto_ui, tmp_path, suffix):
+    """A capture placed by span containment, in both formats: zero import errors, its
+    processes named with the slack, every device slice inside its run's runner_run."""
     case = FIXTURES / "tmr_bgemm_case0_l4_depgen"
     info = compile_trace_around(case, tmp_path / "trace.json")
     tl = merge_traces([tmp_path / "trace.json", case]).timeline
@@ -89,9 +91,11 @@ def test_estimated_merge_is_labelled_and_bounded_by_its_run(perfetto_ui, tmp_pat
     t = perfetto_ui.load(out)
     rows = check_matches_timeline(t, tl)
     device = [r for r in rows if r["process_name"].startswith("Device")]
-    assert all("(estimated ±" in r["process_name"] for r in device)
-    assert info["exec_start"] <= min(r["ts"] for r in device)
-    assert max(r["ts"] + r["dur"] for r in device) <= info["exec_end"]
+    assert all("(contained, slack 171.2 ms)" in r["process_name"] for r in device)
+    (runner,) = [r for r in rows if r["name"] == "chip.run.runner_run"]
+    assert runner["ts"] <= min(r["ts"] for r in device)
+    assert max(r["ts"] + r["dur"] for r in device) <= runner["ts"] + runner["dur"]
+    assert info["exec_start"] <= runner["ts"] and runner["ts"] + runner["dur"] <= info["exec_end"]
     # the run log's clk=dev spans, on the run's device-clock lane
     assert any(lane_of(r).startswith("device clock") and r["name"].endswith("device_wall.orch")
                for r in rows)

@@ -82,5 +82,5 @@ def add_converted(b: TimelineBuilder, cp: CapturePlan, conv, warnings: list[str]
                      f"{len(conv.flows)} flows, {samples} counter samples; ESTIMATED "
                      f"({dev.label}: {dev.how})")
     b.sources.append({"path": conv.path, "kind": "merged_swimlane",
-                      "alignment": f"estimated: {dev.how}", "estimated": True,
+                      "alignment": f"{dev.status}: {dev.how}", "estimated": True,
                       "uncertainty_ns": dev.uncertainty_ns})

@@ -182,7 +182,9 @@ def add_capture(b: TimelineBuilder, cp: CapturePlan, sel: Selection, warnings: l
         warnings.append(f"{rec.path}: {moved} overlapping slices of {cp.label} were moved "
                         "to '(overlap k)' sub-lanes")
     line = ", ".join(f"{v} {k}" for k, v in counts.items() if v)
-    if estimated:
+    if dev.containment is not None:
+        how = f"CONTAINED, slack {fmt_ns(dev.uncertainty_ns)} ({dev.how})"
+    elif estimated:
         how = f"ESTIMATED{' ±' + fmt_ns(dev.uncertainty_ns) if dev.uncertainty_ns is not None else ''} ({dev.how})"
     else:
         how = (f"calibrated by clock anchors ({dev.mapping.method}, uncertainty "
@@ -192,7 +194,7 @@ def add_capture(b: TimelineBuilder, cp: CapturePlan, sel: Selection, warnings: l
     b.summary.append(f"{rec.path}: capture {cp.label}, level {rec.level}: {line}; {how}")
     b.sources.append({"path": rec.path, "kind": "swimlane_records", "rank": cp.label,
                       "alignment": dev.mapping.method if not estimated
-                      else f"estimated: {dev.how}",
+                      else f"{dev.status}: {dev.how}",
                       "estimated": estimated, "uncertainty_ns": dev.uncertainty_ns,
                       "details": dev.describe(), "host_offset_ns": cp.host.offset_ns})
     return rows

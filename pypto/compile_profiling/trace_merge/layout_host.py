@@ -83,12 +83,19 @@ def add_report(b: TimelineBuilder, rp) -> None:
 
 
 def add_run_log(b: TimelineBuilder, cp: CapturePlan, warnings: list[str]) -> None:
-    """[STRACE] host spans on their real pid/tid; clk=dev spans on a device-clock lane of
-    that run (placed by `place`), or left out with a warning when nothing places them."""
+    """[STRACE] host spans on their real pid/tid; each invocation's clk=dev spans on a
+    device-clock lane of its process (placed by `place`: one lane per invocation when the
+    process ran several), or left out with a warning when nothing places them."""
     log, hc = cp.capture.run_log, cp.host
     rows = b.host_rows
     added = dev = 0
-    dev_lanes: dict[int, Track] = {}
+    placed = {(pid, inv): v for (path, pid, inv), v in b.plan.wall_offsets.items()
+              if path == log.path}
+    runs_of: dict[int, int] = {}
+    for pid, _ in placed:
+        runs_of[pid] = runs_of.get(pid, 0) + 1
+    dev_lanes: dict[tuple[int, int | None], Track] = {}
+    labels: dict[str, None] = {}
     for sp in log.spans:
         args = {"pid": sp.pid, "tid": sp.tid, "depth": sp.depth, "log_line": sp.line}
         if sp.inv is not None:
@@ -98,14 +105,20 @@ def add_run_log(b: TimelineBuilder, cp: CapturePlan, warnings: list[str]) -> Non
         args.update(sp.attrs)
         proc = _simpler_host(b, cp, sp.pid, log.path)
         if sp.device_clock:
-            if cp.device_wall_offset_ns is None:
+            where = placed.get((sp.pid, sp.inv))
+            if where is None:
                 continue
-            track = dev_lanes.get(proc.pid)
+            offset, label = where
+            several = runs_of[sp.pid] > 1
+            key = (proc.pid, sp.inv if several else None)
+            track = dev_lanes.get(key)
             if track is None:
-                track = dev_lanes[proc.pid] = b.lane(
-                    proc, f"device clock ({_wall_label(cp)})", 1 << 20)
-            start = sp.ts_ns + cp.device_wall_offset_ns
+                name = f"device clock inv {sp.inv} ({label})" if several else \
+                    f"device clock ({label})"
+                track = dev_lanes[key] = b.lane(proc, name, 1 << 20)
+            start = sp.ts_ns + offset
             args["device_clock_ts_ns"] = sp.ts_ns
+            labels[label] = None
             dev += 1
         else:
             track = b.thread(proc, sp.tid, f"thread {sp.tid}", 0)
@@ -113,8 +126,8 @@ def add_run_log(b: TimelineBuilder, cp: CapturePlan, warnings: list[str]) -> Non
             added += 1
         rows.add(track, start, start + sp.dur_ns, sp.name, "simpler_host", args)
     skipped = sum(1 for sp in log.spans if sp.device_clock) - dev
-    extra = f", {dev} clk=dev spans on the run's device-clock lane ({_wall_label(cp)})" if dev \
-        else ""
+    extra = (f", {dev} clk=dev spans on the run's device-clock lane ({'; '.join(labels)})"
+             if dev else "")
     if skipped:
         warnings.append(f"{log.path}: {skipped} clk=dev spans left out (no device_wall span "
                         "inside a host span to place them)")
@@ -170,13 +183,6 @@ def _compile_host(b: TimelineBuilder, os_pid: int) -> str | None:
         if pid == os_pid:
             return host
     return b.plan.reference_host
-
-
-def _wall_label(cp: CapturePlan) -> str:
-    dev = cp.device or cp.converted
-    if dev is None:
-        return "estimated: middle of its host span"
-    return dev.label
 
 
 def host_blocks(b: TimelineBuilder) -> int:

@@ -6,17 +6,20 @@ else the first run log's). For each source this step decides how its times map o
 - host-clock sources (compile traces, `[STRACE]` host spans, host orchestrator phases) are
   exact on their own host; another host's are moved by wall-clock anchors
   (`otherData.clock_anchor`, `[CLOCK_ANCHOR]`), which assumes synchronised wall clocks;
+- each capture is first paired with the run-log invocation that ran it (`pairing`: its
+  dispatch identity, else its own run log, else a window fit);
 - a capture with usable clock anchors is calibrated (`clock_alignment`), with the
-  anchors' uncertainty;
-- a capture without them (device-orchestrated runs, Simpler's converted traces) is an
-  estimate bounded by every constraint of its own run: its device work lies inside that
-  run's `device_execution` stage (the compile process with the run's pid, or the n-th
-  stage for the n-th capture), inside the run log's host span that holds the device run
-  (`chip.run.runner_run`), and, through the log's `clk=dev` spans (device clock, own
-  origin: `...device_wall` and its children `orch`/`sched`), the scheduler and
-  orchestrator phases lie inside `device_wall.sched`/`.orch`. The capture is put in the
-  middle of the feasible interval and the half-width is its stated uncertainty
-  ("estimated ±85.6 ms"). `--offset-us` replaces all that by the user's own placement.
+  anchors' uncertainty; its invocation, when it has one, is checked to be its run;
+- a capture without them paired with an invocation is placed by span containment
+  (`containment`, Simpler's `span_containment_v1`): inside that invocation's
+  `chip.run.runner_run`, joined to its `device_wall` sub-phases, after its `aicpu_launch`
+  marker and inside its run's `device_execution` stage; drawn at the earliest placement,
+  the remaining width is its stated bound ("contained, slack 137.0 ms"). A log and a
+  capture that cannot describe one run are refused;
+- a capture with neither (no run log) is an estimate bounded by its run's
+  `device_execution` stage (the compile process with the run's pid, or the n-th stage for
+  the n-th capture), put in the middle ("estimated ±85.6 ms"). `--offset-us` replaces
+  both by the user's own placement;
 - `pipeline_profile.json` has durations only: its `device_execution` goes to the first
   record of the earliest calibrated capture, else its start to the start of the other
   inputs, else 0 (estimated).
@@ -37,7 +40,19 @@ from pypto.compile_profiling.trace_merge.clock_alignment import (
     monotonic_offset_ns,
     wall_anchor_from_log,
 )
+from pypto.compile_profiling.trace_merge.containment import (
+    METHOD,
+    CaptureWindows,
+    Containment,
+    HostWindow,
+    NotOneRun,
+    contain,
+    host_windows,
+    join_origin,
+)
+from pypto.compile_profiling.trace_merge.pairing import Candidate, PairingError, pair
 from pypto.compile_profiling.trace_merge.read_inputs import CompileTrace, Inputs, ProfileReport
+from pypto.errors import TraceInputError
 
 SAME_HOST_TOLERANCE_NS = 1_000_000_000   # wall-minus-monotonic agreement meaning "one host"
 DEVICE_EXECUTION = "device_execution"
@@ -74,18 +89,22 @@ class Interval:
 class DeviceClock:
     """Device cycles -> reference-axis ns, and how sure that is."""
 
-    status: str                       # "calibrated" | "estimated"
+    status: str                       # "calibrated" | "contained" | "estimated"
     freq_hz: int
     how: str                          # for the summary and the process args
     mapping: ClockMapping | None = None
-    offset_ns: float = 0.0            # estimated: ns = cycles * 1e9 / f + offset_ns
+    offset_ns: float = 0.0            # otherwise: ns = cycles * 1e9 / f + offset_ns
     host_offset_ns: int = 0           # calibrated: the run's host onto the reference axis
-    uncertainty_ns: float | None = None   # None: unbounded (no constraint)
+    uncertainty_ns: float | None = None   # None: unbounded; contained: the slack
+    containment: Containment | None = None
 
     def to_ns(self, cycles: np.ndarray) -> np.ndarray:
         """int64 ns on the reference axis (time points rounded once, here)."""
         if self.mapping is not None:
             ns = self.mapping.to_host_ns(cycles) + self.host_offset_ns
+        elif type(self.offset_ns) is int and 1_000_000_000 % self.freq_hz == 0:
+            # exact: an integer ns per cycle and an integer offset (containment)
+            return cycles.astype(np.int64) * (1_000_000_000 // self.freq_hz) + self.offset_ns
         else:
             ns = cycles.astype(np.float64) * (1e9 / self.freq_hz) + self.offset_ns
         return np.rint(ns).astype(np.int64)
@@ -93,6 +112,11 @@ class DeviceClock:
     def describe(self) -> dict:
         if self.mapping is not None:
             info = self.mapping.describe()
+        elif self.containment is not None:
+            info = {"status": "contained", **self.containment.metadata(self.host_offset_ns),
+                    "reason": self.how, "frequency_hz": self.freq_hz,
+                    "offset_ns": self.offset_ns, "uncertainty_ns": self.uncertainty_ns}
+            return info
         else:
             info = {"status": "estimated", "method": "bounded_offset", "reason": self.how,
                     "frequency_hz": self.freq_hz, "offset_ns": round(self.offset_ns)}
@@ -104,7 +128,10 @@ class DeviceClock:
 
     @property
     def label(self) -> str:
-        """What the device processes' names say: "calibrated ±386 ns", "estimated ±85.6 ms"."""
+        """What the device processes' names say: "calibrated ±386 ns", "contained, slack
+        137.0 ms", "estimated ±85.6 ms"."""
+        if self.containment is not None:
+            return f"contained, slack {fmt_ns(self.uncertainty_ns)}"
         sure = "" if self.uncertainty_ns is None else f" ±{fmt_ns(self.uncertainty_ns)}"
         return f"{self.status}{sure}"
 
@@ -118,8 +145,9 @@ class CapturePlan:
     host: HostClock                   # its host streams and run log
     device: DeviceClock | None        # its records (None without records)
     converted: DeviceClock | None     # its merged_swimlane*.json (ns from its own origin)
-    device_wall_offset_ns: int | None  # clk=dev spans: ns + offset = reference axis
     run_pid: int | None               # the OS pid of its run, when known
+    window: HostWindow | None = None  # the run-log invocation that ran it
+    paired_by: str | None = None      # how that invocation was found
 
 
 @dataclass(slots=True)
@@ -137,6 +165,9 @@ class Plan:
     reports: list[ReportPlan] = field(default_factory=list)
     captures: list[CapturePlan] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # clk=dev spans of each run-log invocation: (log path, pid, inv) -> (offset, lane label)
+    wall_offsets: dict[tuple[str, int, int | None], tuple[int, str]] = field(
+        default_factory=dict)
 
 
 def fmt_ns(ns: float) -> str:
@@ -152,6 +183,9 @@ def fmt_ns(ns: float) -> str:
 
 # --------------------------------------------------------------------------- the step
 
+_EXACT = "exact (host CLOCK_MONOTONIC)"
+
+
 def place(inputs: Inputs, *, offset_us: float | None = None) -> Plan:
     """Decide every source's clock mapping (see the module docstring)."""
     plan = Plan(None, None)
@@ -161,31 +195,74 @@ def place(inputs: Inputs, *, offset_us: float | None = None) -> Plan:
             if cap.run_log is not None and cap.run_log.clock_anchors:
                 plan.reference_anchor = wall_anchor_from_log(cap.run_log.clock_anchors[0])
                 break
-    exec_stages = _device_execution_stages(plan)
-    unmatched = [c for c in inputs.captures if _run_pid(c) is None
-                 and (c.records is not None or c.converted)]
+    hosts = {id(cap.run_log): _host_clock(cap.run_log, plan)
+             for cap in inputs.captures if cap.run_log is not None}
+    windows = {id(cap): host_windows(cap.run_log) if cap.run_log is not None else []
+               for cap in inputs.captures}
+    pairs = _pair(inputs, windows, plan)
+    ctx = _Context(_device_execution_stages(plan), [], offset_us)
+    ctx.unmatched = [c for c in inputs.captures if (c.records is not None or c.converted)
+                     and id(c) not in pairs and _own_run_pid(c) is None]
     flat = [c for c in inputs.captures if c.files.rank is None
             and c.files.directory.rstrip("/").endswith("dfx_outputs")]
     for cap in inputs.captures:
-        host = _host_clock(cap, plan)
-        stage = _run_stage(cap, exec_stages, unmatched)
-        cp = CapturePlan(cap, _label(cap, single=len(flat) == 1), host, None, None, None,
-                         _run_pid(cap))
-        if cap.records is not None:
-            cp.device = _device_clock(cap, host, stage, offset_us, plan)
-        elif cap.converted:         # the converter's rendering of records we do not have
-            cp.converted = _converted_clock(cap, host, stage, offset_us, plan)
-        cp.device_wall_offset_ns = _device_wall_offset(cap, cp)
+        found = pairs.get(id(cap))
+        log = found[0].log if found is not None else cap.run_log
+        host = hosts.get(id(log)) if log is not None else None
+        cp = CapturePlan(cap, _label(cap, single=len(flat) == 1),
+                         host or HostClock(0, _EXACT), None, None,
+                         found[0].pid if found is not None else _own_run_pid(cap),
+                         *(found or (None, None)))
+        _place_capture(cp, ctx, plan)
         plan.captures.append(cp)
+    _place_walls(plan, windows)
     _place_reports(inputs, plan)
     return plan
+
+
+@dataclass(slots=True)
+class _Context:
+    stages: list[tuple[int, float, float]]    # device_execution stages (reference axis)
+    unmatched: list                            # captures with no run pid of their own
+    offset_us: float | None
+
+
+def _pair(inputs: Inputs, windows: dict, plan: Plan) -> dict[int, tuple[HostWindow, str]]:
+    """id(capture) -> (its run-log invocation, how it was found), for every capture that
+    draws device records; `PairingError` becomes the one-line input error."""
+    drawn = [c for c in inputs.captures if c.records is not None or c.converted]
+    pool = [w for cap in inputs.captures for w in windows[id(cap)]]
+    if not pool:
+        return {}
+    cands = []
+    for cap in drawn:
+        ident = cap.dispatch_identity
+        cands.append(Candidate(cap.records.path if cap.records is not None else
+                               cap.converted[0].path, _capture_windows(cap), windows[id(cap)],
+                               ident.host_pid if ident else None, ident.key if ident else None,
+                               ident.path if ident else None))
+    try:
+        found, warnings = pair(cands, pool)
+    except PairingError as e:
+        raise TraceInputError(e.path, e.problem) from None
+    plan.warnings.extend(warnings)
+    return {id(drawn[i]): (p.window, p.how) for i, p in found.items()}
+
+
+def _place_capture(cp: CapturePlan, ctx: _Context, plan: Plan) -> None:
+    cap = cp.capture
+    stage = _run_stage(cp, ctx.stages, ctx.unmatched)
+    if cap.records is not None:
+        cp.device = _device_clock(cp, stage, ctx.offset_us, plan)
+    elif cap.converted:         # the converter's rendering of records we do not have
+        cp.converted = _converted_clock(cp, stage, ctx.offset_us, plan)
 
 
 def _place_traces(inputs: Inputs, plan: Plan) -> None:
     for ct in inputs.traces:
         if plan.reference_anchor is None and not plan.traces:
             plan.reference_anchor, plan.reference_host = ct.wall_anchor, ct.host
-            plan.traces.append((ct, HostClock(0, "exact (host CLOCK_MONOTONIC)")))
+            plan.traces.append((ct, HostClock(0, _EXACT)))
             continue
         ref_host = plan.reference_host
         if ct.host and ref_host and ct.host != ref_host:
@@ -200,7 +277,7 @@ def _place_traces(inputs: Inputs, plan: Plan) -> None:
                                      "on its own monotonic clock")
                 plan.traces.append((ct, HostClock(0, "unaligned other host (no clock anchor)")))
         else:
-            plan.traces.append((ct, HostClock(0, "exact (host CLOCK_MONOTONIC)")))
+            plan.traces.append((ct, HostClock(0, _EXACT)))
 
 
 def _device_execution_stages(plan: Plan) -> list[tuple[int, float, float]]:
@@ -214,7 +291,7 @@ def _device_execution_stages(plan: Plan) -> list[tuple[int, float, float]]:
     return out
 
 
-def _run_pid(cap: rs.Capture) -> int | None:
+def _own_run_pid(cap: rs.Capture) -> int | None:
     """The OS pid of the process that ran this capture, from its own run log."""
     log = cap.run_log
     if log is None:
@@ -227,24 +304,26 @@ def _run_pid(cap: rs.Capture) -> int | None:
     return log.spans[0].pid if log.spans else None
 
 
-def _run_stage(cap: rs.Capture, stages: list, unmatched: list) -> tuple[float, float] | None:
-    """The capture's own run's device_execution stage: the one on its run's pid, else (a
-    capture without a run log) the n-th stage for the n-th such capture when the counts
-    match. Never another run's."""
-    pid = _run_pid(cap)
-    if pid is not None:
-        own = [s for s in stages if s[0] == pid]
+def _run_stage(cp: CapturePlan, stages: list, unmatched: list) -> tuple[float, float] | None:
+    """The capture's own run's device_execution stage: the one on its run's pid (of several,
+    the one holding its invocation's runner_run), else (a capture without a run log) the
+    n-th stage for the n-th such capture when the counts match. Never another run's."""
+    if cp.run_pid is not None:
+        own = [s for s in stages if s[0] == cp.run_pid]
+        if len(own) > 1 and cp.window is not None:
+            lo, hi = cp.window.start_ns + cp.host.offset_ns, cp.window.end_ns + cp.host.offset_ns
+            own = [s for s in own if s[1] <= lo and hi <= s[2]]
         return (own[0][1], own[0][2]) if len(own) == 1 else None
+    cap = cp.capture
     if cap in unmatched and len(stages) == len(unmatched):
         s = stages[unmatched.index(cap)]
         return s[1], s[2]
     return None
 
 
-def _host_clock(cap: rs.Capture, plan: Plan) -> HostClock:
-    log = cap.run_log
-    if plan.reference_anchor is None or log is None or not log.clock_anchors:
-        return HostClock(0, "exact (host CLOCK_MONOTONIC)")
+def _host_clock(log, plan: Plan) -> HostClock:
+    if plan.reference_anchor is None or not log.clock_anchors:
+        return HostClock(0, _EXACT)
     off = monotonic_offset_ns(plan.reference_anchor, wall_anchor_from_log(log.clock_anchors[0]))
     if abs(off) <= SAME_HOST_TOLERANCE_NS:
         return HostClock(0, "exact (host CLOCK_MONOTONIC, same host by its [CLOCK_ANCHOR])")
@@ -289,8 +368,52 @@ def _extents(cap: rs.Capture) -> dict[str, tuple[int, int]]:
     return out
 
 
-def _device_clock(cap: rs.Capture, host: HostClock, stage, offset_us, plan: Plan
-                  ) -> DeviceClock:
+def _positive_bounds(arrays) -> tuple[int, int] | None:
+    """(min, max) of the positive values (0 is "never stamped" in Simpler's records)."""
+    lo = hi = None
+    for a in arrays:
+        a = a[a > 0]
+        if len(a):
+            lo = int(a.min()) if lo is None else min(lo, int(a.min()))
+            hi = int(a.max()) if hi is None else max(hi, int(a.max()))
+    return None if lo is None else (lo, hi)
+
+
+def _capture_windows(cap: rs.Capture) -> CaptureWindows | None:
+    """What containment reads of a capture, as Simpler's `capture_windows` does: the extent of
+    every device-clock stream (a task's bar opens at its receive time) and the windows of the
+    streams the log's sub-phases bracket (`sched`: the AICPU scheduler's; `orch`: the device
+    orchestrator's). A converted trace's ns (from its own origin) count as 1 GHz cycles."""
+    rec = cap.records
+    if rec is not None:
+        a, c = rec.aicore, rec.aicpu
+        sched = [x for s in rec.scheduler if getattr(s, "producer", "aicpu") == "aicpu"
+                 for x in (s.start, s.end)]
+        orch = [x for s in rec.orchestrator for x in (s.start, s.end)]
+        ext = _positive_bounds([a["start_cycles"] - a["receive_to_start_cycles"],
+                                a["start_cycles"], a["end_cycles"], c["dispatch_cycles"],
+                                c["finish_cycles"], *(x for s in rec.scheduler
+                                                      for x in (s.start, s.end)), *orch])
+        if ext is None:
+            return None
+        found = {"sched": _positive_bounds(sched), "orch": _positive_bounds(orch)}
+        return CaptureWindows(rec.path, rec.freq_hz, ext,
+                              {k: v for k, v in found.items() if v is not None})
+    slices = [(conv, s) for conv in cap.converted for s in conv.slices]
+    if not slices:
+        return None
+    windows = {}
+    for key, view in (("sched", "AICPU Scheduler"), ("orch", "AICPU Orchestrator")):
+        mine = [s for conv, s in slices if conv.process_names.get(s.pid) == view]
+        if mine:
+            windows[key] = (min(s.start_ns for s in mine), max(s.end_ns for s in mine))
+    return CaptureWindows(cap.converted[0].path, 1_000_000_000,
+                          (min(s.start_ns for _, s in slices), max(s.end_ns for _, s in slices)),
+                          windows)
+
+
+def _device_clock(cp: CapturePlan, stage, offset_us, plan: Plan) -> DeviceClock:
+    cap = cp.capture
     rec = cap.records
     freq = rec.freq_hz
     why_not = "no clock anchors in the capture"
@@ -301,49 +424,104 @@ def _device_clock(cap: rs.Capture, host: HostClock, stage, offset_us, plan: Plan
         except ClockAnchorsUnusable as exc:
             why_not = f"clock anchors unusable: {exc.reason}"
         else:
+            if cp.window is not None:
+                _check_one_run(cp)
             return DeviceClock("calibrated", freq, f"calibrated by clock anchors "
                                f"({mapping.method})", mapping=mapping,
-                               host_offset_ns=host.offset_ns,
+                               host_offset_ns=cp.host.offset_ns,
                                uncertainty_ns=mapping.uncertainty_ns)
+    if offset_us is None and cp.window is not None:
+        windows = _capture_windows(cap)
+        if windows is not None:
+            return _contained(cp, windows, stage, why_not, plan)
     scale = 1e9 / freq
     ext = {k: (lo * scale, hi * scale) for k, (lo, hi) in _extents(cap).items()}
-    return _estimate(cap, ext, host, stage, offset_us, plan, freq, why_not)
+    return _estimate(cp, ext, stage, offset_us, plan, freq, why_not)
 
 
-def _converted_clock(cap: rs.Capture, host: HostClock, stage, offset_us, plan: Plan
-                     ) -> DeviceClock:
+def _converted_clock(cp: CapturePlan, stage, offset_us, plan: Plan) -> DeviceClock:
+    cap = cp.capture
+    why_not = "Simpler's converted trace has no host clock"
+    if offset_us is None and cp.window is not None:
+        windows = _capture_windows(cap)
+        if windows is not None:
+            return _contained(cp, windows, stage, why_not, plan)
     lo = min(t.start_ns for t in cap.converted)
     hi = max(t.end_ns for t in cap.converted)
-    return _estimate(cap, {"all": (lo, hi)}, host, stage, offset_us, plan, 1_000_000_000,
-                     "Simpler's converted trace has no host clock")
+    return _estimate(cp, {"all": (lo, hi)}, stage, offset_us, plan, 1_000_000_000, why_not)
 
 
-def _estimate(cap, ext: dict, host: HostClock, stage, offset_us, plan: Plan, freq: int,
+def _not_one_run(cp: CapturePlan, path: str, e: NotOneRun) -> TraceInputError:
+    w = cp.window
+    return TraceInputError(path, f"and {w.log.path} ({w.where}) cannot describe one run: "
+                                 f"{e.detail}")
+
+
+def _check_one_run(cp: CapturePlan) -> None:
+    """A calibrated capture and the invocation it was paired with: the same join check."""
+    windows = _capture_windows(cp.capture)
+    if windows is not None:
+        try:
+            join_origin(cp.window, windows)
+        except NotOneRun as e:
+            raise _not_one_run(cp, windows.path, e) from None
+
+
+def _contained(cp: CapturePlan, windows: CaptureWindows, stage, why_not: str,
+               plan: Plan) -> DeviceClock:
+    """Span containment in the capture's invocation (reference axis: + the log's offset)."""
+    w, off = cp.window, cp.host.offset_ns
+    stages = [] if stage is None else [(round(stage[0]) - off, round(stage[1]) - off,
+                                        "inside its run's device_execution stage")]
+    try:
+        c = contain(w, windows, stages)
+    except NotOneRun as e:
+        raise _not_one_run(cp, windows.path, e) from None
+    slack = round(c.slack_ns)
+    join = c.join
+    how = (f"{METHOD}: {w.log.path} {w.where} (paired by {cp.paired_by}); "
+           + "; ".join(c.constraints) + f"; origin joined by {', '.join(join.sources)} "
+           f"(±{fmt_ns(float(c.residual_ns) / 2)}); {why_not}")
+    for d in c.dropped:
+        plan.warnings.append(f"{windows.path}: placement constraint dropped: {d}")
+    plan.warnings.append(f"{cp.capture.files.directory}: device time placed by span "
+                         f"containment with slack {fmt_ns(slack)} (the records may lie up to "
+                         f"that much later), not calibrated ({how})")
+    return DeviceClock("contained", windows.freq_hz, how, offset_ns=c.cycle_offset_ns() + off,
+                       host_offset_ns=off, uncertainty_ns=slack, containment=c)
+
+
+def _estimate(cp: CapturePlan, ext: dict, stage, offset_us, plan: Plan, freq: int,
               why_not: str) -> DeviceClock:
     """A bounded estimate of `p` in `reference_ns = nominal_ns + p` (see the docstring)."""
-    where = cap.files.directory
+    where = cp.capture.files.directory
     if not ext:
         return DeviceClock("estimated", freq, f"no device records; {why_not}", offset_ns=0.0)
     lo_all, hi_all = ext["all"]
     if offset_us is not None:
-        base, base_why = _offset_base(cap, host, stage)
+        base, base_why = _offset_base(cp, stage)
         return DeviceClock("estimated", freq, f"{offset_us:g} us after {base_why} "
                            f"(--offset-us); {why_not}", offset_ns=base + offset_us * 1e3 - lo_all)
     bounds: list[Interval] = []
     if stage is not None:
         bounds.append(Interval(stage[0] - lo_all, stage[1] - hi_all,
                                "inside its run's device_execution stage"))
-    log_bound = _run_log_bound(cap, ext, host)
+    log_bound = _run_log_bound(cp, ext)
     if log_bound is not None:
         bounds.append(log_bound)
     feasible = _intersect(bounds)
     if feasible is None and bounds:
-        plan.warnings.append(f"{where}: the placement constraints disagree ("
-                             + "; ".join(b.why for b in bounds) + f"); using: {bounds[-1].why}")
+        if len(bounds) > 1:
+            plan.warnings.append(f"{where}: the placement constraints disagree; dropped: "
+                                 + "; ".join(b.why for b in bounds[:-1])
+                                 + f"; kept: {bounds[-1].why}")
+        else:
+            plan.warnings.append(f"{where}: its records are longer than the span that must "
+                                 f"hold them ({bounds[0].why}): centred on it")
         feasible = bounds[-1] if bounds[-1].lo <= bounds[-1].hi else Interval(
             bounds[-1].mid, bounds[-1].mid, bounds[-1].why)
     if feasible is None:
-        base, base_why = _offset_base(cap, host, stage)
+        base, base_why = _offset_base(cp, stage)
         plan.warnings.append(f"{where}: device time is ESTIMATED with no bound ({why_not}, no "
                              "run log or device_execution stage of its run): its first record "
                              f"is put at {base_why}")
@@ -356,12 +534,12 @@ def _estimate(cap, ext: dict, host: HostClock, stage, offset_us, plan: Plan, fre
                        uncertainty_ns=feasible.half_width)
 
 
-def _offset_base(cap, host: HostClock, stage) -> tuple[float, str]:
+def _offset_base(cp: CapturePlan, stage) -> tuple[float, str]:
     if stage is not None:
         return stage[0], "the start of its run's device_execution stage"
-    span = _runner_run(cap)
+    span = _runner_run(cp)
     if span is not None:
-        return span.ts_ns + host.offset_ns, f"the start of its run's {span.name} span"
+        return span.ts_ns + cp.host.offset_ns, f"the start of its run's {span.name} span"
     return 0.0, "time 0 (no device_execution stage or run log of its run)"
 
 
@@ -375,27 +553,29 @@ def _intersect(bounds: list[Interval]) -> Interval | None:
     return Interval(lo, hi, "; ".join(b.why for b in bounds))
 
 
-def _runner_run(cap: rs.Capture):
-    log = cap.run_log
-    if log is None:
-        return None
-    return next((sp for sp in log.spans
+def _spans(cp: CapturePlan) -> list:
+    """The run-log spans of the capture's run: its invocation's, else its own log's."""
+    if cp.window is not None:
+        return cp.window.spans
+    log = cp.capture.run_log
+    return log.spans if log is not None else []
+
+
+def _runner_run(cp: CapturePlan):
+    return next((sp for sp in _spans(cp)
                  if not sp.device_clock and sp.name.endswith(RUNNER_RUN_SUFFIX)), None)
 
 
-def _device_wall(cap: rs.Capture):
-    """The run log's `<host span>.device_wall` (clk=dev) span and its host parent span."""
-    log = cap.run_log
-    if log is None:
-        return None, None, []
-    wall = next((sp for sp in log.spans
+def _device_wall(spans: list):
+    """The `<host span>.device_wall` (clk=dev) span of `spans` and its host parent span."""
+    wall = next((sp for sp in spans
                  if sp.device_clock and sp.name.endswith(DEVICE_WALL_SUFFIX)), None)
     if wall is None:
         return None, None, []
     parent_name = wall.name[:-len(DEVICE_WALL_SUFFIX)]
-    parent = next((sp for sp in log.spans if not sp.device_clock and sp.name == parent_name
+    parent = next((sp for sp in spans if not sp.device_clock and sp.name == parent_name
                    and sp.pid == wall.pid and sp.tid == wall.tid and sp.inv == wall.inv), None)
-    children = [sp for sp in log.spans
+    children = [sp for sp in spans
                 if sp.device_clock and sp.name.startswith(wall.name + ".")]
     return wall, parent, children
 
@@ -431,40 +611,34 @@ def _wall_in_host(parent, wall, children) -> Interval:
                     f"device_wall inside {parent.name}")
 
 
-def _run_log_bound(cap, ext: dict, host: HostClock) -> Interval | None:
-    """The bound from the capture's own run log (reference axis), if it gives one: the
-    records inside the host span that ran the device (`runner_run`), and through the
-    `clk=dev` spans, tighter."""
-    span = _runner_run(cap)
+def _run_log_bound(cp: CapturePlan, ext: dict) -> Interval | None:
+    """The bound from the capture's run log (reference axis) when it holds no invocation to
+    contain the capture in (no `device_wall`): the records inside `runner_run`."""
+    span = _runner_run(cp)
     if span is None:
         return None
     lo_all, hi_all = ext["all"]
-    off = host.offset_ns
-    bounds = [Interval(span.ts_ns - lo_all + off, span.ts_ns + span.dur_ns - hi_all + off,
-                       f"the records inside its run log's {span.name} span")]
-    wall, parent, children = _device_wall(cap)
-    if wall is not None and parent is not None:
-        o = _wall_in_host(parent, wall, children)
-        q = _wall_bounds(ext, wall, children)
-        if o.lo <= o.hi and q.lo <= q.hi:
-            bounds.append(Interval(q.lo + o.lo + off, q.hi + o.hi + off,
-                                   f"its run log's clk=dev spans ({o.why}, {q.why})"))
-    return _intersect(bounds) or bounds[0]
+    off = cp.host.offset_ns
+    return Interval(span.ts_ns - lo_all + off, span.ts_ns + span.dur_ns - hi_all + off,
+                    f"the records inside its run log's {span.name} span")
 
 
-def _device_wall_offset(cap: rs.Capture, cp: CapturePlan) -> int | None:
-    """Offset of the run log's clk=dev spans onto the reference axis: consistent with where
-    the capture's records were put, and inside the host span that holds them."""
-    wall, parent, children = _device_wall(cap)
-    if wall is None:
-        return None
-    o_lo = o_hi = None
-    if parent is not None:
-        o = _wall_in_host(parent, wall, children)
-        o_lo, o_hi = o.lo + cp.host.offset_ns, o.hi + cp.host.offset_ns
-    dev = cp.device
-    if dev is not None and cap.records is not None:
-        ext = _extents(cap)
+def _wall_offset(cp: CapturePlan | None, w: HostWindow, host: HostClock) -> int | None:
+    """Offset of one invocation's clk=dev spans onto the reference axis: where containment
+    put the device-phase origin; for a calibrated or hand-placed capture, consistent with
+    where its records were put and inside the host span that holds them; with no capture,
+    the middle of what that host span allows."""
+    dev = None if cp is None else cp.device or cp.converted
+    if dev is not None and dev.containment is not None:
+        return dev.containment.phase_offset_ns() + host.offset_ns
+    wall, parent, children = _device_wall(w.spans)
+    if parent is None:                       # device_wall on another thread than runner_run
+        parent = next(sp for sp in w.spans if not sp.device_clock
+                      and sp.name == w.root + ".runner_run")
+    o = _wall_in_host(parent, wall, children)
+    o_lo, o_hi = o.lo + host.offset_ns, o.hi + host.offset_ns
+    if cp is not None and cp.device is not None:
+        ext = _extents(cp.capture)
         if ext:
             scale = 1e9 / dev.freq_hz
             q = _wall_bounds({k: (a * scale, b * scale) for k, (a, b) in ext.items()},
@@ -474,12 +648,27 @@ def _device_wall_offset(cap: rs.Capture, cp: CapturePlan) -> int | None:
             else:                                # calibrated: records' reference times known
                 first = float(dev.to_ns(np.array([ext["all"][0]]))[0])
                 o = first - (ext["all"][0] * scale + q.mid)
-            if o_lo is not None and o_lo <= o_hi:
+            if o_lo <= o_hi:
                 o = min(max(o, o_lo), o_hi)
             return round(o)
-    if o_lo is None or o_lo > o_hi:
+    if o_lo > o_hi:
         return None
     return round((o_lo + o_hi) / 2)
+
+
+def _place_walls(plan: Plan, windows: dict) -> None:
+    """`plan.wall_offsets` for every invocation of every run log that has clk=dev spans."""
+    by_window = {id(cp.window): cp for cp in plan.captures if cp.window is not None}
+    for owner in plan.captures:
+        for w in windows[id(owner.capture)]:
+            cp = by_window.get(id(w))
+            host = cp.host if cp is not None else owner.host
+            off = _wall_offset(cp, w, host)
+            if off is None:
+                continue
+            dev = None if cp is None else cp.device or cp.converted
+            label = "estimated: middle of its host span" if dev is None else dev.label
+            plan.wall_offsets[(w.log.path, w.pid, w.inv)] = (off, label)
 
 
 # --------------------------------------------------------------------------- reports
