@@ -80,6 +80,34 @@ def test_contained_capture_warns_on_stderr_and_format_flag_wins(tmp_path, capsys
                          for n in names if n.startswith("Device"))
 
 
+@pytest.mark.parametrize("suffix", [".json", ".pftrace"])
+def test_a_trace_and_a_capture_of_different_runs_are_refused_not_dropped(tmp_path, capsys,
+                                                                          suffix):
+    """Issue 22: a compile trace from today and a calibrated capture whose [CLOCK_ANCHOR]
+    puts it 49.8 h earlier: once Perfetto dropped 625 of its events (negative ts), and the
+    protobuf writer failed naming no input. Now one line naming both and the gap, exit 2,
+    no file; `--align start` merges them with every time at or after 0."""
+    case = FIXTURES / "hbg_vector_example_l4_depgen"
+    trace = tmp_path / "trace.json"
+    compile_trace_around(case, trace)
+    doc = json.loads(trace.read_text())
+    doc["otherData"]["clock_anchor"]["wall_ns"] += 179_280_000_000_000      # 49.8 h later
+    trace.write_text(json.dumps(doc))
+    out = tmp_path / f"m{suffix}"
+    code, _, err = cli(capsys, trace, case, "-o", out)
+    assert code == 2 and not out.exists()
+    (line,) = err.strip().splitlines()
+    assert line.startswith(f"{trace}: shares no time with {case} (that ends 49.8 h before ")
+    assert "cannot be from one run; --align start" in line
+    assert "--offset-us" not in line          # the capture is calibrated: it does not apply
+    code, _, err = cli(capsys, trace, case, "-o", out, "--align", "start", "-q")
+    assert code == 0, err
+    if suffix == ".json":
+        events = json.loads(out.read_text())["traceEvents"]
+        ts = [e["ts"] for e in events if "ts" in e]
+        assert len(ts) > 600 and min(ts) >= 0
+
+
 def test_module_entry_point_runs_too(tmp_path):
     out = tmp_path / "m.pftrace"
     r = subprocess.run([sys.executable, "-m", "pypto.compile_profiling.cli.merge_traces",

@@ -330,22 +330,61 @@ def test_trace_from_another_host_is_moved_by_wall_clock_anchors(tmp_path):
     assert "cross-host" in b.args["alignment"]
 
 
+def _other_host_copy(case, dest, mono_ahead_ns=0, wall_ahead_ns=0):
+    """The capture as another host logs it: its monotonic clock `mono_ahead_ns` ahead of
+    ours (host spans and [CLOCK_ANCHOR] read more), its wall clock `wall_ahead_ns` ahead."""
+    shutil.copytree(case, dest)
+    log = (dest / "host_log.txt").read_text()
+    log = re.sub(r"(\[CLOCK_ANCHOR\] .*?mono_ns=)(\d+)(.*?wall_ns=)(\d+)", lambda m: (
+        m.group(1) + str(int(m.group(2)) + mono_ahead_ns) + m.group(3)
+        + str(int(m.group(4)) + wall_ahead_ns)), log)
+    log = "\n".join(re.sub(r" ts=(\d+)", lambda m: f" ts={int(m.group(1)) + mono_ahead_ns}",
+                           line) if "[STRACE]" in line and "clk=dev" not in line else line
+                    for line in log.split("\n"))
+    (dest / "host_log.txt").write_text(log)
+    return dest
+
+
 def test_capture_from_another_host_is_moved_by_its_clock_anchor(tmp_path):
-    case = FIXTURES / "hbg_vector_example_l4_depgen"
+    """Another host's clock reads 7000 s more: through its [CLOCK_ANCHOR] its run lands
+    where it ran, exactly where the same capture of this host lands."""
+    case = FIXTURES / "tmr_vector_example_l4_depgen"
     compile_trace_around(case, tmp_path / "trace.json")
     same = merge_traces([tmp_path / "trace.json", case]).timeline
-    other = tmp_path / "other_host"
-    shutil.copytree(case, other)
-    log = (other / "host_log.txt").read_text()
-    delta = 7_000_000_000_000
-    log = re.sub(r"(\[CLOCK_ANCHOR\] .*?wall_ns=)(\d+)",
-                 lambda m: m.group(1) + str(int(m.group(2)) + delta), log)
-    (other / "host_log.txt").write_text(log)
+    other = _other_host_copy(case, tmp_path / "other_host", mono_ahead_ns=7_000_000_000_000)
     r = merge_traces([tmp_path / "trace.json", other])
     a = sorted(s.start_ns for s in device_rows(same))
     b = sorted(s.start_ns for s in device_rows(r.timeline))
-    assert len(a) == len(b) and all(abs(y - x - delta) <= 1 for x, y in zip(a, b))
+    assert a == b
     assert any("cross-host" in line for line in r.summary_lines)
+
+
+def test_sources_that_share_no_time_across_hosts_are_refused_or_aligned_start_to_start(
+        tmp_path):
+    """Issue 22: a capture whose wall clock puts it 7000 s after the compile trace cannot be
+    from its run: refused in one line naming both and the gap, never drawn where Perfetto
+    would drop it; `align="start"` puts their starts together."""
+    case = FIXTURES / "tmr_vector_example_l4_depgen"
+    compile_trace_around(case, tmp_path / "trace.json")
+    other = _other_host_copy(case, tmp_path / "other_host", wall_ahead_ns=7_000_000_000_000)
+    with pytest.raises(TraceInputError) as e:
+        merge_traces([tmp_path / "trace.json", other])
+    msg = str(e.value)
+    assert msg.startswith(f"{tmp_path / 'trace.json'}: shares no time with {other} ")
+    assert "(that starts 1.9 h after this ends)" in msg and "--align start" in msg
+    assert "--offset-us" in msg and "\n" not in msg
+    tl = merge_traces([tmp_path / "trace.json", other], align="start").timeline
+    starts = [s.start_ns for s in tl.slices()]
+    assert min(starts) >= 0
+    comp = min(s.start_ns for s in tl.slices() if s.process.name == "PyPTO compile")
+    host = [s for s in tl.slices() if s.cat == "simpler_host"]
+    moved = min(min(s.start_ns for s in host), min(s.start_ns for s in device_rows(tl, "")))
+    assert moved == comp
+    assert any("--align start" in line for line in r_summary(tl))
+
+
+def r_summary(tl):
+    return [m["alignment"] for m in tl.metadata["sources"]]
 
 
 def test_diagnostics_that_are_not_timelines_are_listed(tmp_path):

@@ -1,6 +1,7 @@
 """`pypto-merge-traces`: argument parsing, messages, exit codes and `--open` for `merge_traces`.
 
-    pypto-merge-traces INPUT... -o OUT [--format json|perfetto] [--offset-us US] [--open]
+    pypto-merge-traces INPUT... -o OUT [--format json|perfetto] [--offset-us US]
+                       [--align clock|start] [--open]
 
 Everything human goes to stderr: what was read and how each source was aligned, counts of
 what was written, warnings, and progress for steps slower than `PROGRESS_AFTER_S`. A bad
@@ -94,6 +95,11 @@ def _parser() -> argparse.ArgumentParser:
                    help="place device timelines without clock anchors US microseconds after "
                         "the start of the device_execution stage (after time 0 without one); "
                         "calibrated captures ignore it")
+    p.add_argument("--align", choices=("clock", "start"), default="clock",
+                   help="clock (default): sources whose clocks were joined only through "
+                        "wall-clock anchors (another host or boot) and that share no time with "
+                        "the rest are refused, as they cannot be from one run; start: move them "
+                        "to start where the rest starts instead")
     p.add_argument("--views", type=_names(VIEWS, "views"), metavar="LIST",
                    help="device views to draw, comma-separated, or all / none (default: all "
                         "that each capture supports): " + _choices(VIEW_HELP))
@@ -254,7 +260,7 @@ def _merge(args, state: dict, server) -> int:
     try:
         result = merge_traces(args.inputs, offset_us=args.offset_us, progress=progress,
                               output=None if to_stdout else args.output,
-                              views=args.views, flows=args.flows)
+                              views=args.views, flows=args.flows, align=args.align)
         tl = result.timeline
         progress(f"writing {'to stdout' if to_stdout else args.output}")
         if to_stdout:

@@ -36,7 +36,8 @@ def merge_traces(inputs: Iterable[str | os.PathLike], *, offset_us: float | None
                  progress: Callable[[str], None] | None = None,
                  output: str | os.PathLike | None = None,
                  views: Iterable[str] | None = None,
-                 flows: Iterable[str] | None = None) -> MergeResult:
+                 flows: Iterable[str] | None = None,
+                 align: str = "clock") -> MergeResult:
     """Read every input, place each source on one host CLOCK_MONOTONIC axis, lay them out.
 
     Raises `TraceInputError` (naming the file) for unreadable or invalid input, before
@@ -44,6 +45,9 @@ def merge_traces(inputs: Iterable[str | os.PathLike], *, offset_us: float | None
     path the result will be written to; `OutputPathError` if it is one of the input files.
     `views` / `flows`: the device views and kinds of arrows to draw (names in
     `trace_merge.views.VIEWS` / `FLOWS`; default all that the captures support).
+    `align`: "clock" (default) refuses sources that share no time with the reference host's
+    and were joined to it only through wall-clock anchors (they cannot be from one run);
+    "start" moves them to start with it instead.
     """
     from pypto.compile_profiling.trace_merge.views import FLOWS, VIEWS, Selection, parse_names
 
@@ -59,7 +63,7 @@ def merge_traces(inputs: Iterable[str | os.PathLike], *, offset_us: float | None
         say("reading inputs")
         found = read_inputs(list(inputs), output=output)
         say("placing sources")
-        plan = place(found, offset_us=offset_us)
+        plan = place(found, offset_us=offset_us, align=align)
         say("laying out")
         timeline, summary, warnings = lay_out(plan, sel)
     return MergeResult(timeline, summary, warnings)

@@ -23,6 +23,11 @@ else the first run log's). For each source this step decides how its times map o
 - `pipeline_profile.json` has durations only: its `device_execution` goes to the first
   record of the earliest calibrated capture, else its start to the start of the other
   inputs, else 0 (estimated).
+
+Last, nothing may land before time 0 (Perfetto drops it), and sources whose clocks were
+joined only through wall-clock anchors must share some time with the reference host's:
+otherwise they cannot be from one run and the merge is refused, unless `align="start"`
+puts their starts together.
 """
 
 from __future__ import annotations
@@ -183,11 +188,16 @@ def fmt_ns(ns: float) -> str:
 
 # --------------------------------------------------------------------------- the step
 
+ALIGN_CHOICES = ("clock", "start")
 _EXACT = "exact (host CLOCK_MONOTONIC)"
 
 
-def place(inputs: Inputs, *, offset_us: float | None = None) -> Plan:
-    """Decide every source's clock mapping (see the module docstring)."""
+def place(inputs: Inputs, *, offset_us: float | None = None, align: str = "clock") -> Plan:
+    """Decide every source's clock mapping (see the module docstring). `align="start"`:
+    sources that share no time with the reference host's, and were joined to it only
+    through wall-clock anchors, are moved to start with it (else they are refused)."""
+    if align not in ALIGN_CHOICES:
+        raise ValueError(f"align must be one of {ALIGN_CHOICES}, got {align!r}")
     plan = Plan(None, None)
     _place_traces(inputs, plan)
     if plan.reference_anchor is None:
@@ -215,6 +225,7 @@ def place(inputs: Inputs, *, offset_us: float | None = None) -> Plan:
                          *(found or (None, None)))
         _place_capture(cp, ctx, plan)
         plan.captures.append(cp)
+    _check_times(plan, align, ctx)
     _place_walls(plan, windows)
     _place_reports(inputs, plan)
     return plan
@@ -669,6 +680,104 @@ def _place_walls(plan: Plan, windows: dict) -> None:
             dev = None if cp is None else cp.device or cp.converted
             label = "estimated: middle of its host span" if dev is None else dev.label
             plan.wall_offsets[(w.log.path, w.pid, w.inv)] = (off, label)
+
+
+# --------------------------------------------------------------------------- one run, time >= 0
+
+def _capture_extent(cp: CapturePlan) -> tuple[int, int] | None:
+    """Earliest and latest reference-axis ns of everything a capture draws."""
+    cap, off = cp.capture, cp.host.offset_ns
+    points: list[int] = []
+    if cp.device is not None:
+        ext = _extents(cap)
+        if ext:
+            points += cp.device.to_ns(np.array(ext["all"], dtype=np.int64)).tolist()
+        for s in (*cap.records.host_orchestrator, *cap.records.host_uploads):
+            if len(s.start):
+                points += [int(s.start.min()) + off, int(s.end.max()) + off]
+    if cp.converted is not None:
+        o = round(cp.converted.offset_ns)
+        points += [min(t.start_ns for t in cap.converted) + o,
+                   max(t.end_ns for t in cap.converted) + o]
+    if cap.run_log is not None:
+        host = [sp for sp in cap.run_log.spans if not sp.device_clock]
+        if host:
+            points += [min(sp.ts_ns for sp in host) + off,
+                       max(sp.ts_ns + sp.dur_ns for sp in host) + off]
+    for batch in cap.host_phases:
+        if len(batch.start_ns):
+            points += [int(batch.start_ns.min()) + off, int(batch.end_ns.max()) + off]
+    return (min(points), max(points)) if points else None
+
+
+def _clock_groups(plan: Plan) -> dict:
+    """Sources by the clock relation that put them on the axis: key 0 for the reference
+    host's (and sources assumed on it), the offset for each host joined through wall-clock
+    anchors, a key of its own for a trace of another host with no anchor. -> key ->
+    [(path, lo, hi, source)]."""
+    groups: dict = {}
+    for i, (ct, hc) in enumerate(plan.traces):
+        if ct.start_ns:
+            key = ("unaligned", ct.path) if hc.how.startswith("unaligned") else hc.offset_ns
+            groups.setdefault(key, []).append((ct.path, min(ct.start_ns) + hc.offset_ns,
+                                               max(ct.end_ns) + hc.offset_ns, ("trace", i)))
+    for cp in plan.captures:
+        ext = _capture_extent(cp)
+        if ext is not None:
+            groups.setdefault(cp.host.offset_ns, []).append(
+                (cp.capture.files.directory, *ext, ("capture", cp)))
+    return groups
+
+
+def _check_times(plan: Plan, align: str, ctx: _Context) -> None:
+    """Sources joined to the reference host only through wall-clock anchors must share some
+    time with it, else they cannot be from one run: refused, or with `align="start"` moved
+    to start with it. Then nothing may start before time 0 (Perfetto drops it)."""
+    groups = _clock_groups(plan)
+    ref = groups.get(0)
+    if ref is not None:
+        r_lo, r_hi = min(s[1] for s in ref), max(s[2] for s in ref)
+        for key, sources in groups.items():
+            if key == 0:
+                continue
+            lo, hi = min(s[1] for s in sources), max(s[2] for s in sources)
+            if lo <= r_hi and r_lo <= hi:
+                continue
+            if align == "start":
+                _shift(plan, ctx, sources, r_lo - lo, ref[0][0])
+                continue
+            gap = (f"that ends {_long_ns(r_lo - hi)} before this starts" if hi < r_lo else
+                   f"that starts {_long_ns(lo - r_hi)} after this ends")
+            hand = any(s[3][0] == "capture" and (s[3][1].device or s[3][1].converted)
+                       is not None and (s[3][1].device or s[3][1].converted).status
+                       != "calibrated" for s in sources)
+            raise TraceInputError(ref[0][0], (
+                f"shares no time with {sources[0][0]} ({gap}) and their clocks are joined only "
+                "through wall-clock anchors (another host or boot): they cannot be from one "
+                "run; --align start puts their starts together"
+                + (", --offset-us US places the capture by hand" if hand else "")))
+    for sources in _clock_groups(plan).values():
+        for path, lo, _, _ in sources:
+            if lo < 0:
+                raise TraceInputError(path, f"would start {fmt_ns(-lo)} before time 0 on the "
+                                            "merged timeline, where Perfetto drops it (check "
+                                            "--offset-us)")
+
+
+def _long_ns(ns: float) -> str:
+    return f"{ns / 3.6e12:.1f} h" if ns >= 3.6e12 else fmt_ns(ns)
+
+
+def _shift(plan: Plan, ctx: _Context, sources: list, shift: int, ref_path: str) -> None:
+    """Move a group of sources by `shift` ns (`--align start`), and place its captures again."""
+    why = f"; moved {shift:+d} ns to start with {ref_path} (--align start: not a clock relation)"
+    for _, _, _, (kind, obj) in sources:
+        if kind == "trace":
+            ct, hc = plan.traces[obj]
+            plan.traces[obj] = (ct, HostClock(hc.offset_ns + shift, hc.how + why))
+        else:
+            obj.host = HostClock(obj.host.offset_ns + shift, obj.host.how + why)
+            _place_capture(obj, ctx, plan)
 
 
 # --------------------------------------------------------------------------- reports
