@@ -17,6 +17,7 @@ the stamps into device-counter cycles afterwards (`DeviceCounter.cycles_at`).
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import threading
 import time
@@ -83,6 +84,14 @@ class DeviceRun:
     end_ns: int
     error: str | None = None
     host_orch_start_ns: int = 0
+    # host CLOCK_MONOTONIC windows of the run, for the host log: "bind" (arena, host
+    # orchestration, uploads), "runner_run" (the device threads started to all joined)
+    host_spans: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # what the AICPU threads stamp for Simpler's device_wall: each scheduler thread's loop
+    # ("sched") and the device orchestrator's ("orch"), host ns
+    aicpu_windows: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    pid: int = 0
+    tid: int = 0                   # native id of the thread that ran the execution
 
 
 class DeviceExecutionError(Exception):
@@ -155,6 +164,8 @@ class SimulatedDevice:
                 np.copyto(dev_tensors[k], v)
                 nbytes += v.nbytes
         self._host_phase("arena_h2d", t0, nbytes, upload=True)
+        bind_end = runner_start = _pc()
+        self._aicpu_windows: dict[str, list[tuple[int, int]]] = {"sched": [], "orch": []}
 
         threads = self._start_threads()
         if host_mode:
@@ -162,13 +173,14 @@ class SimulatedDevice:
                 self._stop_all()
             self._nudge_all()
         else:
-            orch = threading.Thread(target=self._device_orchestrator,
+            orch = threading.Thread(target=self._aicpu_timed("orch", self._device_orchestrator),
                                     args=(program, dev_tensors, graph),
                                     name="aicpu_orchestrator", daemon=True)
             orch.start()
             threads.append(orch)
         for th in threads:
             th.join()
+        runner_end = _pc()
         if level >= 1 and host_mode:
             rec.anchors += sample_anchors(self.counter, ANCHOR_POSITIONS[1])
         error = self._error
@@ -179,7 +191,22 @@ class SimulatedDevice:
                     np.copyto(v, dev_tensors[k])
             self._host_phase("arena_d2h", t0, 0)
         end_ns = _pc()
-        return DeviceRun(graph, rec, self.counter, layout, start_ns, end_ns, error, orch_start)
+        return DeviceRun(graph, rec, self.counter, layout, start_ns, end_ns, error, orch_start,
+                         {"bind": (start_ns, bind_end), "runner_run": (runner_start, runner_end)},
+                         self._aicpu_windows, os.getpid(), threading.get_native_id())
+
+    def _aicpu_timed(self, kind: str, fn):
+        """`fn` stamping its thread's first and last instant (an AICPU thread's part of
+        Simpler's device_wall)."""
+        windows = self._aicpu_windows[kind]
+
+        def run(*args):
+            t0 = _pc()
+            try:
+                fn(*args)
+            finally:
+                windows.append((t0, _pc()))
+        return run
 
     # -- orchestration ---------------------------------------------------------------------
     def _submit_all(self, calls: list, graph: TaskGraph) -> None:
@@ -255,8 +282,8 @@ class SimulatedDevice:
                 target=self._core_main, args=(core,), daemon=True,
                 name=f"{self.layout.core_types[core].upper()}_{core}"))
         for t in range(self.layout.num_sched_threads):
-            threads.append(threading.Thread(target=self._sched_main, args=(t,), daemon=True,
-                                            name=f"Sched_{t}"))
+            threads.append(threading.Thread(target=self._aicpu_timed("sched", self._sched_main),
+                                            args=(t,), daemon=True, name=f"Sched_{t}"))
         for th in threads:
             th.start()
         return threads

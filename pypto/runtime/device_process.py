@@ -20,6 +20,7 @@ from typing import Any
 
 from pypto.errors import PyptoError
 from pypto.runtime.device import DeviceExecutionError, DeviceLayout, SimulatedDevice
+from pypto.runtime.host_log import write_host_log
 from pypto.runtime.swimlane_writer import write_dfx_outputs
 
 _pc = time.perf_counter_ns
@@ -74,6 +75,8 @@ def run_device(program: Any, host_tensors: dict[str, Any], s: DeviceSettings) ->
                 run, s.dfx_dir, level=s.level, dep_gen=s.dep_gen, case_name=s.case_name,
                 kernels=program.kernels,
                 orchestration_name=getattr(program, "orchestration_name", None))]
+            files.append(str(write_host_log(run, s.dfx_dir, getattr(program, "name", None)
+                                            or s.case_name)))
         except PyptoError as e:
             error = (error + "; " if error else "") + f"DFX outputs not written: {e}"
     return DeviceOutcome(error, host_tensors, len(run.graph.tasks), run.start_ns, run.end_ns,

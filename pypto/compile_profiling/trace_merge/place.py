@@ -648,6 +648,11 @@ def _wall_offset(cp: CapturePlan | None, w: HostWindow, host: HostClock) -> int 
                       and sp.name == w.root + ".runner_run")
     o = _wall_in_host(parent, wall, children)
     o_lo, o_hi = o.lo + host.offset_ns, o.hi + host.offset_ns
+    # device_wall's own end inside its host span too, where that leaves room (a simulator's
+    # wall can run past it: then only its start and its children are bounds)
+    own_end = parent.ts_ns + parent.dur_ns - wall.ts_ns - wall.dur_ns + host.offset_ns
+    if o_lo <= own_end:
+        o_hi = min(o_hi, own_end)
     if cp is not None and cp.device is not None:
         ext = _extents(cp.capture)
         if ext:
