@@ -401,10 +401,14 @@ def _capture_windows(cap: rs.Capture) -> CaptureWindows | None:
         sched = [x for s in rec.scheduler if getattr(s, "producer", "aicpu") == "aicpu"
                  for x in (s.start, s.end)]
         orch = [x for s in rec.orchestrator for x in (s.start, s.end)]
+        # today's AICPU lifecycle records (a reader of today's layout gives them as phase
+        # streams) are device-clock records too: they widen the extent, as in Simpler's
+        lifecycle = [x for s in getattr(rec, "lifecycle", ()) for x in (s.start, s.end)]
         ext = _positive_bounds([a["start_cycles"] - a["receive_to_start_cycles"],
                                 a["start_cycles"], a["end_cycles"], c["dispatch_cycles"],
                                 c["finish_cycles"], *(x for s in rec.scheduler
-                                                      for x in (s.start, s.end)), *orch])
+                                                      for x in (s.start, s.end)), *orch,
+                                *lifecycle])
         if ext is None:
             return None
         found = {"sched": _positive_bounds(sched), "orch": _positive_bounds(orch)}
