@@ -353,3 +353,22 @@ def test_a_bad_dispatch_identity_is_refused_naming_it(tmp_path):
     with pytest.raises(TraceInputError, match=r"\$\.host_pid") as e:
         merge_traces([tmp_path])
     assert e.value.path == str(side)
+
+
+def test_calibration_is_checked_against_span_containment(tmp_path):
+    """A calibrated capture with its run log: the summary says where the anchors put it
+    within what containment allows; a log whose runner_run starts after the anchored
+    records is warned about (the anchors are used)."""
+    case = "hbg_vector_example_l4_depgen"
+    r = merge_traces([FIXTURES / case])
+    line = next(x for x in r.summary_lines if "calibrated by clock anchors" in x)
+    assert "(pid 17544 inv 1) agrees: 8388.6 us before its earliest placement" in line
+    shutil.copytree(FIXTURES / case, tmp_path / "cap")
+    log = tmp_path / "cap" / "host_log.txt"
+    log.write_text(re.sub(r"(name=chip\.run\.runner_run ts=)(\d+)",
+                          lambda m: m.group(1) + str(int(m.group(2)) + 200_000_000),
+                          log.read_text()))
+    r = merge_traces([tmp_path / "cap"])
+    assert alignment(r.timeline)["status"] == "calibrated"
+    assert any("its clock anchors put it 208.4 ms before the earliest placement span "
+               "containment" in w for w in r.warnings)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +20,9 @@ def test_main_job_profiles_runs_and_merges_into_json_and_protobuf(tmp_path):
     out = proc.stdout
     assert "vector_dag: PASS" in out and "PyPTO Compile Profile" in out
     assert "calibrated by clock anchors" in out
+    # the run's host log (today's span names): span containment checks the calibration
+    assert re.search(r"dfx_outputs/host\.\d+\.log: run log, 3 \[STRACE\] host spans", out)
+    assert re.search(r"span containment in \S+/host\.\d+\.log \(pid \d+ inv 1\) agrees", out)
     assert "linked 3 kernel_codegen stage(s) to their first device task" in out
     merged = json.loads((tmp_path / "merged.json").read_text())
     names = {e["args"]["name"] for e in merged["traceEvents"]

@@ -189,6 +189,8 @@ def add_capture(b: TimelineBuilder, cp: CapturePlan, sel: Selection, warnings: l
     else:
         how = (f"calibrated by clock anchors ({dev.mapping.method}, uncertainty "
                f"±{fmt_ns(dev.uncertainty_ns)})")
+        if dev.cross_check:
+            how += f"; {dev.cross_check}"
     if cp.host.offset_ns:
         how += f"; {cp.host.how}"
     b.summary.append(f"{rec.path}: capture {cp.label}, level {rec.level}: {line}; {how}")

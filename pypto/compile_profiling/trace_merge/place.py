@@ -47,13 +47,13 @@ from pypto.compile_profiling.trace_merge.clock_alignment import (
 )
 from pypto.compile_profiling.trace_merge.containment import (
     METHOD,
+    NS_PER_S,
     CaptureWindows,
     Containment,
     HostWindow,
     NotOneRun,
     contain,
     host_windows,
-    join_origin,
 )
 from pypto.compile_profiling.trace_merge.pairing import Candidate, PairingError, pair
 from pypto.compile_profiling.trace_merge.read_inputs import CompileTrace, Inputs, ProfileReport
@@ -102,6 +102,7 @@ class DeviceClock:
     host_offset_ns: int = 0           # calibrated: the run's host onto the reference axis
     uncertainty_ns: float | None = None   # None: unbounded; contained: the slack
     containment: Containment | None = None
+    cross_check: str | None = None    # calibrated: what span containment says of it
 
     def to_ns(self, cycles: np.ndarray) -> np.ndarray:
         """int64 ns on the reference axis (time points rounded once, here)."""
@@ -439,12 +440,13 @@ def _device_clock(cp: CapturePlan, stage, offset_us, plan: Plan) -> DeviceClock:
         except ClockAnchorsUnusable as exc:
             why_not = f"clock anchors unusable: {exc.reason}"
         else:
+            dev = DeviceClock("calibrated", freq, f"calibrated by clock anchors "
+                              f"({mapping.method})", mapping=mapping,
+                              host_offset_ns=cp.host.offset_ns,
+                              uncertainty_ns=mapping.uncertainty_ns)
             if cp.window is not None:
-                _check_one_run(cp)
-            return DeviceClock("calibrated", freq, f"calibrated by clock anchors "
-                               f"({mapping.method})", mapping=mapping,
-                               host_offset_ns=cp.host.offset_ns,
-                               uncertainty_ns=mapping.uncertainty_ns)
+                dev.cross_check = _cross_check(cp, dev, plan)
+            return dev
     if offset_us is None and cp.window is not None:
         windows = _capture_windows(cap)
         if windows is not None:
@@ -472,14 +474,33 @@ def _not_one_run(cp: CapturePlan, path: str, e: NotOneRun) -> TraceInputError:
                                  f"{e.detail}")
 
 
-def _check_one_run(cp: CapturePlan) -> None:
-    """A calibrated capture and the invocation it was paired with: the same join check."""
+def _cross_check(cp: CapturePlan, dev: DeviceClock, plan: Plan) -> str | None:
+    """A calibrated capture and the invocation it was paired with: refused when they cannot
+    describe one run (as a contained capture is); else where the anchors put its first
+    record against what span containment allows there (the slack, the join's residual
+    either way, the anchors' uncertainty), said in the summary, warned when outside."""
     windows = _capture_windows(cp.capture)
-    if windows is not None:
-        try:
-            join_origin(cp.window, windows)
-        except NotOneRun as e:
-            raise _not_one_run(cp, windows.path, e) from None
+    if windows is None:
+        return None
+    try:
+        c = contain(cp.window, windows)
+    except NotOneRun as e:
+        raise _not_one_run(cp, windows.path, e) from None
+    first = windows.extent[0]
+    earliest = float(c.place_lo_ns - c.head_ns + (first - c.join.origin) * NS_PER_S
+                     / windows.freq_hz) + cp.host.offset_ns
+    calibrated = float(dev.to_ns(np.array([first], dtype=np.int64))[0])
+    later = calibrated - earliest
+    half, slack, sure = float(c.residual_ns) / 2, float(c.slack_ns), dev.uncertainty_ns
+    where = f"span containment in {cp.window.log.path} ({cp.window.where})"
+    if -half - sure <= later <= slack + half + sure:
+        return (f"{where} agrees: {fmt_ns(later)} {'after' if later >= 0 else 'before'} its "
+                f"earliest placement, slack {fmt_ns(slack)}, join ±{fmt_ns(half)}")
+    plan.warnings.append(f"{windows.path}: its clock anchors put it {fmt_ns(later)} "
+                         f"{'after' if later >= 0 else 'before'} the earliest placement "
+                         f"{where} allows (slack {fmt_ns(slack)}, join ±{fmt_ns(half)}): "
+                         "the anchors or the run log are wrong; the anchors are used")
+    return None
 
 
 def _contained(cp: CapturePlan, windows: CaptureWindows, stage, why_not: str,
