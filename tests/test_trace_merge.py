@@ -543,3 +543,18 @@ def test_interleaved_asyncio_stages_are_lanes_of_their_thread(tmp_path):
         assert all(t.process.os_pid == t.process.pid == prof.pid for t in lanes)
         assert sorted(s.name for s in tl.slices() if s.track in lanes) == ["task0", "task1",
                                                                            "task2"]
+
+
+def test_a_pipeline_profile_is_never_placed_before_time_0(tmp_path):
+    """Issue 22: its device_execution at the calibrated capture's first record (706 s of
+    uptime) would put 2000 s of compile before time 0, which Perfetto drops."""
+    report = tmp_path / "report"
+    report.mkdir()
+    (report / "pipeline_profile.json").write_text(json.dumps({"total_seconds": 2001, "stages": [
+        {"name": "compile", "seconds": 2000.0, "children": []},
+        {"name": "device_execution", "seconds": 1.0, "children": []}]}))
+    r = merge_traces([report, FIXTURES / "hbg_vector_example_l4_depgen"])
+    stages = {s.name: s for s in r.timeline.slices() if s.cat == "compile"}
+    assert stages["compile"].start_ns == 0
+    assert min(s.start_ns for s in r.timeline.slices()) >= 0
+    assert any("its start put at time 0 (its device_execution" in w for w in r.warnings)

@@ -825,6 +825,9 @@ def _place_reports(inputs: Inputs, plan: Plan) -> None:
         if calibrated_starts and rel is not None:
             origin = min(calibrated_starts) - rel
             how = "its device_execution put at the first record of the calibrated capture"
+            if origin < 0:          # never before time 0, where Perfetto drops it
+                origin, how = 0.0, ("its start put at time 0 (its device_execution at the "
+                                    "calibrated capture's first record would start before)")
         elif starts:
             origin, how = float(min(starts)), "its start put at the start of the other inputs"
         else:
