@@ -8,12 +8,18 @@ decoder straight into the caller's columns (`array`). Garbage is rejected at the
 so a 2 GB file of zeros costs one block.
 
 Cut points are found by a separator pattern (e.g. `},{`), not by scanning the text in
-Python. A piece `[` + text + `]` is accepted only when it decodes completely: a cut inside a
-string or a nested value leaves a container open, so the decode fails at the piece's end and
-the piece is extended (doubling, so a mis-cut costs at most a few decodes). A validation
-error is real wherever it is: everything before the cut was lexed exactly as in the whole
-file. Errors name the file and the JSON path (`$.tasks[17].kernel_ids[2]: expected int,
-got str`), indices counted in the whole file; nothing is ever parsed twice to word them.
+Python. A piece `[` + text + `]` (or a small value's window of text) is accepted only when it
+decodes completely; when it does not, the decoder's error tells a cut from bad JSON:
+- "data ended" (msgspec's "truncated", Python's "Unterminated string", which points at the
+  string's start, not at the cut): a cut, so the piece is extended (doubling, so a mis-cut
+  costs at most a few decodes);
+- an error at a byte: bad JSON only if a longer piece fails at the same byte, or the piece
+  reaches the end of the file. A cut inside a token (`tr|ue`, `1e|5`, `\ud800|\udc00`)
+  fails near the cut, and a longer piece reads past it; an error in the file is where it is
+  whatever follows, so confirming it costs one more decode, only when the input is bad.
+A validation error is real wherever it is: everything before the cut was lexed exactly as in
+the whole file. Errors name the file and the JSON path (`$.tasks[17].kernel_ids[2]: expected
+int, got str`), indices counted in the whole file; nothing is ever parsed twice to word them.
 
 msgspec rejects lone surrogate escapes (`"\\ud800"`), which Python's json accepts; such a
 piece is decoded by Python's json and converted (checked) by msgspec, and its strings are
@@ -46,7 +52,11 @@ _PATH = re.compile(r"^(.*?)(?: - at `(?:key` in `)?\$((?:\[\d+\])?)(.*)`)?$", re
 _INDEX = re.compile(r"\[(\d+)\]|\.([A-Za-z_][A-Za-z0-9_]*)")
 _SEP_ANY = re.compile(rb"[\]}\"0-9el]\s*,\s*([\[{\"0-9tfn-])")
 _SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
+_NUMBER_GOES_ON = re.compile(r"[0-9.eE+-]*")
 _TRUNCATED = "truncated JSON (file ends before the document is complete)"
+# A token cut at a piece's end is blamed at most this many bytes before the cut (a surrogate
+# pair cut after its first escape, `\ud800\udc0`, is blamed at its start: 12 bytes)
+_TOKEN_BYTES = 16
 _untyped = msgspec.json.Decoder()
 _py_json = json.JSONDecoder()
 
@@ -119,13 +129,23 @@ class _MisCut(Exception):
     """The piece ends inside an element: extend it."""
 
 
+class _Suspect(Exception):
+    """A syntax error at byte `at` of the file, seen in a piece that more text follows: real
+    only if a longer piece fails the same way (see the module docstring)."""
+
+    def __init__(self, at: int, msg: str) -> None:
+        super().__init__(at, msg)
+        self.at, self.msg = at, msg
+
+
 class JsonPieces:
     """Walk one JSON document of a file (see the module docstring)."""
 
     def __init__(self, f: BinaryIO, path, *, block_bytes: int = 1 << 20,
-                 max_piece_bytes: int = 64 << 20):
+                 max_piece_bytes: int = 64 << 20, value_bytes: int = 1 << 16):
         self.f, self.path = f, str(path)
         self.block, self.max_piece = block_bytes, max_piece_bytes
+        self.value_window = value_bytes   # the first window a small value is decoded from
         self.buf = b""
         self.pos = 0          # next unread byte in buf
         self.base = 0         # file offset of buf[0]
@@ -241,7 +261,7 @@ class JsonPieces:
     def value(self, where: str, type_: object = None) -> object:
         """Decode the (small) value at the current position; `type_` checks it."""
         self._skip_ws()
-        window = 1 << 16
+        window, suspect = self.value_window, None
         while True:
             self._need(window)
             data = memoryview(self.buf)[self.pos:self.pos + window]
@@ -249,56 +269,83 @@ class JsonPieces:
             try:
                 obj, used = self._decode_prefix(data, at_end)
             except _MisCut:
-                if window >= self.max_piece:
-                    raise self.error(f"{where}: value larger than {self.max_piece >> 20} MB, "
-                                     "or invalid JSON") from None
-                window *= 4
-                continue
-            self.pos += used
-            if type_ is None:
-                return obj
-            try:
-                return msgspec.convert(obj, type_)
-            except msgspec.ValidationError as exc:
-                raise self.error(word_error(exc, where, doc=obj)) from None
+                pass
+            except _Suspect as s:
+                suspect = self._judge(s, suspect, self.base + self.pos + len(data))
+            else:
+                break
+            if window >= self.max_piece:
+                raise self.error(f"{where}: value larger than {self.max_piece >> 20} MB, "
+                                 "or invalid JSON") from None
+            window *= 4
+        self.pos += used
+        if type_ is None:
+            return obj
+        try:
+            return msgspec.convert(obj, type_)
+        except msgspec.ValidationError as exc:
+            raise self.error(word_error(exc, where, doc=obj)) from None
+
+    def _judge(self, s: _Suspect, suspect: tuple | None, end: int) -> tuple | None:
+        """An error seen in a piece ending at file offset `end` that more text follows:
+        raise it when the previous, shorter piece failed the same way; else return what to
+        compare the next piece's error with (None when it lies in the last few bytes, where
+        a cut token is blamed: it is judged only once a piece reaches past it)."""
+        if (s.at, s.msg) == suspect:
+            raise self._syntax(s.at, s.msg) from None
+        return (s.at, s.msg) if end - s.at > _TOKEN_BYTES else None
 
     def _decode_prefix(self, data, at_end: bool) -> tuple[object, int]:
         """(value, bytes used) of the JSON value at the start of `data`; `_MisCut` when
-        `data` may end inside it (and more follows)."""
+        `data` may end inside it, `_Suspect` for an error a longer `data` may not have."""
         try:
             obj = _untyped.decode(data)
             if not at_end:
                 raise _MisCut                 # a number may go on
             return obj, len(data)
         except msgspec.DecodeError as exc:
-            m = _TRAILING.search(str(exc))
+            msg = str(exc)
+            m = _TRAILING.search(msg)
             if m:
                 n = int(m.group(1)) - 1       # msgspec: 1 past the first trailing byte
                 while n > 0 and data[n - 1] in _WS:
                     n -= 1
                 return _untyped.decode(data[:n]), n
+            if "truncated" in msg and not _SURROGATE.search(data):
+                if at_end:
+                    raise self.error(_TRUNCATED) from None
+                raise _MisCut from None
         except RecursionError:
             raise self.error(f"JSON nested too deeply (over about 1,000 levels) at byte "
                              f"{self.base + self.pos}") from None
+        # msgspec refuses a lone surrogate escape (as "truncated"), and places other errors
+        # at a byte: Python's json reads the former and words the latter.
         return self._python_prefix(bytes(data), more_may_follow=not at_end)
 
     def _python_prefix(self, data: bytes, more_may_follow: bool) -> tuple[object, int]:
         """Python's json for what msgspec refuses (lone surrogate escapes); byte offsets
-        in errors count from `self.base + self.pos`."""
+        in errors count from `self.base + self.pos`. While `more_may_follow`, an error is
+        `_MisCut` when the data ended inside a string, else `_Suspect`."""
         text = data.decode("utf-8", "surrogateescape")
         lead = len(text) - len(text.lstrip(" \t\r\n"))
         try:
             obj, end = _py_json.raw_decode(text, lead)
         except json.JSONDecodeError as exc:
-            if more_may_follow and exc.pos >= len(text.rstrip(" \t\r\n")) - 1:
+            unterminated = exc.msg.startswith("Unterminated")
+            if more_may_follow and unterminated:
                 raise _MisCut from None
-            if not more_may_follow and exc.msg.startswith("Unterminated"):
+            if unterminated:
                 raise self.error(_TRUNCATED) from None
             at = self.base + self.pos + len(text[:exc.pos].encode("utf-8", "surrogateescape"))
+            if more_may_follow:
+                raise _Suspect(at, exc.msg) from None
             raise self._syntax(at, exc.msg) from None
         except RecursionError:
             raise self.error(f"JSON nested too deeply (over about 1,000 levels) at byte "
                              f"{self.base + self.pos}") from None
+        if (more_may_follow and type(obj) in (int, float)
+                and _NUMBER_GOES_ON.fullmatch(text, end)):
+            raise _MisCut                     # "-0." of "-0.5": a number that may go on
         return safe_strings(obj), len(text[:end].encode("utf-8", "surrogateescape"))
 
     def skip(self, where: str) -> None:
@@ -326,7 +373,7 @@ class JsonPieces:
             sep = SEP_OBJECTS if first == b"{" else SEP_ROWS if first == b"[" else _SEP_ANY
         index = 0
         while True:
-            step = piece_bytes
+            step, suspect = piece_bytes, None
             while True:
                 self._need(step + 4096)
                 buf, pos = self.buf, self.pos
@@ -337,6 +384,9 @@ class JsonPieces:
                 try:
                     items, closed = self._decode_piece(piece, decoder, where, index, final)
                 except _MisCut:
+                    closed = items = None
+                except _Suspect as s:
+                    suspect = self._judge(s, suspect, self.base + cut)
                     closed = items = None
                 if closed is not None or (items is not None and m is not None):
                     break
