@@ -116,6 +116,29 @@ def mixed_golden(n, tensors, params):
     tensors["out"][:] = n * (tensors["a"] @ tensors["b"])
 
 
+# -- five kernels: the vector DAG beside one matmul tile accumulated --------------------------
+
+def five_kernel_tasks(shape, t: dict) -> list:
+    return dag_tasks(shape, t) + mixed_tasks(1, shape, t)
+
+
+def five_kernel_program(shape=(16, 16)) -> CompiledProgram:
+    params = [_p("a", shape, "in"), _p("b", shape, "in"), _p("f", shape, "out"),
+              _p("out", shape, "inout")]
+    return CompiledProgram("FiveKernels", "", _kernels(shape), "main", params,
+                           functools.partial(five_kernel_tasks, shape))
+
+
+def five_kernel_specs(shape=(16, 16)) -> list[dict]:
+    return dag_specs(shape) + [{"name": "out", "shape": shape, "dtype": "float32",
+                                "init_value": 1.0, "is_output": True}]
+
+
+def five_kernel_golden(tensors: dict, params: dict) -> None:
+    dag_golden(tensors, params)
+    tensors["out"][:] = tensors["out"] + tensors["a"] @ tensors["b"]
+
+
 # -- wide: many independent chains, for the scheduler and the benchmark -----------------------
 
 def wide_tasks(n_tasks: int, width: int, shape, t: dict) -> list:

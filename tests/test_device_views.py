@@ -210,12 +210,12 @@ def test_utilisation_counters_add_up_to_each_cores_busy_time():
         assert c.values[-1] == 0     # ends at the end of the last bin
 
 
-def test_per_kernel_totals_in_the_summary_and_metadata():
+def test_per_kernel_totals_in_the_kernel_lines_and_metadata():
     case = "tmr_bgemm_case0_l4_depgen"
     r = merge_traces([FIXTURES / case])
     rec = records(case)
     scale = 1e9 / rec["metadata"]["clock_freq_hz"]
-    line = next(s for s in r.summary_lines if " kernel GEMM (AIC): " in s)
+    line = next(s for s in r.kernel_lines if " kernel GEMM (AIC): " in s)
     assert "500 tasks, 500 runs, device time total" in line
     (src,) = [s for s in r.timeline.metadata["sources"] if s.get("kernels")]
     gemm = next(k for k in src["kernels"] if k["kernel"] == "GEMM")

@@ -15,21 +15,27 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from pypto.compile_profiling.foundation.gc_pause import gc_paused
-from pypto.compile_profiling.timeline.model import Timeline
+
+if TYPE_CHECKING:  # not loaded here: `--help` reads `trace_merge.views` without NumPy
+    from pypto.compile_profiling.timeline.model import Timeline
 
 __all__ = ["MergeResult", "merge_traces"]
 
 
 @dataclass
 class MergeResult:
-    """The merged timeline, the human summary (one line each) and the warnings."""
+    """The merged timeline, the human summary (one line each; a capture's kernels in one
+    line), the warnings, and a line per kernel of each capture (also in the timeline's
+    metadata, `sources[].kernels`)."""
 
     timeline: Timeline
     summary_lines: list[str]
     warnings: list[str]
+    kernel_lines: list[str] = field(default_factory=list)
 
 
 def merge_traces(inputs: Iterable[str | os.PathLike], *, offset_us: float | None = None,
@@ -65,5 +71,5 @@ def merge_traces(inputs: Iterable[str | os.PathLike], *, offset_us: float | None
         say("placing sources")
         plan = place(found, offset_us=offset_us, align=align)
         say("laying out")
-        timeline, summary, warnings = lay_out(plan, sel)
-    return MergeResult(timeline, summary, warnings)
+        timeline, summary, warnings, kernel_lines = lay_out(plan, sel)
+    return MergeResult(timeline, summary, warnings, kernel_lines)

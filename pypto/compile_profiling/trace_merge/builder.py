@@ -84,6 +84,7 @@ class TimelineBuilder:
         self.host_procs: dict[tuple[str | None, int], Process] = {}   # (host, os pid)
         self.threads: dict[tuple[int, int], Track] = {}               # (process pid, os tid)
         self.summary: list[str] = []
+        self.kernel_lines: list[str] = []   # a line per kernel of every capture
         self.sources: list[dict] = []
         self.codegen_rows: list[int] = []          # host rows of kernel_codegen:* stages
         self.host_index: dict[int, tuple[SliceBlock, int]] = {}   # host row -> block, row

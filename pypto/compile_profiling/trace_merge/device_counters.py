@@ -90,9 +90,13 @@ def _union(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return s[heads], run_end[tails]
 
 
-def kernel_summary(capture, rows: DeviceRows) -> tuple[list[str], list[dict]]:
+BRIEF_KERNELS = 3               # kernels named in a capture's one summary line
+
+
+def kernel_summary(capture, rows: DeviceRows) -> tuple[str, list[str], list[dict]]:
     """Per kernel: tasks, AICore runs, core types, total / mean / max device time
-    (kernel start to end, from the records' own clock) -> (summary lines, JSON rows)."""
+    (kernel start to end, from the records' own clock) -> (one line for the whole capture,
+    naming the kernels with the most device time; a line per kernel; JSON rows)."""
     label = rows.label
     costs = sorted(device_kernel_costs(capture, rows.func), key=lambda k: -k.total_ns)
     lines, table = [], []
@@ -105,4 +109,15 @@ def kernel_summary(capture, rows: DeviceRows) -> tuple[list[str], list[dict]]:
         table.append({"kernel": k.kernel, "core_types": sorted(k.core_types),
                       "tasks": k.tasks, "runs": k.executions, "total_ns": round(k.total_ns),
                       "mean_ns": round(mean), "max_ns": round(k.max_ns)})
-    return lines, table
+    return _brief(label, table), lines, table
+
+
+def _brief(label: str, table: list[dict]) -> str:
+    """`r0d0: 64 kernels, 1000 tasks, 1.2 ms device time; most: A (AIV) 0.3 ms, ...`."""
+    total = sum(k["total_ns"] for k in table)
+    top = ", ".join(f"{k['kernel']} ({'+'.join(t.upper() for t in k['core_types'])}) "
+                    f"{fmt_ns(k['total_ns'])}" for k in table[:BRIEF_KERNELS])
+    more = (f" (all {len(table)}: --kernels)" if len(table) > BRIEF_KERNELS else "")
+    n = len(table)
+    return (f"  {label}: {n} kernel{'s' * (n != 1)}, {sum(k['tasks'] for k in table)} tasks, "
+            f"{fmt_ns(total)} device time; most: {top}{more}")

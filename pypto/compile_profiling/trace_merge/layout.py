@@ -41,8 +41,10 @@ from pypto.compile_profiling.trace_merge.place import Plan
 from pypto.compile_profiling.trace_merge.views import ALL, Selection
 
 
-def lay_out(plan: Plan, sel: Selection = ALL) -> tuple[Timeline, list[str], list[str]]:
-    """-> (timeline, summary lines, warnings); `sel`: the device views and arrows to draw."""
+def lay_out(plan: Plan, sel: Selection = ALL
+            ) -> tuple[Timeline, list[str], list[str], list[str]]:
+    """-> (timeline, summary lines, warnings, a line per kernel); `sel`: the device views
+    and arrows to draw."""
     b = TimelineBuilder(plan)
     warnings = list(plan.warnings)
     for ct, hc in plan.traces:
@@ -94,7 +96,7 @@ def lay_out(plan: Plan, sel: Selection = ALL) -> tuple[Timeline, list[str], list
                                                    "wall_ns": plan.reference_anchor.wall_ns}
     if n_flows:
         b.summary.append(f"linked {n_flows} kernel_codegen stage(s) to their first device task")
-    return b.tl, b.summary, warnings
+    return b.tl, b.summary, warnings, b.kernel_lines
 
 
 def _add_device_views(b: TimelineBuilder, cp, sel: Selection, warnings: list[str]) -> None:
@@ -124,8 +126,10 @@ def _add_device_views(b: TimelineBuilder, cp, sel: Selection, warnings: list[str
     for kind, n in unbound.items():
         warnings.append(f"{cp.capture.records.path}: {n} {kind} arrows have no scheduler "
                         "phase to bind to (not drawn)")
-    lines, table = kernel_summary(cp.capture, rows)
-    b.summary.extend(lines)
+    brief, lines, table = kernel_summary(cp.capture, rows)
+    if table:
+        b.summary.append(brief)
+    b.kernel_lines.extend(lines)
     b.sources[-1]["kernels"] = table
     b.sources[-1]["flows"] = counts
 
