@@ -964,3 +964,112 @@ def test_run_log_line_with_a_huge_token_parses_in_linear_time(tmp_path):
     short_tokens = cost("abcd " * 10_000)
     one_token = cost("a" * 50_000)
     assert one_token < 10 * short_tokens, (one_token, short_tokens)
+
+
+# ---------------------------------------------------------------- valid JSON, any layout
+
+def test_valid_json_is_read_wherever_its_text_falls(tmp_path):
+    """The 1000-task host-orchestrated capture with spaces added to its host phase line
+    (valid JSON: a string then crossed the reader's 64 KiB window, and 6 of 24 shifts were
+    refused as invalid) merges like the original."""
+    case = FIXTURES / "hbg_benchmark_bgemm_case0_l4_depgen"
+    if not case.is_dir():
+        pytest.skip("no hbg_benchmark_bgemm_case0_l4_depgen")
+    files = _capture_files(case.name, ("*.json", "*.txt", "*.jsonl"))
+    line = files["host_phase_records.jsonl"].strip()
+    files["host_phase_records.jsonl"] = line[:1] + b" " * 12 + line[1:] + b"\n"
+    with workspace({f"cap/{k}": v for k, v in files.items()}) as work:
+        out = work / "out" / "merged.json"
+        code, err = run_main(work / "in" / "cap", "-o", out, "-q")
+        assert code == 0, err
+        assert_strict_json(out)
+
+
+# ---------------------------------------------------------------- `-o -` on ordinary pipes
+
+def _merge_to_stdout(work: Path, stdout, *, shell_redirect: str = "") -> subprocess.Popen:
+    args = [sys.executable, "-m", "pypto.compile_profiling.cli.merge_traces",
+            str(work / "in" / "cap"), "-o", "-", "-q"]
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    if shell_redirect:   # as a shell runs it: `... >&-`
+        return subprocess.Popen(["sh", "-c", 'exec "$@" ' + shell_redirect, "sh", *args],
+                                stdout=stdout, stderr=subprocess.PIPE, env=env, cwd=work)
+    return subprocess.Popen(args, stdout=stdout, stderr=subprocess.PIPE, env=env, cwd=work)
+
+
+@pytest.fixture(scope="module")
+def big_capture() -> dict[str, bytes]:
+    """A capture whose trace is far bigger than a pipe holds (64 KiB)."""
+    case = "hbg_benchmark_bgemm_case0_l4_depgen"
+    if not (FIXTURES / case).is_dir():
+        pytest.skip(f"no {case}")
+    return {f"cap/{k}": v for k, v in _capture_files(case, (
+        "chip_swimlane_records.json", "deps.json", "name_map_*.json")).items()}
+
+
+def test_a_reader_that_stops_early_ends_the_merge_quietly(big_capture):
+    """`pypto-merge-traces ... -o - | head -c 100`: the rest of the write fails with EPIPE;
+    the merge stops without a word, status 141 as for a tool stopped by SIGPIPE."""
+    with workspace(big_capture) as work:
+        r, w = os.pipe()
+        proc = _merge_to_stdout(work, w)
+        os.close(w)
+        with os.fdopen(r, "rb") as reader:
+            assert len(reader.read(100)) == 100
+        _, err = proc.communicate(timeout=120)   # the read end is closed: EPIPE
+        assert proc.returncode == 141, err
+        assert err == b""
+        assert temp_leftovers(work) == [] and list((work / "out").iterdir()) == []
+
+
+def test_stdout_on_a_full_device_is_one_line_exit_1(big_capture):
+    with workspace(big_capture) as work, open("/dev/full", "wb") as full:
+        proc = _merge_to_stdout(work, full)
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 1
+        assert err.decode() == "stdout: cannot write: No space left on device\n"
+        assert temp_leftovers(work) == []
+
+
+def test_closed_stdout_is_one_line_exit_1_before_reading(big_capture):
+    with workspace(big_capture) as work:
+        proc = _merge_to_stdout(work, None, shell_redirect=">&-")
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 1
+        assert err.decode() == "stdout: cannot write: standard output is closed\n"
+
+
+# ---------------------------------------------------------------- a late Ctrl-C
+
+@pytest.mark.parametrize("signame, status", [("SIGINT", 130), ("SIGTERM", 143)])
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_a_signal_at_the_rename_says_what_is_true(sources, monkeypatch, signame, status,
+                                                  when):
+    """The signal arrives just before or just after the output is renamed into place (a
+    real signal, raised by a wrapped `os.replace`): the line says not written / written."""
+    from pypto.compile_profiling.foundation import atomic_io
+
+    files, _, _ = sources["records_estimated"]
+    real_replace = atomic_io.os.replace
+    with workspace(files) as work:
+        out = work / "out" / "merged.json"
+        out.write_text("the previous output")
+
+        def replace_then_signal(src, dst, *a, **kw):
+            if when == "after":
+                real_replace(src, dst, *a, **kw)
+            signal.raise_signal(getattr(signal, signame))
+            if when == "before":
+                real_replace(src, dst, *a, **kw)   # not reached: the signal stopped it
+
+        monkeypatch.setattr(atomic_io.os, "replace", replace_then_signal)
+        code, err = run_main(work / "in" / "cap", "-o", out, "-q")
+        monkeypatch.setattr(atomic_io.os, "replace", real_replace)
+        assert code == status and "Traceback" not in err, err
+        if when == "after":
+            assert err.splitlines() == [f"{out}: written, then interrupted by {signame}"]
+            assert_strict_json(out)
+        else:
+            assert err.splitlines() == [f"{out}: not written (interrupted by {signame})"]
+            assert out.read_text() == "the previous output"
+        assert temp_leftovers(work) == []

