@@ -286,6 +286,32 @@ def test_open_serves_only_the_output_then_stops(tmp_path):
         proc.stderr.close()
 
 
+def test_open_stops_with_one_line_when_the_output_is_changed_in_place(tmp_path):
+    out = tmp_path / "m.json"
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, str(SCRIPT), FIXTURES / CALIBRATED[0], "-o", out,
+                             "--open", "--no-browser", "--port", str(port), "-q"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+    try:
+        url = proc.stdout.readline().strip().split("url=", 1)[1]
+        with open(out, "ab") as f:       # the served file, changed in place
+            f.write(b"\n")
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(url, timeout=10)
+        assert refused.value.code == 409
+        assert proc.wait(timeout=20) == 2
+        err = proc.stderr.read()
+        assert "Traceback" not in err
+        assert err.splitlines()[-1] == (f"{out}: changed since it was opened (written in "
+                                        "place); not served: open it again")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
+
+
 def test_open_stops_on_ctrl_c(tmp_path):
     import signal
 

@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ import pytest
 from pypto.compile_profiling.cli import merge_traces as merge_cli
 from pypto.compile_profiling.cli import profile as profile_cli
 from pypto.compile_profiling.viewer.server import TraceServer
+from pypto.errors import TraceInputError
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -118,6 +120,102 @@ def test_a_client_that_hangs_up_early_does_not_use_up_the_fetch(tmp_path):
         assert server.wait_fetched(10) and len(server.fetches) == 1
 
 
+def test_a_file_replaced_by_rename_is_still_served_as_it_was(server, trace, tmp_path):
+    original = trace.read_bytes()
+    new = tmp_path / "new.json"
+    new.write_bytes(b'{"traceEvents": [1]}')
+    os.replace(new, trace)            # how our writers replace a file
+    resp, body = request(server.port, trace_path(server))
+    assert resp.status == 200 and body == original
+    assert server.wait_fetched(10)
+
+
+def _rewrite_in_place(path: Path, data: bytes, *, mtime_step_ns: int = 0) -> None:
+    """`path`'s own inode rewritten (as `cp new path` or an editor does); `mtime_step_ns`
+    moves its modification time as a later write's clock would (a write within the clock
+    tick of the open keeps the time: the server compares size and time)."""
+    before = os.stat(path).st_mtime_ns
+    with open(path, "r+b") as f:
+        f.truncate(0)
+        f.write(data)
+    if mtime_step_ns:
+        os.utime(path, ns=(before + mtime_step_ns, before + mtime_step_ns))
+
+
+@pytest.mark.parametrize("change", ["longer", "same size, later"])
+def test_a_file_changed_in_place_is_not_served(server, trace, change):
+    """The README promises the file as it was when opened: changed in place, it is refused
+    (409) and the wait says so, rather than serving other bytes."""
+    old = trace.read_bytes()
+    if change == "longer":
+        _rewrite_in_place(trace, old + b"\n")
+    else:
+        _rewrite_in_place(trace, old.replace(b"[]", b"[0"), mtime_step_ns=10**9)
+    resp, body = request(server.port, trace_path(server))
+    assert resp.status == 409 and body == b""
+    with pytest.raises(TraceInputError) as info:
+        server.wait_fetched(10)
+    assert str(info.value) == (f"{trace}: changed since it was opened (written in place); "
+                               "not served: open it again")
+
+
+def test_a_file_changed_during_a_fetch_cuts_it_short(tmp_path):
+    big = tmp_path / "big.json"
+    big.write_bytes(b" " * (48 << 20))   # far more than the socket buffers hold
+    with TraceServer(0) as server:
+        server.set_trace(big)
+        sock = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+        sock.sendall(f"GET /big.json HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n\r\n"
+                     .encode())
+        got = len(sock.recv(100))
+        with open(big, "ab") as f:    # appended while the server is still sending
+            f.write(b"x")
+        while data := sock.recv(1 << 20):   # the server closes the connection early
+            got += len(data)
+        sock.close()
+        assert got < 48 << 20
+        with pytest.raises(TraceInputError, match="changed since it was opened"):
+            server.wait_fetched(10)
+        assert server.fetches == []
+
+
+def test_a_silent_connection_is_closed_after_the_timeout(trace):
+    with TraceServer(0, timeout_s=0.2) as server:
+        server.set_trace(trace)
+        silent = socket.create_connection(("127.0.0.1", server.port), timeout=30)
+        assert silent.recv(1) == b""      # the server gave up on it (the client waits 30 s)
+        silent.close()
+        assert request(server.port, "/merged%20trace.json")[0].status == 200
+
+
+def _connection_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "trace-server-connection"]
+
+
+def test_connections_beyond_the_bound_get_503_and_no_thread(trace):
+    """300 half-open connections made 302 threads; now at most `max_connections` are served
+    at once, each later one is answered 503 and closed by the accepting thread."""
+    before = set(_connection_threads())
+    with TraceServer(0, timeout_s=60, max_connections=8) as server:
+        server.set_trace(trace)
+        idle = [socket.create_connection(("127.0.0.1", server.port), timeout=30)
+                for _ in range(8)]
+        for _ in range(300):
+            with socket.create_connection(("127.0.0.1", server.port), timeout=30) as extra:
+                reply = b""
+                while data := extra.recv(4096):
+                    reply += data
+                assert reply.startswith(b"HTTP/1.1 503 ")
+        held = [t for t in _connection_threads() if t not in before]   # the 8 idle ones'
+        assert len(held) == 8
+        for s in idle:
+            s.close()                     # EOF: each thread ends and frees its slot
+        for t in held:
+            t.join(10)
+        assert not any(t.is_alive() for t in held)
+        assert request(server.port, "/merged%20trace.json")[0].status == 200
+
+
 def test_special_files_are_refused(tmp_path):
     fifo = tmp_path / "t.json"
     os.mkfifo(fifo)
@@ -158,6 +256,18 @@ def test_open_prints_the_link_serves_until_fetched_and_exits_0(trace):
     assert body == trace.read_bytes()
     code, err = finish(proc)
     assert code == 0 and err.splitlines()[-1].startswith("sent merged trace.json (")
+
+
+def test_open_stops_with_one_line_when_the_file_is_changed_in_place(trace):
+    port = free_port()
+    proc = start(trace, "--no-browser", "--port", port)
+    assert proc.stdout.readline().startswith("https://ui.perfetto.dev/")
+    _rewrite_in_place(trace, trace.read_bytes() + b"\n")
+    assert request(port, "/merged%20trace.json")[0].status == 409
+    code, err = finish(proc)
+    assert code == 2 and "Traceback" not in err
+    assert err.splitlines()[-1] == (f"{trace}: changed since it was opened (written in "
+                                    "place); not served: open it again")
 
 
 def test_ctrl_c_exits_130_with_one_line(trace):

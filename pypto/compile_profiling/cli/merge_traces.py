@@ -372,7 +372,11 @@ def _merge(args, state: dict, server) -> int:
         except PyptoError as e:
             print(str(e), file=err)
             return EXIT_WRITE
-        return serve_trace(server, open_browser=not args.no_browser)
+        try:
+            return serve_trace(server, open_browser=not args.no_browser)
+        except TraceInputError as e:   # OUT was changed in place while it was served
+            print(str(e), file=err)
+            return EXIT_INPUT
     elif not args.quiet and not to_stdout:
         print("open it: https://ui.perfetto.dev (Open trace file), or run again with --open",
               file=err)
