@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from pypto.compile_profiling.foundation.gc_pause import gc_paused
 
-if TYPE_CHECKING:  # not loaded here: `--help` reads `trace_merge.views` without NumPy
+if TYPE_CHECKING:  # not loaded here: `--help` reads `views` without NumPy (0.30 -> 0.13 s CPU)
     from pypto.compile_profiling.timeline.model import Timeline
 
 __all__ = ["MergeResult", "merge_traces"]
