@@ -11,6 +11,10 @@ two ways:
   and no output file;
 and in both, no temp file is left anywhere and the inputs are byte for byte unchanged.
 
+`-o -` on ordinary pipes (a reader that stops early, a full device, a closed stdout) and a
+signal at the rename have their own outcomes (141 quietly, 1 with one line; the interrupt
+line true about the output) and their own tests at the end.
+
 The merge runs in-process through `merge_cli.main` (stderr captured) for speed, with a few
 real subprocess runs. Hypothesis runs with one fixed profile (`FUZZ`: derandomized, a bounded
 number of examples, no deadline, no shrinking), so a run is fast and the same every time.
