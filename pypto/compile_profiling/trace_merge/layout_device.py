@@ -121,8 +121,8 @@ def add_capture(b: TimelineBuilder, cp: CapturePlan, sel: Selection, warnings: l
         return b.process(f"Device {cp.label}{SEP}{name}{tag if device_clock else ''}",
                          args=proc_args, estimated=estimated and device_clock)
 
-    rows = _device_rows(cp)
-    has_aicore = rows is not None          # _device_rows: None without AICore rows
+    rows = device_rows(cp)
+    has_aicore = rows is not None          # device_rows: None without AICore rows
     if has_aicore and (sel.view("worker") or sel.view("utilisation")):
         rows.worker_proc = view_process("AICore")
     if has_aicore and sel.view("scheduler-view") and rows.has_cpu.any():
@@ -300,7 +300,7 @@ def row_kernels(cap) -> tuple[np.ndarray, np.ndarray]:
     return np.full(n, -1, dtype=np.int64), ((cnt > 1) & (types != 3))[inv.reshape(-1)]
 
 
-def _device_rows(cp: CapturePlan) -> DeviceRows | None:
+def device_rows(cp: CapturePlan) -> DeviceRows | None:
     """The AICore rows with their AICPU row (joined on (core_id, reg_task_id), the last
     duplicate wins) and kernel, every time point on the reference axis."""
     cap, dev = cp.capture, cp.device

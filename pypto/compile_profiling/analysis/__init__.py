@@ -1,0 +1,52 @@
+"""Explain a run: why was it as long as it was?
+
+    from pypto.compile_profiling.analysis import analyze
+    result = analyze(["work/report/trace.json", "work/dfx_outputs"])
+    for rank in result.ranks:
+        print(rank.label, rank.verdict, rank.observed.compute_total, rank.static.length_cycles)
+
+Per capture (rank): the device critical path (static: the dependency-limited floor; observed:
+the blame path whose compute and stall tile the makespan to the cycle), the overhead verdict
+(was a free core waiting while ready work sat undispatched?) and, with the compile trace or
+Simpler's host log, the whole wall time from the first compile stage to the last device task
+tiled into named segments. The definitions are Simpler's own (`critical_path`,
+`sched_overhead_analysis`), computed on the merge readers' NumPy columns; docs/analysis.md
+says them in a user's words. Clock placement is the merge's `place` step.
+
+This package reads `trace_merge/` and `timeline/`; nothing there imports it (the merge draws
+its views through `TIMELINE_VIEWS`, passed in by the caller).
+"""
+
+from __future__ import annotations
+
+from pypto.compile_profiling.analysis.critical_path import (
+    KINDS,
+    TOLERANCE_CYCLES,
+    DependencyEdges,
+    ObservedPath,
+    StaticPath,
+)
+from pypto.compile_profiling.analysis.end_to_end import CATEGORIES, EndToEnd, Segment
+from pypto.compile_profiling.analysis.explain import (
+    FamilyRow,
+    RankAnalysis,
+    RunAnalysis,
+    analyze,
+    analyze_capture,
+    analyze_plan,
+    kernel_family,
+)
+from pypto.compile_profiling.analysis.overhead import (
+    Distribution,
+    EngineStarvation,
+    Overhead,
+    SchedulerThread,
+)
+from pypto.compile_profiling.analysis.tasks import TaskTable
+
+__all__ = [
+    "CATEGORIES", "KINDS", "TOLERANCE_CYCLES", "DependencyEdges", "Distribution", "EndToEnd",
+    "EngineStarvation", "FamilyRow", "ObservedPath", "Overhead", "RankAnalysis", "RunAnalysis",
+    "SchedulerThread", "Segment", "StaticPath", "TaskTable", "analyze", "analyze_capture",
+    "analyze_plan", "kernel_family",
+]

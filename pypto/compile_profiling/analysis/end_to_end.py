@@ -1,0 +1,308 @@
+"""Past the device: the run's whole wall time, first compile stage to last device task.
+
+The device part is the observed path from its first task's start (device compute and
+stall by kind; its front gap is what this module explains instead). Before it, on the
+reference axis of the merge's `place` step (never a second clock decision), every instant
+goes to the most specific thing known to have been happening on the way to that first task,
+in this order of precedence (highest first):
+
+1. the first path task's own launch: its dispatch -> start, and for an AICPU orchestrator
+   its submit and submit -> dispatch (device clock);
+2. the device orchestrator at work (device clock);
+3. the first task's host submit, the host orchestrator at work, H2D uploads (host clock);
+4. Simpler's host phase records (`arena_build`, `graph_upload`, ...);
+5. the run log's `[STRACE]` host spans (`chip.run.bind`, `chip.run.runner_run`, ...), the
+   deeper span first;
+6. after a host submit, waiting for the dispatch;
+7. the compile stages of the run's main thread (the deeper stage first) and the
+   `kernel_codegen:<kernel>` stage of the first task's kernel;
+
+and an instant that none of them covers is "unexplained". The segments tile the wall time
+exactly (integer ns). A capture placed by estimate carries its bound into the result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pypto.compile_profiling.analysis.critical_path import KINDS, ObservedPath
+from pypto.compile_profiling.analysis.tasks import TaskTable
+from pypto.compile_profiling.trace_merge.builder import KERNEL_CODEGEN_PREFIX
+from pypto.compile_profiling.trace_merge.layout_device import DeviceRows
+from pypto.compile_profiling.trace_merge.place import DEVICE_EXECUTION, CapturePlan, Plan
+
+__all__ = ["CATEGORIES", "EndToEnd", "Segment", "device_segments", "end_to_end"]
+
+CATEGORIES = ("compile", "host preparation", "launch", "device compute",
+              "device stall: data-wait", "device stall: core-wait", "unexplained")
+COMPILE_CATS = ("parse", "pass", "codegen", "compile")
+FOLD_OVER = 16           # host phases with more records than this are drawn as their hull
+
+
+@dataclass(slots=True)
+class Segment:
+    name: str
+    category: str
+    start_ns: int            # reference axis
+    end_ns: int
+
+    @property
+    def dur_ns(self) -> int:
+        return self.end_ns - self.start_ns
+
+
+@dataclass(slots=True, eq=False)
+class EndToEnd:
+    """The wall time from the first compile stage to the last device task's end, tiled."""
+
+    start_ns: int
+    end_ns: int
+    device_start_ns: int
+    segments: list[Segment]          # host side, then one segment for the device path
+    totals: dict[str, int]           # ns per category (CATEGORIES)
+    first_task: str
+    kernel: str | None
+    clock: str                       # how the device side was placed ("calibrated ±636 ns")
+    uncertainty_ns: float | None
+    estimated: bool
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def wall_ns(self) -> int:
+        return self.end_ns - self.start_ns
+
+    @property
+    def exact(self) -> bool:
+        return sum(self.totals.values()) == self.wall_ns and \
+            sum(s.dur_ns for s in self.segments) == self.wall_ns
+
+
+def device_segments(path: ObservedPath, to_ns, *, front_gap: bool = True
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The observed path as reference-axis pieces: (start_ns, end_ns, path position, what:
+    0..2 a stall of that kind, 3 compute). Boundaries are converted as time points, so the
+    pieces touch and tile [first start (or t0 with the front gap), last end]."""
+    begin_stall = path.frontier.copy()
+    start = begin_stall + path.stall                  # where its compute starts
+    if not front_gap and len(start):
+        begin_stall[0] = start[0]
+    end_compute = start + path.compute
+    pts = to_ns(np.concatenate((begin_stall, start, end_compute)))
+    n = len(start)
+    b, s, e = pts[:n], pts[n:2 * n], pts[2 * n:]
+    idx = np.arange(n)
+    has_stall = s > b
+    has_compute = e > s
+    starts = np.concatenate((b[has_stall], s[has_compute]))
+    ends = np.concatenate((s[has_stall], e[has_compute]))
+    where = np.concatenate((idx[has_stall], idx[has_compute]))
+    what = np.concatenate((path.kind[has_stall].astype(np.int64),
+                           np.full(int(has_compute.sum()), 3, dtype=np.int64)))
+    o = np.argsort(starts, kind="stable")
+    return starts[o], ends[o], where[o], what[o]
+
+
+def _nesting_depth(start: list[int], end: list[int]) -> list[int]:
+    """Depth of each interval of one thread by containment (few: the host stages)."""
+    order = sorted(range(len(start)), key=lambda i: (start[i], -end[i]))
+    depth = [0] * len(start)
+    stack: list[int] = []
+    for i in order:
+        while stack and end[stack[-1]] < end[i] or stack and start[i] >= end[stack[-1]]:
+            stack.pop()
+        depth[i] = len(stack)
+        stack.append(i)
+    return depth
+
+
+def _compile_trace(plan: Plan, cp: CapturePlan):
+    """The compile trace of this capture's run (its pid), or the only one."""
+    for ct, hc in plan.traces:
+        if cp.run_pid is not None and cp.run_pid in ct.pid:
+            return ct, hc
+    return plan.traces[0] if len(plan.traces) == 1 else (None, None)
+
+
+def end_to_end(plan: Plan, cp: CapturePlan, rows: DeviceRows, tt: TaskTable,
+               path: ObservedPath, first_label: str, kernel: str | None) -> EndToEnd | None:
+    """The tiled wall time of one capture's run (None without any host-clock source).
+    `first_label`: the first path task as the timeline names it; `kernel`: its kernel."""
+    dev = cp.device
+    if dev is None or path is None or not len(path.tasks):
+        return None
+    cap = cp.capture
+    notes: list[str] = []
+    first = int(path.tasks[0])
+    starts, ends, _where, what = device_segments(path, dev.to_ns, front_gap=False)
+    dev_start = int(starts[0]) if len(starts) else int(dev.to_ns(np.array([path.t1]))[0])
+    dev_end = int(ends[-1]) if len(ends) else dev_start
+    iv: list[tuple[float, int, int, int, str, str]] = []   # (layer, depth, s, e, name, cat)
+    ct, hc = _compile_trace(plan, cp)
+    host_off = cp.host.offset_ns
+    if ct is not None:
+        _compile_intervals(ct, hc.offset_ns, cp, kernel, iv)
+    elif plan.traces:
+        notes.append("several compile traces and none of this run's pid: compile stages "
+                     "left out")
+    log = cap.run_log
+    if log is not None:
+        pid = cp.run_pid
+        for sp in log.spans:
+            if sp.device_clock or (pid is not None and sp.pid != pid):
+                continue
+            cat = "launch" if sp.name.endswith("runner_run") else "host preparation"
+            iv.append((5, sp.depth, sp.ts_ns + host_off, sp.ts_ns + sp.dur_ns + host_off,
+                       sp.name, cat))
+    for batch in cap.host_phases:
+        names = np.array(batch.phase, dtype=object)
+        for name in dict.fromkeys(batch.phase):
+            sel = np.flatnonzero(names == name)
+            s0, e0 = batch.start_ns[sel] + host_off, batch.end_ns[sel] + host_off
+            if len(sel) > FOLD_OVER:
+                iv.append((4, 0, int(s0.min()), int(e0.max()), f"{name} x{len(sel)}",
+                           "host preparation"))
+            else:
+                iv.extend((4, 0, int(a), int(b), name, "host preparation")
+                          for a, b in zip(s0.tolist(), e0.tolist()))
+    tid = int(tt.ids[first])
+    disp_ns = _first_dispatch(rows, tt, first)
+    submit_end = None
+    rec = cap.records
+    for s in rec.host_orchestrator:
+        if not len(s.start):
+            continue
+        st, en = s.start + host_off, s.end + host_off
+        iv.append((3, 0, int(st.min()), int(en.max()),
+                   f"host orchestration ({len(st)} submits)", "host preparation"))
+        hit = _submit_of(s, tid)
+        if hit is not None:
+            iv.append((3, 1, int(st[hit]), int(en[hit]), f"submit({first_label})",
+                       "host preparation"))
+            submit_end = int(en[hit])
+    for s in rec.host_uploads:
+        if len(s.start):
+            iv.extend((3, 0, int(a + host_off), int(b + host_off), "H2D upload",
+                       "host preparation") for a, b in zip(s.start.tolist(), s.end.tolist()))
+    if submit_end is not None and disp_ns is not None:
+        iv.append((6, 0, submit_end, disp_ns, f"awaiting dispatch ({first_label})", "launch"))
+    for s in rec.orchestrator:
+        if not len(s.start):
+            continue
+        st, en = dev.to_ns(s.start), dev.to_ns(s.end)
+        iv.append((2, 0, int(st.min()), int(en.max()), "device orchestration", "launch"))
+        hit = _submit_of(s, tid)
+        if hit is not None:
+            iv.append((1, 1, int(st[hit]), int(en[hit]), f"submit({first_label})", "launch"))
+            if disp_ns is not None:
+                iv.append((1, 0, int(en[hit]), disp_ns, (f"submitted → dispatched "
+                           f"({first_label})"), "launch"))
+    if disp_ns is not None:
+        iv.append((0, 0, disp_ns, dev_start, f"dispatched → started ({first_label})", "launch"))
+    if not iv:
+        return None
+    w0 = min(min(x[2] for x in iv), dev_start)
+    segments = _tile(iv, w0, dev_start)
+    totals = dict.fromkeys(CATEGORIES, 0)
+    for sg in segments:
+        totals[sg.category] += sg.dur_ns
+    d = (ends - starts).astype(np.int64)
+    totals["device compute"] += int(d[what == 3].sum())
+    for k, kind in enumerate(KINDS[:2]):
+        totals[f"device stall: {kind}"] += int(d[what == k].sum())
+    segments.append(Segment(f"device: observed path ({len(path.tasks)} tasks)", "device",
+                            dev_start, dev_end))
+    if dev.status != "calibrated":
+        notes.append(f"the device side is placed by estimate ({dev.label}): where host time "
+                     "ends and device time begins is uncertain by that much")
+    return EndToEnd(w0, dev_end, dev_start, segments, totals, first_label, kernel, dev.label,
+                    dev.uncertainty_ns, dev.status != "calibrated", notes)
+
+
+def _first_dispatch(rows: DeviceRows, tt: TaskTable, task: int) -> int | None:
+    """Reference-axis dispatch of the task's block that started first (None: no AICPU
+    record joined to it)."""
+    mine = np.flatnonzero((tt.row_task == task) & rows.has_cpu)
+    if not len(mine):
+        return None
+    return int(rows.dispatch[mine[np.argmin(tt.row_start[mine])]])
+
+
+def _submit_of(stream, task_id: int) -> int | None:
+    """The row of an orchestrator stream that submitted `task_id` (its first), or None."""
+    col = stream.arg("task_id")
+    if col is None or not isinstance(col.values, np.ndarray):
+        return None
+    hit = np.flatnonzero(col.values == task_id)
+    if col.present is not None:
+        hit = hit[col.present[hit]]
+    return int(hit[0]) if len(hit) else None
+
+
+def _tile(iv: list, w0: int, w1: int) -> list[Segment]:
+    """Paint [w0, w1) with the intervals, lowest precedence first; merge equal neighbours."""
+    if w1 <= w0:
+        return []
+    pts = {w0, w1}
+    for _, _, s, e, _, _ in iv:
+        pts.add(min(max(s, w0), w1))
+        pts.add(min(max(e, w0), w1))
+    bounds = np.array(sorted(pts), dtype=np.int64)
+    label = np.full(len(bounds) - 1, -1, dtype=np.int64)
+    keys: list[tuple[str, str]] = []
+    for layer, depth, s, e, name, cat in sorted(iv, key=lambda x: (-x[0], x[1])):
+        i0 = int(np.searchsorted(bounds, max(s, w0)))
+        i1 = int(np.searchsorted(bounds, min(e, w1)))
+        if i1 > i0:
+            label[i0:i1] = len(keys)
+            keys.append((name, cat))
+    out: list[Segment] = []
+    for i, lab in enumerate(label.tolist()):
+        name, cat = keys[lab] if lab >= 0 else ("unexplained", "unexplained")
+        a, b = int(bounds[i]), int(bounds[i + 1])
+        if out and out[-1].name == name and out[-1].category == cat:
+            out[-1].end_ns = b
+        else:
+            out.append(Segment(name, cat, a, b))
+    return out
+
+
+def _compile_intervals(ct, offset: int, cp: CapturePlan, kernel: str | None, iv: list) -> None:
+    """The run's main-thread stages and the first task's kernel_codegen stage (with what
+    nests in it), deeper stages first."""
+    n = len(ct.name)
+    pid = cp.run_pid if cp.run_pid in ct.pid else None
+    execs = [i for i in range(n) if ct.name[i] == DEVICE_EXECUTION and
+             (pid is None or ct.pid[i] == pid)]
+    if execs:
+        main = (ct.pid[execs[0]], ct.tid[execs[0]])
+    else:
+        first = min(range(n), key=lambda i: ct.start_ns[i]) if n else None
+        if first is None:
+            return
+        main = (ct.pid[first], ct.tid[first])
+    by_track: dict[tuple[int, int], list[int]] = {}
+    for i in range(n):
+        by_track.setdefault((ct.pid[i], ct.tid[i]), []).append(i)
+    depth = {}
+    for idx in by_track.values():
+        for i, d in zip(idx, _nesting_depth([ct.start_ns[i] for i in idx],
+                                            [ct.end_ns[i] for i in idx])):
+            depth[i] = d
+    chosen = list(by_track.get(main, []))
+    if kernel is not None:
+        stage = KERNEL_CODEGEN_PREFIX + kernel
+        ks = [i for i in range(n) if ct.name[i] == stage and ct.pid[i] == main[0]]
+        if ks:
+            k = max(ks, key=lambda i: ct.start_ns[i])
+            inside = [i for i in by_track[(ct.pid[k], ct.tid[k])]
+                      if ct.start_ns[k] <= ct.start_ns[i] and ct.end_ns[i] <= ct.end_ns[k]]
+            for i in inside:
+                if (ct.pid[i], ct.tid[i]) != main:
+                    depth[i] += 1000          # above the main thread's codegen stage
+            chosen += [i for i in inside if (ct.pid[i], ct.tid[i]) != main]
+    for i in chosen:
+        cat = "compile" if ct.cat[i] in COMPILE_CATS else "host preparation"
+        iv.append((7, depth[i], ct.start_ns[i] + offset, ct.end_ns[i] + offset, ct.name[i],
+                   cat))
