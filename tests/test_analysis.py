@@ -6,6 +6,7 @@ tiling of the README's main example."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -248,3 +249,51 @@ def test_readme_example_end_to_end(tmp_path):
     for a, b in zip(e2e.segments, e2e.segments[1:]):
         assert a.end_ns == b.start_ns
     assert not e2e.estimated and e2e.uncertainty_ns is not None
+
+
+def test_cli_json_follows_the_schema(tmp_path, capsys):
+    """`pypto-profile analyze --format json` on every real capture: valid against
+    docs/analysis.schema.json, with the figures of the library."""
+    import jsonschema
+
+    from pypto.compile_profiling.cli.profile import main
+
+    schema = json.loads((Path(__file__).resolve().parent.parent / "docs" /
+                         "analysis.schema.json").read_text())
+    out = tmp_path / "report.json"
+    assert main(["analyze", *map(str, (FIXTURES / c for c in CASES)), "--format", "json",
+                 "-o", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    jsonschema.validate(doc, schema)
+    assert len(doc["ranks"]) == len(CASES)
+    for rank in doc["ranks"]:
+        assert rank["observed_path"]["tiling"] == "exact"
+    err = capsys.readouterr().err
+    assert "warning:" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("fmt", ["text", "markdown"])
+def test_cli_text_and_markdown(capsys, fmt):
+    from pypto.compile_profiling.cli.profile import main
+
+    assert main(["analyze", str(FIXTURES / "tmr_vector_example_l4_depgen"), "--format",
+                 fmt]) == 0
+    text = capsys.readouterr().out
+    assert "tiling check: compute + stall = 233165 cycles vs makespan 233165 cycles (exact)" \
+        in text
+    assert "verdict: dependency-bound" in text
+
+
+def test_cli_bad_input_is_one_line(tmp_path, capsys):
+    from pypto.compile_profiling.cli.profile import main
+
+    (tmp_path / "empty").mkdir()
+    assert main(["analyze", str(tmp_path / "empty")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(str(tmp_path / "empty"))
+    bad = tmp_path / "bad" / "dfx_outputs"
+    write_capture(bad, [(0, 1, 0, 10)], [], core_types=["aiv"])
+    (bad / "deps.json").write_text('{"tasks": [}')
+    assert main(["analyze", str(bad)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "deps.json" in err[0]

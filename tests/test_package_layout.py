@@ -27,13 +27,14 @@ MAY_IMPORT = {
     "foundation": {"foundation"},
     "timeline": {"timeline", "foundation"},
     "trace_merge": {"trace_merge", "timeline", "foundation"},
+    "analysis": {"analysis", "trace_merge", "timeline", "foundation"},
     "profile_data": {"profile_data", "foundation", "core"},
     "core": {"core", "profile_data", "timeline", "foundation"},
     "viewer": {"viewer", "foundation"},
     "profile_tool": {"profile_tool", "core", "profile_data", "trace_merge", "timeline",
                      "foundation"},
-    "cli": {"cli", "viewer", "profile_tool", "core", "profile_data", "trace_merge",
-            "timeline", "foundation"},
+    "cli": {"cli", "viewer", "profile_tool", "analysis", "core", "profile_data",
+            "trace_merge", "timeline", "foundation"},
 }
 
 

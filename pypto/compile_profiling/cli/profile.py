@@ -7,6 +7,7 @@ compile profiles.
     pypto-profile html PATH -o FILE
     pypto-profile open TRACE [--offline] [--no-browser] [--port P] [--timeout S]
     pypto-profile kernels WORK_DIR [--format text|markdown|csv|json] [-o FILE]
+    pypto-profile analyze PATH... [--format text|markdown|json] [--top N] [-o FILE]
 
 PATH: a work dir, a report dir, `pipeline_profile.json` or `trace.json` (also `.gz`).
 Exit status: 0 success, 1 a regression found (`diff`) or a trace not fetched in time
@@ -134,6 +135,26 @@ def _parser() -> argparse.ArgumentParser:
     k.add_argument("work_dir", metavar="WORK_DIR")
     k.add_argument("--format", choices=("text", "markdown", "csv", "json"), default="text")
     output_arg(k, "the table")
+
+    a = sub.add_parser("analyze", help="why the run took as long as it did: critical path, "
+                                       "overhead verdict, end to end",
+                       description="Per capture (rank): the device critical path (static: the "
+                                   "dependency-limited floor; observed: the blame path whose "
+                                   "compute and stall tile the makespan), the scheduler "
+                                   "overhead verdict and, with the compile trace or Simpler's "
+                                   "host log, the wall time from the first compile stage to "
+                                   "the last device task tiled into named segments. PATH: "
+                                   "what pypto-merge-traces takes (a work dir, dfx_outputs/, "
+                                   "rank<r>/d<k>/, trace.json, a run log...). Definitions: "
+                                   "docs/analysis.md.")
+    a.add_argument("paths", nargs="+", metavar="PATH")
+    a.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+    a.add_argument("--top", type=_count, default=25, metavar="N",
+                   help="rows of the kernel-family table (default 25)")
+    a.add_argument("--tolerance-cycles", type=_count, default=2, metavar="N",
+                   help="a producer counts as finished before its consumer started when it "
+                        "ended at most N device cycles after (default 2, as Simpler's tool)")
+    output_arg(a, "the report")
     return p
 
 
@@ -264,6 +285,18 @@ def _html(args) -> int:
     return EXIT_OK
 
 
+def _analyze(args) -> int:
+    from pypto.compile_profiling.analysis import analyze
+    from pypto.compile_profiling.analysis.report import format_analysis
+
+    result = analyze(args.paths, tolerance_cycles=args.tolerance_cycles)
+    write_output(args.output, format_analysis(result, args.format, top=args.top), args.paths)
+    if args.output not in (None, "-"):
+        for w in result.warnings:
+            print(f"warning: {w}", file=sys.stderr)
+    return EXIT_OK
+
+
 def _has_captures(path: str) -> bool:
     """A work dir's `dfx_outputs/`, or a capture directory itself (flat or `rank<r>/`)."""
     from pypto.compile_profiling.profile_data.load import DFX_DIR
@@ -370,7 +403,8 @@ def main(argv: list[str] | None = None) -> int:
         argv, new_paths = split_diff_runs(argv)
     parser = _parser()
     args = parser.parse_args(argv)
-    commands = {"show": _show, "html": _html, "open": _open, "kernels": _kernels}
+    commands = {"show": _show, "html": _html, "open": _open, "kernels": _kernels,
+                "analyze": _analyze}
     try:
         if args.command == "diff":
             return _diff(args, new_paths)
