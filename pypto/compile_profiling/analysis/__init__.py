@@ -43,10 +43,28 @@ from pypto.compile_profiling.analysis.overhead import (
     SchedulerThread,
 )
 from pypto.compile_profiling.analysis.tasks import TaskTable
+from pypto.compile_profiling.analysis.timeline_views import TIMELINE_VIEWS
 
 __all__ = [
-    "CATEGORIES", "KINDS", "TOLERANCE_CYCLES", "DependencyEdges", "Distribution", "EndToEnd",
-    "EngineStarvation", "FamilyRow", "ObservedPath", "Overhead", "RankAnalysis", "RunAnalysis",
-    "SchedulerThread", "Segment", "StaticPath", "TaskTable", "analyze", "analyze_capture",
-    "analyze_plan", "kernel_family",
+    "CATEGORIES",
+    "KINDS",
+    "TIMELINE_VIEWS",
+    "TOLERANCE_CYCLES",
+    "DependencyEdges",
+    "Distribution",
+    "EndToEnd",
+    "EngineStarvation",
+    "FamilyRow",
+    "ObservedPath",
+    "Overhead",
+    "RankAnalysis",
+    "RunAnalysis",
+    "SchedulerThread",
+    "Segment",
+    "StaticPath",
+    "TaskTable",
+    "analyze",
+    "analyze_capture",
+    "analyze_plan",
+    "kernel_family",
 ]

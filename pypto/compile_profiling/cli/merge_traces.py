@@ -329,9 +329,12 @@ def _merge(args, state: dict, server) -> int:
     progress = StepProgress(err if err.isatty() else None)
     t0 = time.perf_counter()
     try:
+        from pypto.compile_profiling.analysis import TIMELINE_VIEWS
+
         result = merge_traces(args.inputs, offset_us=args.offset_us, progress=progress,
                               output=None if to_stdout else args.output,
-                              views=args.views, flows=args.flows, align=args.align)
+                              views=args.views, flows=args.flows, align=args.align,
+                              derived_views=TIMELINE_VIEWS)
         tl = result.timeline
         progress(f"writing {'to stdout' if to_stdout else args.output}")
         if to_stdout:

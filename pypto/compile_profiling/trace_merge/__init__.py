@@ -43,7 +43,8 @@ def merge_traces(inputs: Iterable[str | os.PathLike], *, offset_us: float | None
                  output: str | os.PathLike | None = None,
                  views: Iterable[str] | None = None,
                  flows: Iterable[str] | None = None,
-                 align: str = "clock") -> MergeResult:
+                 align: str = "clock",
+                 derived_views: Callable | None = None) -> MergeResult:
     """Read every input, place each source on one host CLOCK_MONOTONIC axis, lay them out.
 
     Raises `TraceInputError` (naming the file) for unreadable or invalid input, before
@@ -54,12 +55,27 @@ def merge_traces(inputs: Iterable[str | os.PathLike], *, offset_us: float | None
     `align`: "clock" (default) refuses sources that share no time with the reference host's
     and were joined to it only through wall-clock anchors (they cannot be from one run);
     "start" moves them to start with it instead.
+    `derived_views`: what draws `critical-path` and `overhead`
+    (`pypto.compile_profiling.analysis.TIMELINE_VIEWS`); without it those views are left
+    out, and asking for them by name is a `ValueError`.
     """
-    from pypto.compile_profiling.trace_merge.views import FLOWS, VIEWS, Selection, parse_names
+    from pypto.compile_profiling.trace_merge.views import (
+        DERIVED_VIEWS,
+        FLOWS,
+        VIEWS,
+        Selection,
+        parse_names,
+    )
 
     sel = Selection(
         frozenset(VIEWS) if views is None else parse_names(views, VIEWS, "views"),
         frozenset(FLOWS) if flows is None else parse_names(flows, FLOWS, "flows"))
+    if derived_views is None:
+        asked = [v for v in DERIVED_VIEWS if v in sel.views]
+        if views is not None and asked:
+            raise ValueError(f"view {asked[0]!r} is drawn by pypto.compile_profiling.analysis: "
+                             "pass derived_views=analysis.TIMELINE_VIEWS")
+        sel = Selection(sel.views - frozenset(DERIVED_VIEWS), sel.flows)
     from pypto.compile_profiling.trace_merge.layout import lay_out
     from pypto.compile_profiling.trace_merge.place import place
     from pypto.compile_profiling.trace_merge.read_inputs import read_inputs
@@ -71,5 +87,5 @@ def merge_traces(inputs: Iterable[str | os.PathLike], *, offset_us: float | None
         say("placing sources")
         plan = place(found, offset_us=offset_us, align=align)
         say("laying out")
-        timeline, summary, warnings, kernel_lines = lay_out(plan, sel)
+        timeline, summary, warnings, kernel_lines = lay_out(plan, sel, derived_views)
     return MergeResult(timeline, summary, warnings, kernel_lines)

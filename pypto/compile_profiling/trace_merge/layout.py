@@ -38,13 +38,14 @@ from pypto.compile_profiling.trace_merge.layout_host import (
     host_blocks,
 )
 from pypto.compile_profiling.trace_merge.place import Plan
-from pypto.compile_profiling.trace_merge.views import ALL, Selection
+from pypto.compile_profiling.trace_merge.views import ALL, DERIVED_VIEWS, DerivedViews, Selection
 
 
-def lay_out(plan: Plan, sel: Selection = ALL
+def lay_out(plan: Plan, sel: Selection = ALL, derived: DerivedViews | None = None
             ) -> tuple[Timeline, list[str], list[str], list[str]]:
     """-> (timeline, summary lines, warnings, a line per kernel); `sel`: the device views
-    and arrows to draw."""
+    and arrows to draw; `derived`: draws the views of `views.DERIVED_VIEWS` from the
+    captures' rows."""
     b = TimelineBuilder(plan)
     warnings = list(plan.warnings)
     for ct, hc in plan.traces:
@@ -60,6 +61,7 @@ def lay_out(plan: Plan, sel: Selection = ALL
 
     if moved:
         warnings.append(f"{moved} host spans did not nest and were moved to sub-lanes")
+    drawn = []
     for cp in plan.captures:
         warnings.extend(cp.capture.warnings)
         for other in cp.capture.files.listed_only:
@@ -69,7 +71,9 @@ def lay_out(plan: Plan, sel: Selection = ALL
                 b.summary.append(f"{conv}: Simpler's rendering of the records beside it, "
                                  "not read (the records are drawn)")
         if cp.capture.records is not None:
-            _add_device_views(b, cp, sel, warnings)
+            rows = _add_device_views(b, cp, sel, warnings)
+            if rows is not None:
+                drawn.append((cp, rows))
         elif cp.converted is not None:
             for conv in cp.capture.converted:
                 add_converted(b, cp, conv, warnings)
@@ -77,6 +81,8 @@ def lay_out(plan: Plan, sel: Selection = ALL
                 cp.capture.deps is not None or cp.capture.name_map is not None):
             warnings.append(f"{cp.capture.files.directory}: deps.json / name map without "
                             "swimlane records: nothing to draw them on")
+    if derived is not None and any(sel.view(v) for v in DERIVED_VIEWS):
+        derived(b, plan, drawn, sel, warnings)
     n_flows = _kernel_codegen_flows(b)
     for n, p in enumerate(b.order):
         p.sort_index = n
@@ -99,11 +105,12 @@ def lay_out(plan: Plan, sel: Selection = ALL
     return b.tl, b.summary, warnings, b.kernel_lines
 
 
-def _add_device_views(b: TimelineBuilder, cp, sel: Selection, warnings: list[str]) -> None:
-    """A capture's views, then its arrows and counters, and its per-kernel totals."""
+def _add_device_views(b: TimelineBuilder, cp, sel: Selection, warnings: list[str]):
+    """A capture's views, then its arrows and counters, and its per-kernel totals; -> its
+    rows (None without AICore rows)."""
     rows = add_capture(b, cp, sel, warnings)
     if rows is None:
-        return
+        return None
     flows, drawn, unbound = add_device_flows(rows, cp.capture.deps, sel)
     counts = {**drawn, **{f"{k}_unbound": v for k, v in unbound.items()}}
     b.tl.flows.extend(flows)
@@ -132,6 +139,7 @@ def _add_device_views(b: TimelineBuilder, cp, sel: Selection, warnings: list[str
     b.kernel_lines.extend(lines)
     b.sources[-1]["kernels"] = table
     b.sources[-1]["flows"] = counts
+    return rows
 
 
 def _kernel_codegen_flows(b: TimelineBuilder) -> int:

@@ -7,8 +7,12 @@ its ends are drawn; each kind of arrow is its own category.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
+
+# derived_views(builder, plan, [(capture plan, device rows)], selection, warnings)
+DerivedViews = Callable[[Any, Any, list, "Selection", list], None]
 
 VIEW_HELP = {
     "worker": '"· AICore": a lane per core (AIC_<n>/AIV_<n>), a bar per task, kernel start '
@@ -21,6 +25,11 @@ VIEW_HELP = {
     "orchestrator": '"· Orchestrator": submit bars (AICPU or host orchestrator), H2D uploads',
     "ready-queue": "counters of the shared ready queue's depth (AIC, AIV, MIX)",
     "utilisation": "per-core busy fraction over time (counters)",
+    "critical-path": '"· Critical path": the observed critical path as one track, a slice per '
+                     "path task and per stall (named by kind), arrows along it; with a host "
+                     "source, the end-to-end segments on the host side",
+    "overhead": "counters per engine on the Critical path process: starved (a free core "
+                "while ready work of its type waits undispatched), ready tasks, idle cores",
 }
 FLOW_HELP = {
     "dependency": "deps.json edges, producer -> consumer (worker, mirrored on the scheduler "
@@ -32,6 +41,9 @@ FLOW_HELP = {
                       "dispatch phase that dispatched it",
 }
 VIEWS = tuple(VIEW_HELP)
+# Drawn by `pypto.compile_profiling.analysis` (which imports the merge, never the other way):
+# the caller of `merge_traces` passes its `TIMELINE_VIEWS` as `derived_views`.
+DERIVED_VIEWS = ("critical-path", "overhead")
 FLOWS = tuple(FLOW_HELP)
 
 

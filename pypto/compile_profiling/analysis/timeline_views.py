@@ -1,0 +1,131 @@
+"""The analysis on the merged timeline: the `critical-path` and `overhead` views.
+
+`TIMELINE_VIEWS` is what `merge_traces(..., derived_views=...)` calls after the device views
+are laid out (the merge never imports this package): per capture, "Device r0 · Critical
+path (<clock>)" holds the observed path as one track (a slice per path task's compute and
+one per stall, named by kind; arrows from task to task along it) and the overhead counters
+(per engine: starved 0/1, ready and undispatched tasks, idle cores; all / some engines
+starved). With a host source, the end-to-end segments go on a "critical path (end to end)"
+lane of the run's compile process, the device part as one slice, an arrow into the path.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pypto.compile_profiling.analysis.critical_path import KINDS
+from pypto.compile_profiling.analysis.end_to_end import device_segments
+from pypto.compile_profiling.analysis.explain import RankAnalysis, analyze_capture
+from pypto.compile_profiling.timeline.model import (
+    ArgColumn,
+    CounterTrack,
+    FlowBlock,
+    SliceBlock,
+    intern,
+)
+from pypto.compile_profiling.trace_merge.builder import SEP, TimelineBuilder, device_args
+
+__all__ = ["TIMELINE_VIEWS", "draw_views"]
+
+
+def draw_views(b: TimelineBuilder, plan, drawn: list, sel, warnings: list[str]) -> None:
+    """Draw the selected analysis views of every drawn capture (`drawn`: (capture plan,
+    DeviceRows) pairs)."""
+    for cp, rows in drawn:
+        ra = analyze_capture(plan, cp, rows)
+        if ra is None or ra.observed is None:
+            continue
+        warnings.extend(ra.notes)
+        dev = cp.device
+        proc = b.process(f"Device {cp.label}{SEP}Critical path ({dev.label})",
+                         args={**device_args(cp, dev, ra.source),
+                               "verdict": ra.verdict, "verdict_rule": ra.verdict_rule},
+                         estimated=ra.estimated)
+        parts = []
+        if sel.view("critical-path"):
+            block = _path_block(b, proc, ra, dev.to_ns)
+            parts.append(f"observed path {len(ra.observed.tasks)} tasks (tiling "
+                         f"{'exact' if ra.observed.exact else 'inexact'})")
+            if ra.end_to_end is not None:
+                _end_to_end_block(b, cp, ra, block)
+                parts.append(f"end to end {len(ra.end_to_end.segments)} segments")
+        if sel.view("overhead") and ra.overhead.timeline is not None:
+            counters = _overhead_counters(proc, ra, dev.to_ns)
+            b.tl.counters.extend(counters)
+            parts.append(f"{len(counters)} overhead counters")
+        if ra.verdict:
+            parts.append(f"verdict {ra.verdict}")
+        b.summary.append(f"{ra.source}: capture {cp.label}: " + ", ".join(parts))
+
+
+TIMELINE_VIEWS = draw_views
+
+
+def _path_block(b: TimelineBuilder, proc, ra: RankAnalysis, to_ns) -> SliceBlock:
+    path = ra.observed
+    track = b.lane(proc, "observed path", 0)
+    starts, ends, where, what = device_segments(path, to_ns)
+    kernels, displays, labels = ra.labels(path.tasks)
+    names = labels + list(KINDS)
+    name = np.where(what == 3, where, len(labels) + np.minimum(what, len(KINDS) - 1))
+    scale = 1e9 / ra.freq_hz
+    dur = ra.tasks.duration[path.tasks]
+    disp_names, disp_ix = intern(displays)
+    kern_names, kern_ix = intern(kernels)
+    block = SliceBlock(
+        "critical_path", [track], np.zeros(len(starts), dtype=np.int32), starts, ends - starts,
+        names, name.astype(np.int32), [
+            ArgColumn("task", disp_ix[where], table=disp_names),
+            ArgColumn("task_id", ra.tasks.ids[path.tasks][where]),
+            ArgColumn("kernel", kern_ix[where], table=kern_names),
+            ArgColumn("piece", (what == 3).astype(np.int32), table=["stall", "compute"]),
+            ArgColumn("stall_kind", path.kind[where].astype(np.int32), table=list(KINDS)),
+            ArgColumn("path_index", where),
+            ArgColumn("task_span_ns", np.rint(dur[where] * scale).astype(np.int64)),
+            ArgColumn("compute_ns", np.rint(path.compute[where] * scale).astype(np.int64)),
+            ArgColumn("stall_ns", np.rint(path.stall[where] * scale).astype(np.int64))])
+    b.tl.blocks.append(block)
+    comp = np.flatnonzero(what == 3)               # one compute piece per task, in order
+    if len(comp) > 1:
+        b.tl.flows.append(FlowBlock("critical path", "critical_path", block, comp[:-1],
+                                    block, comp[1:]))
+    return block
+
+
+def _end_to_end_block(b: TimelineBuilder, cp, ra: RankAnalysis, path_block: SliceBlock
+                      ) -> None:
+    e2e = ra.end_to_end
+    proc = next((p for (host, pid), p in b.host_procs.items() if pid == cp.run_pid), None) \
+        or next(iter(b.host_procs.values()), None)
+    if proc is None:
+        proc = b.process(f"Run {cp.label}{SEP}End to end", args={"clock": "CLOCK_MONOTONIC"})
+    track = b.lane(proc, "critical path (end to end)", 1 << 21)
+    segs = e2e.segments
+    names, ix = intern([s.name for s in segs])
+    cats, cat_ix = intern([s.category for s in segs])
+    start = np.array([s.start_ns for s in segs], dtype=np.int64)
+    dur = np.array([s.dur_ns for s in segs], dtype=np.int64)
+    block = SliceBlock("critical_path_e2e", [track], np.zeros(len(segs), dtype=np.int32), start,
+                       dur, names, ix, [ArgColumn("category", cat_ix, table=cats),
+                                        ArgColumn("device_clock", np.full(len(segs), 0),
+                                                  table=[e2e.clock])])
+    b.tl.blocks.append(block)
+    if len(path_block) and len(segs):
+        b.tl.flows.append(FlowBlock("end to end → device path", "critical_path", block,
+                                    np.array([len(segs) - 1]), path_block, np.array([0])))
+
+
+def _overhead_counters(proc, ra: RankAnalysis, to_ns) -> list[CounterTrack]:
+    tl = ra.overhead.timeline
+    ts = to_ns(tl["ts"])
+    out = []
+    for name, values in tl.items():
+        if name == "ts":
+            continue
+        v = np.append(values, 0).astype(np.int64)
+        last = np.concatenate((ts[1:] > ts[:-1], [True]))    # one value per time point
+        t, v = ts[last], v[last]
+        change = np.concatenate(([True], v[1:] != v[:-1]))   # only where it changes
+        unit = "flag" if "starved" in name else "cores" if "cores" in name else "tasks"
+        out.append(CounterTrack(proc, name, t[change], v[change], unit))
+    return out

@@ -1,0 +1,96 @@
+"""The `critical-path` and `overhead` views of `pypto-merge-traces`: what they draw, and that
+the offline Perfetto UI imports them with zero import errors, in JSON and in protobuf."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from simpler_fixtures import FIXTURES
+
+from pypto.compile_profiling.analysis import TIMELINE_VIEWS, analyze
+from pypto.compile_profiling.timeline import write_timeline
+from pypto.compile_profiling.trace_merge import merge_traces
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory):
+    """The README's main example, compiled and run with profiling, level 4 and dep_gen."""
+    sys.path.insert(0, str(EXAMPLES))
+    import many_kernels
+
+    from pypto.runtime import RunConfig, run
+
+    d = tmp_path_factory.mktemp("views") / "many_kernels"
+    cfg = RunConfig(work_dir=str(d), compile_profiling=True, enable_chip_swimlane=4,
+                    enable_dep_gen=True, runtime="host_build_graph", case_name="many_kernels")
+    assert run(many_kernels.ManyKernels, many_kernels.tensor_specs(), many_kernels.golden,
+               cfg).passed
+    return d
+
+
+def _merge(work, views="critical-path,overhead"):
+    return merge_traces([work / "report" / "trace.json", work / "dfx_outputs"], views=views,
+                        derived_views=TIMELINE_VIEWS)
+
+
+def test_views_draw_the_path_the_analysis_finds(work):
+    tl = _merge(work).timeline
+    (ra,) = analyze([work / "report" / "trace.json", work / "dfx_outputs"]).ranks
+    (path,) = [b for b in tl.blocks if b.cat == "critical_path"]
+    obs = ra.observed
+    # one slice per path task's compute and one per stall, touching end to end
+    assert len(path) == np.count_nonzero(obs.compute) + np.count_nonzero(obs.stall)
+    assert (path.start_ns[1:] == path.start_ns[:-1] + path.dur_ns[:-1]).all()
+    stalls = {path.names[k] for k in path.name.tolist()} & {"data-wait", "core-wait",
+                                                            "front-gap"}
+    assert stalls and stalls <= {k for k, v in obs.stall_by_kind().items() if v}
+    (arrows,) = [f for f in tl.flows if f.name == "critical path"]
+    assert len(arrows) == np.count_nonzero(obs.compute) - 1
+    (e2e,) = [b for b in tl.blocks if b.cat == "critical_path_e2e"]
+    assert int(e2e.dur_ns.sum()) == ra.end_to_end.wall_ns          # tiles the wall time
+    assert e2e.tracks[0].process.os_pid is not None                # on the compile process
+    names = {c.name for c in tl.counters}
+    assert {"AIV starved", "AIV ready, undispatched", "AIV idle cores",
+            "all engines starved", "some engine starved"} <= names
+
+
+def test_asking_for_a_derived_view_without_its_drawer_is_an_error(work):
+    with pytest.raises(ValueError, match="critical-path"):
+        merge_traces([work / "dfx_outputs"], views="critical-path")
+    tl = merge_traces([work / "dfx_outputs"]).timeline       # default: left out
+    assert not [b for b in tl.blocks if b.cat == "critical_path"]
+
+
+def test_level1_capture_has_a_path_but_no_overhead_counters():
+    tl = merge_traces([FIXTURES / "tmr_vector_example_l1"], derived_views=TIMELINE_VIEWS
+                      ).timeline
+    assert [b for b in tl.blocks if b.cat == "critical_path"]
+    assert not [c for c in tl.counters if "starved" in c.name]
+
+
+@pytest.mark.perfetto_ui
+@pytest.mark.parametrize("ext", [".json", ".pftrace"])
+def test_both_views_load_in_the_perfetto_ui(perfetto_ui, work, tmp_path, ext):
+    tl = _merge(work, views="all").timeline
+    out = tmp_path / f"merged{ext}"
+    write_timeline(tl, out)
+    t = perfetto_ui.load(out)
+    assert t.import_errors() == []
+    path = next(b for b in tl.blocks if b.cat == "critical_path")
+    got = t.slices("coalesce(thread_name, track_name) = 'observed path'")
+    assert len(got) == len(path)
+    assert {s["name"] for s in got} == {path.names[k] for k in path.name.tolist()}
+    assert len(t.slices("coalesce(thread_name, track_name) = 'critical path (end to end)'")) == \
+        len(next(b for b in tl.blocks if b.cat == "critical_path_e2e"))
+    counters = t.query("select t.name as name, count(*) as n from counter c join "
+                       "counter_track t on c.track_id = t.id group by t.name")
+    # Chrome JSON names a counter track "<name> <unit>", protobuf "<name>"
+    want = {c.name + (f" {c.unit}" if ext == ".json" else ""): len(c.ts_ns)
+            for c in tl.counters if "starved" in c.name}
+    assert {r["name"]: r["n"] for r in counters if r["name"] in want} == want
+    assert any("Critical path" in n for n in t.process_names())
