@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""Analysis benchmark: `pypto-profile analyze`'s two parts against our reader, one run.
+
+    python3 benchmarks/bench_analysis.py                   # 100,000 and 1,000,000 tasks
+    python3 benchmarks/bench_analysis.py --tasks 100000    # one size
+
+The capture is bench_merge.py's (the real `tmr_bgemm_case0_l4_depgen` repeated in time:
+level 4, deps.json, name map). Per size, two child processes, GC paused as in the tools:
+- read: `read_inputs` of the capture (records, deps.json, name map): CPU time, peak RSS;
+- analyze: the same read, then `place` and the analysis (critical paths and overhead
+  verdict: `analyze_plan`), each part's CPU time apart, and the process's peak RSS.
+Printed: the read's CPU and peak RSS, the analysis's CPU (both parts; the end-to-end
+tiling is included, it has no host source here) next to the read's from the same child,
+and the targets: analysis CPU <= 1.0x the read's, peak RSS <= 1.5x the read-only child's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_merge import SOURCE, build_capture
+
+REPO = Path(__file__).resolve().parent.parent
+CPU_TARGET, RSS_TARGET = 1.0, 1.5
+
+_CHILD = """
+import json, resource, sys, time
+sys.path.insert(0, sys.argv[1])
+from pypto.compile_profiling.foundation.gc_pause import gc_paused
+from pypto.compile_profiling.trace_merge.read_inputs import read_inputs
+mode, capture = sys.argv[2], sys.argv[3]
+out = {}
+with gc_paused():
+    t = time.process_time()
+    found = read_inputs([capture])
+    out["read_s"] = time.process_time() - t
+    if mode == "analyze":
+        from pypto.compile_profiling.analysis import analyze_plan
+        from pypto.compile_profiling.trace_merge.place import place
+        t = time.process_time()
+        plan = place(found)
+        result = analyze_plan(plan)
+        out["analysis_s"] = time.process_time() - t
+        (r,) = result.ranks
+        out["path"] = len(r.observed.tasks)
+        out["exact"] = r.observed.exact
+        out["static"] = len(r.static.tasks)
+        out["verdict"] = r.verdict
+out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps(out))
+"""
+
+
+def child(mode: str, capture: Path) -> dict:
+    r = subprocess.run([sys.executable, "-c", _CHILD, str(REPO), mode, str(capture)],
+                       capture_output=True, text=True, check=False)
+    if r.returncode:
+        raise SystemExit(f"{mode} failed:\n{r.stderr}")
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def _met(ok: bool) -> str:
+    return "met" if ok else "MISSED"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--tasks", type=int, action="append",
+                    help="AICore tasks to generate (repeatable; default 100000 and 1000000)")
+    fixtures = os.environ.get("PYPTO_SIMPLER_FIXTURES")
+    default = Path(fixtures) / SOURCE.name if fixtures else SOURCE
+    ap.add_argument("--source", type=Path, default=default,
+                    help="real capture to repeat (default: $PYPTO_SIMPLER_FIXTURES/"
+                         f"{SOURCE.name}, else shared/ beside the checkout)")
+    args = ap.parse_args()
+    for n in args.tasks or [100_000, 1_000_000]:
+        with tempfile.TemporaryDirectory(prefix="bench_analysis_") as tmp:
+            cap = Path(tmp) / "dfx_outputs"
+            t = time.perf_counter()
+            info = build_capture(args.source, cap, n)
+            size = sum(p.stat().st_size for p in cap.iterdir()) / 1e6
+            print(f"{n:,} tasks: {info['records']:,} records, deps {info['deps_tasks']:,} "
+                  f"tasks / {info['deps_edges']:,} edges, {size:.0f} MB (built in "
+                  f"{time.perf_counter() - t:.1f} s)")
+            read = child("read", cap)
+            both = child("analyze", cap)
+            cpu = both["analysis_s"] / both["read_s"]
+            rss = both["peak_rss_mb"] / read["peak_rss_mb"]
+            print(f"  read only : read {read['read_s']:6.2f} s CPU, peak RSS "
+                  f"{read['peak_rss_mb']:6.0f} MB")
+            print(f"  analyze   : read {both['read_s']:6.2f} s CPU, analysis (place + both "
+                  f"parts) {both['analysis_s']:6.2f} s CPU, peak RSS "
+                  f"{both['peak_rss_mb']:6.0f} MB; observed path {both['path']:,} tasks "
+                  f"(tiling {'exact' if both['exact'] else 'INEXACT'}), static path "
+                  f"{both['static']} tasks, verdict {both['verdict']}")
+            print(f"  analysis/read: CPU {cpu:.2f}x ({_met(cpu <= CPU_TARGET)} <= {CPU_TARGET}x), "
+                  f"peak RSS {rss:.2f}x ({_met(rss <= RSS_TARGET)} <= {RSS_TARGET}x)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
