@@ -297,6 +297,12 @@ def test_html_is_one_self_contained_page(work_dir, tmp_path, capsys):
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", text)
     assert text.count('class="stage"') == 79  # 15 stages + 64 kernels
     assert 'id="kernels"' in text and 'id="summary"' in text
+    # the run explained: the path summary and the verdict, as `analyze` finds them
+    from pypto.compile_profiling.analysis import analyze
+
+    (rank,) = analyze([work_dir]).ranks
+    assert 'id="analysis"' in text and "tiling exact" in text
+    assert f"<td>verdict</td><td>{rank.verdict}</td>" in text
 
 
 # ---------------------------------------------------------------- errors and the command

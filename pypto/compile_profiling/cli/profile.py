@@ -279,9 +279,18 @@ def _html(args) -> int:
 
     profile = load_profile(args.path)
     kernels, notes = _work_dir_kernels(profile, args.path)
+    analysis = None
+    if kernels is not None:               # a work dir with device outputs: explain the run
+        from pypto.compile_profiling.analysis import analyze
+        from pypto.compile_profiling.analysis.report import analysis_dict
+
+        try:
+            analysis = analysis_dict(analyze([profile.work_dir]))
+        except TraceInputError as e:
+            notes.append(f"no run analysis: {e}")
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
-    write_output(args.output, profile_html(profile, kernels), [args.path])
+    write_output(args.output, profile_html(profile, kernels, analysis), [args.path])
     return EXIT_OK
 
 

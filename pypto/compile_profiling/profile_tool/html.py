@@ -195,8 +195,44 @@ document.getElementById('chart').addEventListener('mouseleave', () => {
 """
 
 
-def profile_html(profile: Profile, kernels: list[KernelRow] | None = None) -> str:
-    """The page's HTML text."""
+def _analysis_section(doc: dict) -> str:
+    """The run explained (`pypto-profile analyze --format json`'s document): per rank the
+    path summary, the verdict with its rule, and the end-to-end categories."""
+    esc = html.escape
+
+    def pct(x) -> str:
+        return "-" if x is None else f"{x * 100:.1f}%"
+
+    out = []
+    for r in doc.get("ranks", []):
+        p, st, ov = r["observed_path"], r["static_path"], r["overhead"]
+        rows = [("makespan", _t(r["makespan_ns"]), ""),
+                ("static path", _t(st["length_ns"]) if st else "-",
+                 f"{pct(st['share'])} of the makespan, {st['tasks']} tasks" if st
+                 else "no deps.json"),
+                ("observed path", f"{p['tasks']} tasks", f"tiling {p['tiling']}"),
+                ("compute on it", _t(p["compute_ns"]), pct(p["compute_share"]))]
+        rows += [(f"stall: {k}", _t(v["ns"]), pct(v["share"]))
+                 for k, v in p["stall_by_kind"].items() if v["cycles"]]
+        rows += [(f"{e['engine']} starved", pct(e["starved_share"]), f"{e['cores']} cores")
+                 for e in ov["engines"]]
+        rows.append(("verdict", ov["verdict"] or "none", ov["rule"]))
+        e2e = r["end_to_end"]
+        if e2e is not None:
+            rows += [(f"end to end: {c}", _t(v), pct(v / e2e["wall_ns"] if e2e["wall_ns"]
+                                                      else 0))
+                     for c, v in e2e["categories"].items() if v]
+        out.append(f"<h3>{esc(r['label'])} ({esc(r['clock']['label'])})</h3>"
+                   "<table class=\"analysis\"><tbody>" + "".join(
+                       f"<tr><td>{esc(a)}</td><td>{esc(b)}</td><td>{esc(c)}</td></tr>"
+                       for a, b, c in rows) + "</tbody></table>")
+    return "".join(out)
+
+
+def profile_html(profile: Profile, kernels: list[KernelRow] | None = None,
+                 analysis: dict | None = None) -> str:
+    """The page's HTML text; `analysis`: the run explained, as `pypto-profile analyze`'s
+    JSON document, shown after the tables."""
     svg, info = _chart(profile)
     # no `<`, `>` or `&` inside the script element, whatever the stage names hold
     data = (json.dumps(info, ensure_ascii=True, allow_nan=False).replace("<", "\\u003c")
@@ -215,6 +251,9 @@ def profile_html(profile: Profile, kernels: list[KernelRow] | None = None) -> st
     ]
     if kernels:
         parts += ["<h2>Kernels: compile and device cost</h2>", _kernel_table(kernels)]
+    if analysis and analysis.get("ranks"):
+        parts += ["<h2 id=\"analysis\">Run analysis: critical path and verdict</h2>",
+                  _analysis_section(analysis)]
     parts += [f"<script type=\"application/json\" id=\"stage-data\">{data}</script>",
               f"<script>{_SCRIPT}</script></body></html>"]
     return "\n".join(parts) + "\n"
