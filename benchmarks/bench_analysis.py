@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_merge import SOURCE, build_capture
+from bench_merge import SOURCE
 
 REPO = Path(__file__).resolve().parent.parent
 CPU_TARGET, RSS_TARGET = 1.0, 1.5
@@ -67,6 +67,20 @@ def child(mode: str, capture: Path) -> dict:
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
+def build_in_child(source: Path, cap: Path, n: int) -> dict:
+    """bench_merge's builder, run in a child: Linux carries a process's peak RSS into the
+    children it forks, so the measuring children must come from a small parent."""
+    code = ("import json, sys; sys.path.insert(0, sys.argv[1]); from bench_merge import "
+            "build_capture; from pathlib import Path; print(json.dumps(build_capture("
+            "Path(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4]))))")
+    r = subprocess.run([sys.executable, "-c", code, str(Path(__file__).resolve().parent),
+                        str(source), str(cap), str(n)], capture_output=True, text=True,
+                       check=False)
+    if r.returncode:
+        raise SystemExit(f"building the capture failed:\n{r.stderr}")
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
 def _met(ok: bool) -> str:
     return "met" if ok else "MISSED"
 
@@ -85,7 +99,7 @@ def main() -> int:
         with tempfile.TemporaryDirectory(prefix="bench_analysis_") as tmp:
             cap = Path(tmp) / "dfx_outputs"
             t = time.perf_counter()
-            info = build_capture(args.source, cap, n)
+            info = build_in_child(args.source, cap, n)
             size = sum(p.stat().st_size for p in cap.iterdir()) / 1e6
             print(f"{n:,} tasks: {info['records']:,} records, deps {info['deps_tasks']:,} "
                   f"tasks / {info['deps_edges']:,} edges, {size:.0f} MB (built in "
