@@ -195,9 +195,9 @@ def _starvation(tt: TaskTable, row_dispatch: np.ndarray, has: np.ndarray, deps):
 
     def steps(at_on: np.ndarray, at_off: np.ndarray) -> np.ndarray:
         """A count that rises at `at_on` and falls at `at_off`, on each segment of `ts`."""
-        delta = np.bincount(np.searchsorted(ts, at_on), minlength=m) \
-            - np.bincount(np.searchsorted(ts, at_off), minlength=m)
-        return np.cumsum(delta)[:-1]
+        delta = np.bincount(np.searchsorted(ts, at_on), minlength=m).astype(np.int32)
+        delta -= np.bincount(np.searchsorted(ts, at_off), minlength=m).astype(np.int32)
+        return np.cumsum(delta, dtype=np.int32)[:-1]   # int32: the view keeps these
 
     seg = np.diff(ts)
     busy, wait, starved = {}, {}, {}
@@ -218,12 +218,12 @@ def _starvation(tt: TaskTable, row_dispatch: np.ndarray, has: np.ndarray, deps):
 
     engines = [EngineStarvation(_ENGINE.get(tt.core_types[i], tt.core_types[i].upper()), k[i],
                                 share(starved[i])) for i in types]
-    timeline = {"ts": ts, "all engines starved": all_st.astype(np.int64),
-                "some engine starved": some.astype(np.int64)}
+    timeline = {"ts": ts, "all engines starved": all_st.astype(np.int8),
+                "some engine starved": some.astype(np.int8)}
     for e, i in zip(engines, types):
-        timeline[f"{e.engine} starved"] = starved[i].astype(np.int64)
+        timeline[f"{e.engine} starved"] = starved[i].astype(np.int8)
         timeline[f"{e.engine} ready, undispatched"] = wait[i]
-        timeline[f"{e.engine} idle cores"] = k[i] - busy[i]
+        timeline[f"{e.engine} idle cores"] = (k[i] - busy[i]).astype(np.int32)
     return engines, share(all_st), share(some), timeline
 
 
