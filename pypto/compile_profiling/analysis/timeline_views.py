@@ -4,8 +4,8 @@
 are laid out (the merge never imports this package): per capture, "Device r0 · Critical
 path (<clock>)" holds the observed path as one track (a slice per path task's compute and
 one per stall, named by kind; arrows from task to task along it) and the overhead counters
-(per engine: starved 0/1, ready and undispatched tasks, idle cores; all / some engines
-starved). With a host source, the end-to-end segments go on a "critical path (end to end)"
+(0/1: per engine "starved", a free core while ready work of its type waits undispatched;
+"all engines starved", "some engine starved"). With a host source, the end-to-end segments go on a "critical path (end to end)"
 lane of the run's compile process, the device part as one slice, an arrow into the path.
 """
 
@@ -120,12 +120,11 @@ def _overhead_counters(proc, ra: RankAnalysis, to_ns) -> list[CounterTrack]:
     ts = to_ns(tl["ts"])
     out = []
     for name, values in tl.items():
-        if name == "ts":
+        if name == "ts" or "starved" not in name:   # the flags (counts change every task)
             continue
         v = np.append(values, 0).astype(np.int64)
         last = np.concatenate((ts[1:] > ts[:-1], [True]))    # one value per time point
         t, v = ts[last], v[last]
         change = np.concatenate(([True], v[1:] != v[:-1]))   # only where it changes
-        unit = "flag" if "starved" in name else "cores" if "cores" in name else "tasks"
-        out.append(CounterTrack(proc, name, t[change], v[change], unit))
+        out.append(CounterTrack(proc, name, t[change], v[change], "flag"))
     return out

@@ -56,8 +56,8 @@ def merge_traces(inputs: Iterable[str | os.PathLike], *, offset_us: float | None
     and were joined to it only through wall-clock anchors (they cannot be from one run);
     "start" moves them to start with it instead.
     `derived_views`: what draws `critical-path` and `overhead`
-    (`pypto.compile_profiling.analysis.TIMELINE_VIEWS`); without it those views are left
-    out, and asking for them by name is a `ValueError`.
+    (`pypto.compile_profiling.analysis.TIMELINE_VIEWS`); those two are drawn only when
+    `views` names them (or is `all`), and asking for them without it is a `ValueError`.
     """
     from pypto.compile_profiling.trace_merge.views import (
         DERIVED_VIEWS,
@@ -67,8 +67,11 @@ def merge_traces(inputs: Iterable[str | os.PathLike], *, offset_us: float | None
         parse_names,
     )
 
+    # by default every view but the analysis's: they cost an analysis of every capture
+    # (1M tasks: about 8 s of CPU), so they are drawn when asked for (by name, or `all`)
+    default = frozenset(VIEWS) - frozenset(DERIVED_VIEWS)
     sel = Selection(
-        frozenset(VIEWS) if views is None else parse_names(views, VIEWS, "views"),
+        default if views is None else parse_names(views, VIEWS, "views"),
         frozenset(FLOWS) if flows is None else parse_names(flows, FLOWS, "flows"))
     if derived_views is None:
         asked = [v for v in DERIVED_VIEWS if v in sel.views]

@@ -28,8 +28,9 @@ VIEW_HELP = {
     "critical-path": '"· Critical path": the observed critical path as one track, a slice per '
                      "path task and per stall (named by kind), arrows along it; with a host "
                      "source, the end-to-end segments on the host side",
-    "overhead": "counters per engine on the Critical path process: starved (a free core "
-                "while ready work of its type waits undispatched), ready tasks, idle cores",
+    "overhead": "0/1 counters on the Critical path process: per engine starved (a free "
+                "core while ready work of its type waits undispatched), all / some engines "
+                "starved",
 }
 FLOW_HELP = {
     "dependency": "deps.json edges, producer -> consumer (worker, mirrored on the scheduler "
@@ -42,7 +43,8 @@ FLOW_HELP = {
 }
 VIEWS = tuple(VIEW_HELP)
 # Drawn by `pypto.compile_profiling.analysis` (which imports the merge, never the other way):
-# the caller of `merge_traces` passes its `TIMELINE_VIEWS` as `derived_views`.
+# the caller of `merge_traces` passes its `TIMELINE_VIEWS` as `derived_views`. Not drawn by
+# default (they cost an analysis of every capture): asked for by name or with `all`.
 DERIVED_VIEWS = ("critical-path", "overhead")
 FLOWS = tuple(FLOW_HELP)
 
