@@ -60,7 +60,9 @@ def test_views_draw_the_path_the_analysis_finds(work):
     # the flag's time at 1 is the share the analysis reports
     on = np.diff(starved.ts_ns)[starved.values[:-1] == 1].sum()
     span = starved.ts_ns[-1] - starved.ts_ns[0]             # the makespan, first to last
-    assert on / span == pytest.approx(ra.overhead.some_starved_share, rel=1e-3)
+    # the share is of device cycles, the counter on the calibrated host axis (whose
+    # mapping is not quite proportional to cycles): near, not equal
+    assert on / span == pytest.approx(ra.overhead.some_starved_share, rel=2e-2)
 
 
 def test_asking_for_a_derived_view_without_its_drawer_is_an_error(work):
