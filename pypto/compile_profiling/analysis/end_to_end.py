@@ -214,7 +214,7 @@ def end_to_end(plan: Plan, cp: CapturePlan, rows: DeviceRows, tt: TaskTable,
     segments.append(Segment(f"device: observed path ({len(path.tasks)} tasks)", "device",
                             dev_start, dev_end))
     if dev.status != "calibrated":
-        notes.append(f"the device side is placed by estimate ({dev.label}): where host time "
+        notes.append(f"the device side is not calibrated ({dev.label}): where host time "
                      "ends and device time begins is uncertain by that much")
     return EndToEnd(w0, dev_end, dev_start, segments, totals, first_label, kernel, dev.label,
                     dev.uncertainty_ns, dev.status != "calibrated", notes)
