@@ -30,7 +30,6 @@ import numpy as np
 from pypto.compile_profiling.analysis.critical_path import KINDS, ObservedPath
 from pypto.compile_profiling.analysis.tasks import TaskTable
 from pypto.compile_profiling.trace_merge.builder import KERNEL_CODEGEN_PREFIX
-from pypto.compile_profiling.trace_merge.layout_device import DeviceRows
 from pypto.compile_profiling.trace_merge.place import DEVICE_EXECUTION, CapturePlan, Plan
 
 __all__ = ["CATEGORIES", "EndToEnd", "Segment", "device_segments", "end_to_end"]
@@ -125,10 +124,12 @@ def _compile_trace(plan: Plan, cp: CapturePlan):
     return plan.traces[0] if len(plan.traces) == 1 else (None, None)
 
 
-def end_to_end(plan: Plan, cp: CapturePlan, rows: DeviceRows, tt: TaskTable,
-               path: ObservedPath, first_label: str, kernel: str | None) -> EndToEnd | None:
+def end_to_end(plan: Plan, cp: CapturePlan, tt: TaskTable, path: ObservedPath,
+               first_label: str, kernel: str | None, dispatch_ns: int | None
+               ) -> EndToEnd | None:
     """The tiled wall time of one capture's run (None without any host-clock source).
-    `first_label`: the first path task as the timeline names it; `kernel`: its kernel."""
+    `first_label`: the first path task as the timeline names it; `kernel`: its kernel;
+    `dispatch_ns`: the AICPU dispatch of its first block (None: not recorded)."""
     dev = cp.device
     if dev is None or path is None or not len(path.tasks):
         return None
@@ -167,7 +168,7 @@ def end_to_end(plan: Plan, cp: CapturePlan, rows: DeviceRows, tt: TaskTable,
                 iv.extend((4, 0, int(a), int(b), name, "host preparation")
                           for a, b in zip(s0.tolist(), e0.tolist()))
     tid = int(tt.ids[first])
-    disp_ns = _first_dispatch(rows, tt, first)
+    disp_ns = dispatch_ns
     submit_end = None
     rec = cap.records
     for s in rec.host_orchestrator:
@@ -218,15 +219,6 @@ def end_to_end(plan: Plan, cp: CapturePlan, rows: DeviceRows, tt: TaskTable,
                      "ends and device time begins is uncertain by that much")
     return EndToEnd(w0, dev_end, dev_start, segments, totals, first_label, kernel, dev.label,
                     dev.uncertainty_ns, dev.status != "calibrated", notes)
-
-
-def _first_dispatch(rows: DeviceRows, tt: TaskTable, task: int) -> int | None:
-    """Reference-axis dispatch of the task's block that started first (None: no AICPU
-    record joined to it)."""
-    mine = np.flatnonzero((tt.row_task == task) & rows.has_cpu)
-    if not len(mine):
-        return None
-    return int(rows.dispatch[mine[np.argmin(tt.row_start[mine])]])
 
 
 def _submit_of(stream, task_id: int) -> int | None:

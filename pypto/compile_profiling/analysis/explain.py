@@ -124,6 +124,13 @@ def analyze_capture(plan: Plan, cp: CapturePlan, rows: DeviceRows | None = None,
     if rows is None:
         return None
     tt = task_table(rows, rec)
+    has = rows.has_cpu
+    jr = np.where(has, rows.joined, 0)
+    del rows          # what follows needs only these: 1M tasks, ~80 MB of rows let go
+    cpu = rec.aicpu
+    disp = cpu["dispatch_cycles"][jr] if has.any() else np.zeros(len(tt.row_task), np.int64)
+    fin = cpu["finish_cycles"][jr] if has.any() else np.zeros(len(tt.row_task), np.int64)
+    del jr
     deps = cp.capture.deps
     notes: list[str] = []
     edges = dependency_edges(tt, deps, tolerance_cycles)
@@ -136,11 +143,6 @@ def analyze_capture(plan: Plan, cp: CapturePlan, rows: DeviceRows | None = None,
         notes.append(f"{cp.capture.files.directory}: no deps.json (level {rec.level} capture or "
                      "dep_gen off): no static path; the observed path follows resource "
                      "predecessors (the previous task on the core) only")
-    has = rows.has_cpu
-    jr = np.where(has, rows.joined, 0)
-    cpu = rec.aicpu
-    disp = cpu["dispatch_cycles"][jr] if has.any() else np.zeros(len(tt.row_task), np.int64)
-    fin = cpu["finish_cycles"][jr] if has.any() else np.zeros(len(tt.row_task), np.int64)
     ov = overhead(tt, disp, fin, has, deps, rec.scheduler)
     static_share = (static.length_cycles / obs.makespan) if static is not None and obs and \
         obs.makespan else None
@@ -154,7 +156,10 @@ def analyze_capture(plan: Plan, cp: CapturePlan, rows: DeviceRows | None = None,
         first = obs.tasks[:1]
         kernels, _, labels = ra.labels(first)
         kernel = kernels[0] if kernels[0] != "unknown" else None
-        ra.end_to_end = end_to_end(plan, cp, rows, tt, obs, labels[0], kernel)
+        mine = np.flatnonzero((tt.row_task == first[0]) & has)
+        first_dispatch = None if not len(mine) else int(dev.to_ns(
+            disp[mine[np.argmin(tt.row_start[mine])]:][:1])[0])
+        ra.end_to_end = end_to_end(plan, cp, tt, obs, labels[0], kernel, first_dispatch)
     return ra
 
 

@@ -90,7 +90,7 @@ def task_table(rows: DeviceRows, rec) -> TaskTable:
     order = np.argsort(first, kind="stable")          # tasks by their first record
     new_of_sorted = np.empty(len(uniq), dtype=np.int64)
     new_of_sorted[order] = np.arange(len(uniq))
-    row_task = new_of_sorted[inv]
+    row_task = new_of_sorted[inv].astype(np.int32)     # int32: one per block, 1M of them
     ids = uniq[order]
     by_task = np.argsort(row_task, kind="stable")
     blocks = np.bincount(row_task, minlength=len(ids)).astype(np.int64)
@@ -100,7 +100,7 @@ def task_table(rows: DeviceRows, rec) -> TaskTable:
     start = np.minimum.reduceat(row_start[by_task], heads) if n else row_start[:0]
     end = np.maximum.reduceat(row_end[by_task], heads) if n else row_end[:0]
     names = list(dict.fromkeys(rec.core_types)) or ["core"]
-    type_of_core = np.array([names.index(t) for t in rec.core_types] or [0], dtype=np.int64)
+    type_of_core = np.array([names.index(t) for t in rec.core_types] or [0], dtype=np.int8)
     core = a["core_id"]
     row_type = type_of_core[np.minimum(core, len(type_of_core) - 1)]
     bits = np.left_shift(np.int64(1), row_type)[by_task]
