@@ -148,7 +148,7 @@ class _Out:
 
     def table(self, heads: list[str], rows: list[list[str]], right: set[int]) -> None:
         if self.md:
-            self.lines.append("| " + " | ".join(heads) + " |")
+            self.lines += ["", "| " + " | ".join(heads) + " |"]
             self.lines.append("|" + "|".join("---:" if i in right else "---"
                                              for i in range(len(heads))) + "|")
             for r in rows:
@@ -252,8 +252,10 @@ def _e2e_text(o: _Out, d: dict) -> None:
     if e is None:
         return
     wall = e["wall_ns"]
-    o.head(f"End to end: {d['label']}, {_ms(wall)} from the first compile stage to the last "
-           f"device task (tiling: {e['tiling']})")
+    first = e["segments"][0]["category"] if e["segments"] else ""
+    origin = "the first compile stage" if first == "compile" else "the first host span"
+    o.head(f"End to end: {d['label']}, {_ms(wall)} from {origin} to the last device task "
+           f"(tiling: {e['tiling']})")
     o.line(f"first path task {e['first_task']}" + (f", kernel {e['kernel']}" if e["kernel"]
                                                    else "") + f"; device side {e['clock']}")
     o.table(["category", "ms", "share"],
