@@ -218,6 +218,62 @@ def test_forked_child_writes_its_own_profile_under_its_own_pid(tmp_path):
     assert proc.stderr.count("compile profile written") == 2
 
 
+OPEN_AT_FORK_PROGRAM = """
+import os, sys, time
+from pypto.compile_profiling import CompileProfiler
+report = sys.argv[1]
+with CompileProfiler() as prof:
+    with prof.stage("outer"):
+        with prof.stage("before_fork"):
+            sum(range(300_000))  # a few ms the child's span must not include
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            with prof.stage("in_child"):
+                pass
+            span, now_ns = prof.total_seconds, time.perf_counter_ns()
+            prof.write_report(os.path.join(report, "child"))
+            os.write(w, f"{span!r} {now_ns}".encode())
+            os._exit(0)
+        os.close(w)
+        reply = os.read(r, 100).decode()
+        os.waitpid(pid, 0)
+prof.write_report(os.path.join(report, "parent"))
+print(pid, reply)
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_forked_child_reports_only_its_own_stages_not_the_parents_open_one(tmp_path):
+    """Forked inside an open stage of an explicit profiler: the child's report holds only
+    the child's stages (the parent's open `outer` is not drawn again on the parent's
+    pid/tid), its span starts at the fork, and merging both traces draws `outer` once."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYPTO_COMPILE_PROFILING")}
+    env["PYTHONPATH"] = str(REPO)
+    proc = subprocess.run([sys.executable, "-c", OPEN_AT_FORK_PROGRAM, str(tmp_path)], env=env,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    pid_text, span_text, now_text = proc.stdout.split()
+    child_pid, child_span, child_now_ns = int(pid_text), float(span_text), int(now_text)
+    child = json.loads((tmp_path / "child" / "pipeline_profile.json").read_text())
+    assert [(s["name"], s["pid"]) for s in child["stages"]] == [("in_child", child_pid)]
+    trace = json.loads((tmp_path / "child" / "trace.json").read_text())
+    slices = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    assert [(e["name"], e["pid"]) for e in slices] == [("in_child", child_pid)]
+    parent = json.loads((tmp_path / "parent" / "pipeline_profile.json").read_text())
+    assert [s["name"] for s in parent["stages"]] == ["outer"]
+    (before_fork,) = parent["stages"][0]["children"]
+    assert before_fork["name"] == "before_fork"
+    # the child's span starts after the fork (1 us for float seconds against integer ns)
+    assert child_span * 1e9 <= child_now_ns - before_fork["end_ns"] + 1000
+
+    from pypto.compile_profiling.trace_merge import merge_traces
+
+    merged = merge_traces([tmp_path / "parent" / "trace.json", tmp_path / "child" / "trace.json"])
+    names = [block.names[i] for block in merged.timeline.blocks for i in block.name.tolist()]
+    assert sorted(names) == ["before_fork", "in_child", "outer"]
+
+
 REFRESH_PROGRAM = """
 import os, threading
 import pypto.compile_profiling as cp

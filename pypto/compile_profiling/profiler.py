@@ -417,11 +417,18 @@ class CompileProfiler:
 
     # -- fork ------------------------------------------------------------------------------
     def _after_fork_in_child(self) -> None:
-        """The child's copy records under the child's pid, into logs of its own."""
+        """The child's copy records under the child's pid, into logs of its own: none of the
+        parent's stages (finished, or open at the fork and never closed here) is the child's
+        to report, and a running profile's span starts again at the fork."""
         parent_pid = self.pid
         self.pid = os.getpid()
         self._logs_lock = threading.Lock()
+        self._logs = []
         self._tls.log = None
+        if self._total_end > 0:  # the parent's profile had ended: the child's is unentered
+            self._total_start = self._total_end = 0.0
+        elif self._total_start > 0:
+            self._total_start = time.perf_counter()
         self._entry_tid = threading.get_native_id()
         self.process_names.setdefault(self.pid, f"PyPTO compile (fork of {parent_pid})")
 
