@@ -54,7 +54,7 @@ import pickle
 import shutil
 import signal
 import threading
-from typing import BinaryIO, Self
+from typing import TYPE_CHECKING, BinaryIO
 
 import numpy as np
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
@@ -70,6 +70,9 @@ from pypto.compile_profiling.timeline.model import (
     other_data,
 )
 from pypto.errors import ProfileWriteError
+
+if TYPE_CHECKING:  # typing.Self is Python 3.11+; annotations are never evaluated here
+    from typing_extensions import Self
 
 __all__ = ["PACKETS_PER_BATCH", "ROWS_PER_CHUNK", "SPLIT_MIN_ROWS", "write_perfetto_trace"]
 
