@@ -130,7 +130,8 @@ def time_text(ns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     whole microseconds and the fraction, two fields."""
     mag, neg = _magnitude(ns)
     us, frac = _split(mag, np.uint64(1000))
-    return _digits(us, neg), _FRAC.take(frac).view(np.uint8).reshape(-1, 4)
+    # frac < 1000: its int64 view is the same numbers (NumPy 1.x `take` refuses uint64)
+    return _digits(us, neg), _FRAC.take(frac.view(np.int64)).view(np.uint8).reshape(-1, 4)
 
 
 def _padded(texts: list[bytes]) -> np.ndarray:
