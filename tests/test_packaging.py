@@ -4,6 +4,7 @@ pinned, the declared Python floor is the one CI tests, and CI runs the README's 
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -17,6 +18,8 @@ else:  # Python 3.10: pytest itself depends on tomli there
 
 REPO = Path(__file__).resolve().parent.parent
 PROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+CI_RUN = (REPO / ".ci" / "run").read_text()
+README = (REPO / "README.md").read_text()
 
 
 def lower_bound(req: Requirement) -> str:
@@ -43,9 +46,33 @@ def test_ci_lower_bounds_pin_exactly_each_runtime_lower_bound():
             pins[name.strip()] = version.strip()
     want = {req.name: Version(lower_bound(req)) for req in runtime_requirements()}
     assert {n: Version(v) for n, v in pins.items()} == want
+    assert "-c .ci/lower-bounds.txt" in CI_RUN
 
 
 def test_test_extra_is_pinned_exactly():
     for text in PROJECT["optional-dependencies"]["test"]:
         req = Requirement(text)
         assert [s.operator for s in req.specifier] == ["=="], f"{req}: pin the test extra"
+
+
+def test_declared_python_floor_is_the_one_ruff_targets_and_ci_tests():
+    assert PROJECT["requires-python"] == ">=3.10"
+    ruff = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["ruff"]
+    assert ruff["target-version"] == "py310"
+    assert "sys.version_info[:2] == (3, 10)" in CI_RUN
+
+
+def test_ci_runs_the_readme_test_command_verbatim():
+    (command,) = re.findall(r'^test_command="(.*)"$', CI_RUN, re.MULTILINE)
+    assert f"\n    {command}\n" in README
+    assert command.startswith("python3 -m venv .venv && ")   # no pip into the system Python
+    run_line = next(line for line in CI_RUN.splitlines()
+                    if line.startswith(command) and "status=$?" in line)
+    assert run_line == command + " || status=$?"
+
+
+def test_readme_main_job_command_makes_its_venv():
+    commands = [line.strip() for line in README.splitlines()
+                if "examples/profile_end_to_end.py" in line and line.startswith("    ")]
+    assert commands[0] == ("python3 -m venv .venv && .venv/bin/python -m pip install -e . "
+                           "&& .venv/bin/python examples/profile_end_to_end.py")
