@@ -167,16 +167,31 @@ def _shift(stage: dict, ns: int) -> None:
         _shift(c, ns)
 
 
-def test_diff_of_a_profile_with_itself_finds_nothing(work_dir, capsys):
-    code, out, _ = cli(capsys, "diff", work_dir, work_dir / "report" / "trace.json")
+def test_diff_of_one_run_per_side_decides_nothing_and_says_so(work_dir, tmp_path, capsys):
+    base = work_dir / "report" / "pipeline_profile.json"
+    new = slowed(base, tmp_path / "new.json", "ConstantFolding", 3.0)
+    code, out, _ = cli(capsys, "diff", base, new)
+    assert code == 0 and "REGRESSION" not in out
+    assert "no regression decided: 1 base and 1 new run(s) cannot tell a change from noise " \
+           "at 95% confidence; give at least 3 runs per side" in out
+    code, out, _ = cli(capsys, "diff", base, new, "--format", "json")
+    doc = json.loads(out)
+    assert doc["regressions"] == [] and "compile/passes/ConstantFolding" in doc["undecided"]
+    assert doc["min_runs_per_side"] == 3
+
+
+def test_diff_of_runs_of_the_same_profile_finds_nothing(work_dir, capsys):
+    trace = work_dir / "report" / "trace.json"
+    code, out, _ = cli(capsys, "diff", work_dir, work_dir, work_dir, "--", trace, trace, trace)
     assert code == 0
-    assert "0 regression(s)" in out and "REGRESSION" not in out
+    assert out.splitlines()[3].startswith("0 regression(s) (slower, with 95% confidence, by "
+                                          "more than 10% and 1 ms)")
 
 
 def test_diff_flags_a_slowed_pass_and_exits_1(work_dir, tmp_path, capsys):
     base = work_dir / "report" / "pipeline_profile.json"
     new = slowed(base, tmp_path / "new.json", "ConstantFolding", 3.0)
-    code, out, _ = cli(capsys, "diff", base, new)
+    code, out, _ = cli(capsys, "diff", base, base, base, "--", new, new, new)
     assert code == 1
     flagged = [ln for ln in out.splitlines() if "REGRESSION" in ln]
     assert flagged and flagged[0].endswith("compile/passes/ConstantFolding  REGRESSION")
@@ -184,9 +199,9 @@ def test_diff_flags_a_slowed_pass_and_exits_1(work_dir, tmp_path, capsys):
     lines = out.splitlines()
     i = lines.index(flagged[0])
     assert lines[i + 1].split()[0] == flagged[0].split()[0]
-    assert lines[i + 1].split()[4] == "compile/passes"
+    assert lines[i + 1].split()[5] == "compile/passes"
     # the same change below the threshold passes
-    code, _, _ = cli(capsys, "diff", base, new, "--threshold", "500")
+    code, _, _ = cli(capsys, "diff", base, base, base, "--", new, new, new, "--threshold", "500")
     assert code == 0
 
 
@@ -195,20 +210,25 @@ def test_diff_min_ms_keeps_small_changes_from_failing(work_dir, tmp_path, capsys
     new = slowed(base, tmp_path / "new.json", "ConstantFolding", 3.0)
     grown_ms = json.loads(new.read_text())["total_seconds"] * 1e3 - \
         json.loads(base.read_text())["total_seconds"] * 1e3
-    code, _, _ = cli(capsys, "diff", base, new, "--min-ms", f"{grown_ms * 1.1:.3f}")
+    code, _, _ = cli(capsys, "diff", base, base, base, "--", new, new, new,
+                     "--min-ms", f"{grown_ms * 1.1:.3f}")
     assert code == 0
 
 
 def test_diff_json_and_markdown(work_dir, tmp_path, capsys):
     base = work_dir / "report" / "pipeline_profile.json"
     new = slowed(base, tmp_path / "new.json", "ConstantFolding", 3.0)
-    code, out, _ = cli(capsys, "diff", base, new, "--format", "json")
+    sides = (base, base, base, "--", new, new, new)
+    code, out, _ = cli(capsys, "diff", *sides, "--format", "json")
     assert code == 1
     doc = json.loads(out)
-    assert "compile/passes/ConstantFolding" in doc["regressions"]
+    assert "compile/passes/ConstantFolding" in doc["regressions"] and doc["undecided"] == []
     change = next(s for s in doc["stages"] if s["key"] == "compile/passes/ConstantFolding")
     assert change["change_pct"] == pytest.approx(200, rel=0.01)
-    code, out, _ = cli(capsys, "diff", base, new, "--format", "markdown")
+    # identical runs on each side: the bound is the change itself
+    assert change["at_least_ms"] == pytest.approx(change["delta_ms"])
+    assert change["floor_ms"] == pytest.approx(max(1.0, change["base_ms"] * 0.1))
+    code, out, _ = cli(capsys, "diff", *sides, "--format", "markdown")
     assert code == 1
     assert out.startswith("### Compile profile: ") and "regression" in out.splitlines()[0]
     assert "| `compile/passes/ConstantFolding` |" in out and "|---|" in out
@@ -222,21 +242,22 @@ def test_diff_lists_new_and_vanished_stages(work_dir, compile_dir, capsys):
     assert code == 0  # new stages are listed, not regressions
 
 
-def test_diff_medians_of_several_runs_ignore_one_noisy_run(work_dir, tmp_path, capsys):
+def test_diff_one_noisy_run_on_either_side_decides_nothing(work_dir, tmp_path, capsys):
     base = work_dir / "report" / "pipeline_profile.json"
     noisy = slowed(base, tmp_path / "noisy.json", "ConstantFolding", 5.0)
-    # base side: 2 clean runs and 1 noisy one -> the median is clean
-    code, _, _ = cli(capsys, "diff", base, base, noisy, "--", base)
+    code, _, _ = cli(capsys, "diff", base, base, noisy, "--", base, base, base)
     assert code == 0
+    code, _, _ = cli(capsys, "diff", base, base, base, "--", noisy, noisy, base)
+    assert code == 0   # 2 of 3 slower: "at least" is 0
+    code, _, _ = cli(capsys, "diff", base, base, base, "--", noisy, noisy, noisy)
+    assert code == 1
     # directories of runs work the same way
     runs = tmp_path / "runs"
-    for i, src in enumerate((base, base, noisy)):
+    for i, src in enumerate((noisy, noisy, noisy)):
         (runs / f"run{i}").mkdir(parents=True)
         (runs / f"run{i}" / "pipeline_profile.json").write_bytes(src.read_bytes())
-    code, out, _ = cli(capsys, "diff", runs, base)
-    assert code == 0 and "median of 3 runs" in out
-    code, _, _ = cli(capsys, "diff", base, "--", noisy, noisy, base)
-    assert code == 1
+    code, out, _ = cli(capsys, "diff", base, base, base, "--", runs)
+    assert code == 1 and "median of 3 runs" in out
 
 
 # ---------------------------------------------------------------- kernels

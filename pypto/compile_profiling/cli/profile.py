@@ -50,6 +50,13 @@ def _positive_seconds(text: str) -> float:
     return value
 
 
+def _probability(text: str) -> float:
+    value = _non_negative(text)
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be between 0 and 1")
+    return value
+
+
 def _count(text: str) -> int:
     try:
         value = int(text)
@@ -61,7 +68,11 @@ def _count(text: str) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    from pypto.compile_profiling.profile_tool.diff import DEFAULT_MIN_MS, DEFAULT_THRESHOLD_PCT
+    from pypto.compile_profiling.profile_tool.diff import (
+        DEFAULT_ALPHA,
+        DEFAULT_MIN_MS,
+        DEFAULT_THRESHOLD_PCT,
+    )
     from pypto.compile_profiling.viewer.perfetto_ui import DEFAULT_PORT, port_number
 
     p = argparse.ArgumentParser(
@@ -90,15 +101,21 @@ def _parser() -> argparse.ArgumentParser:
 
     d = sub.add_parser("diff", help="compare profiles; exit 1 on a regression",
                        description="Compare stages matched by path (families by family), "
-                                   "sorted by change. Several runs per side: BASE... -- NEW..., "
-                                   "or a directory of runs; medians are compared.")
+                                   "sorted by change. A regression is a stage slower, with "
+                                   "1 - ALPHA confidence judged from the runs' own spread, by "
+                                   "more than PCT percent and MS milliseconds: that needs "
+                                   "several runs per side (BASE... -- NEW..., or a directory "
+                                   "of runs); one run per side decides nothing.")
     d.add_argument("runs", nargs="+", metavar="PATH",
                    help="BASE NEW, or BASE... -- NEW...")
     d.add_argument("--threshold", type=_non_negative, default=DEFAULT_THRESHOLD_PCT,
-                   metavar="PCT", help="a regression is slower by more than PCT percent "
-                                       f"(default {DEFAULT_THRESHOLD_PCT:g})")
+                   metavar="PCT", help="a regression is slower by more than PCT percent of the "
+                                       f"base median (default {DEFAULT_THRESHOLD_PCT:g})")
     d.add_argument("--min-ms", type=_non_negative, default=DEFAULT_MIN_MS, metavar="MS",
                    help=f"... and by more than MS milliseconds (default {DEFAULT_MIN_MS:g})")
+    d.add_argument("--alpha", type=_probability, default=DEFAULT_ALPHA, metavar="A",
+                   help="... with confidence 1 - A (default %(default)g: 3 runs per side "
+                        "are the fewest that can decide)")
     d.add_argument("--format", choices=("text", "markdown", "json"), default="text")
     output_arg(d, "the comparison")
 
@@ -237,10 +254,14 @@ def _show(args) -> int:
 
 
 def split_diff_runs(argv: list[str]) -> tuple[list[str], list[str] | None]:
-    """`diff ... BASE... -- NEW...`: the arguments before `--` and the NEW paths after it."""
+    """`diff ... BASE... -- NEW... [OPTIONS]`: the other arguments and the NEW paths, which
+    run from after `--` up to the first argument starting with `-` (options may follow)."""
     if "--" in argv:
         i = argv.index("--")
-        return argv[:i], argv[i + 1:]
+        j = i + 1
+        while j < len(argv) and not argv[j].startswith("-"):
+            j += 1
+        return argv[:i] + argv[j:], argv[i + 1:j]
     return argv, None
 
 
@@ -258,7 +279,7 @@ def _diff(args, new_paths: list[str] | None) -> int:
             raise _Usage("diff: no NEW path after --")
     base = [p for path in base_paths for p in load_runs(path)]
     new = [p for path in new_paths for p in load_runs(path)]
-    result = diff_profiles(base, new, args.threshold, args.min_ms)
+    result = diff_profiles(base, new, args.threshold, args.min_ms, args.alpha)
     write_output(args.output, format_diff(result, args.format), base_paths + new_paths)
     return EXIT_REGRESSION if result.regressions else EXIT_OK
 
