@@ -253,6 +253,9 @@ class CompileProfiler:
         # nest under the innermost open stage of this thread, the one that entered.
         self._entry_tid = threading.get_native_id()
         _profilers.add(self)
+        from pypto.compile_profiling.import_stages import install
+
+        install(get_active_profiler)  # imports while profiling: stages (import_stages)
 
     # -- activation ----------------------------------------------------------------------
     def __enter__(self) -> Self:

@@ -2,8 +2,10 @@
 compare, and (when asked) profile the whole trip and write Simpler-format DFX files.
 
 Stages when profiled: `compile` (wrapping `ir.compile`, whose `passes`/`codegen` nest
-inside), `golden_write`, `device_execution` (with the child's own stage under it when the
-device runs in a child process).
+inside, then `load_compiled`, importing the generated kernel modules), `golden_write`,
+`device_execution` (with the child's own stage under it when the device runs in a child
+process). The first call's imports are `import:<module>` stages (see
+`compile_profiling.import_stages`).
 """
 
 from __future__ import annotations
@@ -143,7 +145,9 @@ def _run(program: Any, specs, golden, config: RunConfig, name: str, work_dir: Pa
                     out = ir.compile(program, output_dir=str(kernels_dir),
                                      **config.compile_options)
                     kernels_dir = Path(out) if isinstance(out, (str, Path)) else kernels_dir
-                    compiled = load_compiled(kernels_dir)
+                    # importing the generated kernel modules: one per kernel, not free
+                    with _stage(prof, "load_compiled", None, "compile"):
+                        compiled = load_compiled(kernels_dir)
             except PyptoError as e:
                 return RunResult(False, f"compile failed: {e}", work_dir=str(work_dir))
         signature = signature_of(compiled)
