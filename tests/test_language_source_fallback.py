@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import pypto.language as pl
 from pypto.errors import ParserError
 from pypto.ir.printer import print_program
 
@@ -68,13 +69,73 @@ def test_error_spans_point_into_the_cell(monkeypatch):
     assert bad.splitlines()[info.value.lineno - 1].strip().startswith("out = pl.store(pl.nope")
 
 
-def test_no_source_anywhere_says_so_and_points_to_parse_program():
+def test_no_source_anywhere_says_so_and_names_the_one_step():
     with pytest.raises(ParserError) as info:
         exec(compile(CELL, "<nowhere>", "exec"), {"__name__": "__main__"})  # noqa: S102
     message = str(info.value)
-    assert "'Cell'" in message and "not available" in message
-    assert "<nowhere>:5 is not in linecache" in message
-    assert "pl.parse_program(source, filename)" in message
+    assert "source of class 'Cell' is not available: <nowhere> is no file and not in " \
+           "linecache" in message
+    assert "exec(compile(src, pl.register_source(src, '<nowhere>'), 'exec'), namespace)" \
+           in message and "pl.parse_program(src)" in message
+    # the decorator's line (3.11+) or the class line (3.10) of the cell
+    assert info.value.lineno in (5, 6) and "built-in class" not in message
+
+
+def test_the_one_step_register_source_makes_exec_work():
+    namespace = {"__name__": "__main__"}
+    name = pl.register_source(CELL, "<cell-1>")
+    try:
+        exec(compile(CELL, name, "exec"), namespace)  # noqa: S102 - the case under test
+    finally:
+        linecache.cache.pop(name, None)
+    assert name == "<cell-1>" and sorted(namespace["Cell"].functions) == ["k", "main"]
+
+
+def test_parse_program_reads_the_module_constants_of_a_whole_cell():
+    program = pl.parse_program(CELL, "<cell-2>")      # N = 64 is in the cell itself
+    assert sorted(program.functions) == ["k", "main"]
+    src = textwrap.dedent("""\
+        \"\"\"A cell with every kind of constant.\"\"\"
+        from __future__ import annotations
+        import pypto.language as lang
+
+        ROWS, COLS = 32, 64
+        BLOCK: int = ROWS // 2
+        SCALE = -0.5
+
+        @lang.program
+        class Consts:
+            @lang.function(type=lang.FunctionType.InCore)
+            def k(self, a: lang.Tensor[[ROWS, COLS], lang.FP32],
+                  out: lang.Out[lang.Tensor[[ROWS, COLS], lang.FP32]]
+                  ) -> lang.Tensor[[ROWS, COLS], lang.FP32]:
+                for i in lang.range(ROWS // BLOCK):
+                    t = lang.load(a, [i * BLOCK, 0], [BLOCK, COLS])
+                    out = lang.store(lang.mul(t, SCALE), [i * BLOCK, 0], out)
+                return out
+
+            @lang.function(type=lang.FunctionType.Orchestration)
+            def main(self, a: lang.Tensor[[ROWS, COLS], lang.FP32],
+                     out: lang.Out[lang.Tensor[[ROWS, COLS], lang.FP32]]
+                     ) -> lang.Tensor[[ROWS, COLS], lang.FP32]:
+                out = self.k(a, out)
+                return out
+        """)
+    program = pl.parse_program(src, "<cell-3>", env={"ROWS": 999})   # the cell's own wins
+    text = print_program(program)
+    assert "[32, 64]" in text and "-0.5" in text and "999" not in text
+
+
+@pytest.mark.parametrize("line, problem", [
+    ("N = len('abcd')", "module-level constant 'N' must be an integer or float literal"),
+    ("N = M = 64", "assign one constant at a time"),
+    ("print(N)", "holds one class, imports and integer or float constants only, not 'print(N)'"),
+])
+def test_parse_program_names_what_it_cannot_evaluate(line, problem):
+    src = CELL.replace("N = 64", "N = 64\n" + line)
+    with pytest.raises(ParserError) as info:
+        pl.parse_program(src, "<cell-4>")
+    assert problem in str(info.value) and info.value.lineno == 4
 
 
 def test_real_ipython_cell():

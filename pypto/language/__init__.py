@@ -3,7 +3,9 @@
 The subset this reference compiler accepts:
 - `@pl.program` on a class of `@pl.function(type=pl.FunctionType.InCore)` kernels and exactly
   one `pl.FunctionType.Orchestration` function; `pl.parse_program(source, filename)` parses
-  class source text (generated programs) the same way.
+  class source text (generated programs, whole notebook cells with their constants) the same
+  way; `pl.register_source(source, filename)` lets `@pl.program` in `exec`'d strings find
+  their source. The full reference is docs/dsl.md.
 - Types: `pl.Tensor[[d0, d1], pl.FP32]` (FP16, INT32), `pl.Out[...]`, `pl.InOut[...]`,
   `pl.Scalar[pl.FP32]`, and `pl.Tile[[d0, d1], dtype]` annotations on assignments.
 - Kernels: `pl.load(t, offsets, shape)`, `pl.store(tile, offsets, out)`,
@@ -32,12 +34,12 @@ from pypto.language.ops import (
     store,
     sub,
 )
-from pypto.language.program import function, parse_program, program
+from pypto.language.program import function, parse_program, program, register_source
 from pypto.language.typing import InOut, MemorySpace, Out, Scalar, Tensor, Tile
 
 __all__ = [
     "FP16", "FP32", "INDEX", "INT32", "DataType", "FunctionType", "InOut", "MemorySpace", "Out",
     "Scalar", "Tensor", "Tile", "add", "create_tensor", "div", "exp", "function", "load",
-    "matmul", "maximum", "mul", "parse_program", "program", "range", "row_max", "row_sum",
-    "store", "sub",
+    "matmul", "maximum", "mul", "parse_program", "program", "range", "register_source",
+    "row_max", "row_sum", "store", "sub",
 ]

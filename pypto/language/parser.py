@@ -119,6 +119,49 @@ class ProgramParser:
             return DTYPES[name[3:]]
         raise self.error(node, f"unknown dtype {ast.unparse(node)!r} (use pl.FP32, pl.FP16 or pl.INT32)")
 
+    # ---- the source around the class ------------------------------------------------------
+    def note_import(self, node: ast.Import | ast.ImportFrom) -> None:
+        """`import pypto.language as X` / `from pypto import language as X`: X means pl."""
+        for alias in node.names:
+            full = alias.name if isinstance(node, ast.Import) else f"{node.module}.{alias.name}"
+            if full == "pypto.language" and alias.asname:
+                self.pl_names.add(alias.asname)
+
+    def module_constant(self, node: ast.Assign | ast.AnnAssign) -> None:
+        """`NAME = value` (or `A, B = 1, 2`, `NAME: int = value`) at the top of the source:
+        integers as compile-time integers, floats as literals."""
+        if isinstance(node, ast.AnnAssign):
+            if node.value is None:
+                return  # `N: int` alone binds nothing
+            targets, value = [node.target], node.value
+        elif len(node.targets) == 1:
+            targets, value = node.targets, node.value
+        else:
+            raise self.error(node, "assign one constant at a time (A = B = 1 is not supported)")
+        target = targets[0]
+        if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple) \
+                and len(target.elts) == len(value.elts):
+            pairs = list(zip(target.elts, value.elts))
+        else:
+            pairs = [(target, value)]
+        for name, expr in pairs:
+            if not isinstance(name, ast.Name):
+                raise self.error(name, "module-level constants are assigned to plain names")
+            self.env[name.id] = self.constant(expr, name.id)
+
+    def constant(self, node: ast.AST, name: str) -> int | float:
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) \
+                and isinstance(node.operand, ast.Constant) and type(node.operand.value) is float:
+            return -node.operand.value
+        if isinstance(node, ast.Constant) and type(node.value) is float:
+            return node.value
+        try:
+            return self.const_int(node, f"module-level constant {name!r}")
+        except ParserError:
+            raise self.error(node, f"module-level constant {name!r} must be an integer or "
+                                   "float literal or integer arithmetic of constants (pass "
+                                   "other values with env=)") from None
+
     def parse_type(self, node: ast.AST) -> tuple[Type, str]:
         """An annotation -> (type, parameter direction)."""
         if isinstance(node, ast.Subscript):
@@ -507,19 +550,30 @@ def print_off(e: Expr):
 
 def parse_source(source: str, filename: str, env: dict | None, line_offset: int,
                  col_offset: int) -> Program:
-    """Parse the single class in `source` (imports and comments around it are allowed)."""
+    """Parse the single class in `source`. Around it the source may hold imports (an alias
+    of `pypto.language` counts as `pl`), a docstring and module-level constants (`N = 64`,
+    `ROWS, COLS = 64, 128`, `BLOCK: int = N // 4`, `SCALE = 0.5`): they are evaluated here,
+    in order, and shadow names of the same name in `env`."""
     try:
         tree = ast.parse(source, filename)
     except SyntaxError as exc:
         raise ParserError(f"syntax error: {exc.msg}", filename, (exc.lineno or 0) + line_offset,
                           (exc.offset or 0) + col_offset) from None
-    parser = ProgramParser(filename, env, line_offset, col_offset)
-    classes = [n for n in tree.body if isinstance(n, ast.ClassDef)]
-    others = [n for n in tree.body if not isinstance(n, (ast.ClassDef, ast.Import, ast.ImportFrom))]
-    if others:
-        raise parser.error(others[0], "program source holds one class (and imports) only")
+    parser = ProgramParser(filename, dict(env or {}), line_offset, col_offset)
+    classes = []
+    for i, node in enumerate(tree.body):
+        if isinstance(node, ast.ClassDef):
+            classes.append(node)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            parser.note_import(node)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            parser.module_constant(node)
+        elif not (i == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+                  and isinstance(node.value.value, str)):
+            what = ast.unparse(node).splitlines()[0][:60]
+            raise parser.error(node, "program source holds one class, imports and integer or "
+                                     f"float constants only, not {what!r}")
     if len(classes) != 1:
         raise ParserError(f"expected one program class, found {len(classes)}", filename,
                           1 + line_offset, 1)
     return parser.parse_class(classes[0])
-

@@ -17,7 +17,9 @@ def parse_program(source: str, filename: str = "<string>", env: dict | None = No
                   line_offset: int = 0, col_offset: int = 0) -> Program:
     """Parse the source of one `@pl.program` class into an `ir.Program`.
 
-    `env` resolves names used as compile-time constants (e.g. shape sizes); the decorator
+    The source holds the one class and may hold imports and module-level constants around it
+    (`N = 64`, `ROWS, COLS = 64, 128`, `SCALE = 0.5`), evaluated here. `env` adds names from
+    outside the source (e.g. `env=globals()`); the source's own constants win. The decorator
     passes the caller's globals and locals. Generated programs call this directly. Recorded
     as the `parse` stage when a profiler is active.
     """
@@ -59,19 +61,36 @@ def class_source(cls: type, frame) -> tuple[list[str], int, str]:
     try:
         lines, first = inspect.getsourcelines(cls)
         return lines, first, inspect.getsourcefile(cls) or "<unknown>"
-    except (OSError, TypeError) as exc:
-        reason = str(exc)
+    except (OSError, TypeError):
+        pass
     filename, line = frame.f_code.co_filename, frame.f_lineno
     lines = linecache.getlines(filename, frame.f_globals)
     found = _class_at(lines, line, cls.__name__) if lines else None
     if found is None:
-        where = (f"{filename}:{line} is not in linecache" if not lines
-                 else f"no class {cls.__name__!r} decorated at {filename}:{line}")
-        raise ParserError(f"source of class {cls.__name__!r} is not available ({reason}; {where}); "
-                          "pass the source text to pl.parse_program(source, filename)",
-                          filename, line, 0)
+        name = cls.__name__
+        if not lines:
+            raise ParserError(
+                f"source of class {name!r} is not available: {filename} is no file and not in "
+                "linecache (code compiled from a string, e.g. by exec?); register the source "
+                f"before running it: exec(compile(src, pl.register_source(src, {filename!r}), "
+                "'exec'), namespace), or parse it with pl.parse_program(src)",
+                filename, line, 0)
+        raise ParserError(f"source of class {name!r} is not available: no class {name!r} is "
+                          f"decorated at {filename}:{line} (the file changed since it ran?); "
+                          "parse the source with pl.parse_program(src)", filename, line, 0)
     first, last = found
     return lines[first - 1:last], first, filename
+
+
+def register_source(source: str, filename: str = "<pypto-source>") -> str:
+    """Put `source` into `linecache` under `filename` (as IPython does for every cell) and
+    return `filename`, so that `@pl.program` classes in code compiled from that string find
+    their source, and tracebacks show its lines:
+
+        exec(compile(src, pl.register_source(src, "<cell-1>"), "exec"), namespace)
+    """
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    return filename
 
 
 def _class_at(lines: list[str], line: int, name: str) -> tuple[int, int] | None:
