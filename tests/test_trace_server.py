@@ -291,6 +291,29 @@ def test_timeout_exits_1_naming_the_file(trace, capsys):
     assert code == 1 and err.splitlines()[-1] == f"{trace}: not fetched within 0.2 s"
 
 
+def test_a_headless_host_says_no_browser_was_launched_and_how_to_forward_the_port(
+        trace, capsys, monkeypatch):
+    opened = []
+    monkeypatch.setattr(profile_cli.webbrowser, "open", lambda url: opened.append(url) or False)
+    port = free_port()
+    code, out, err = open_in_process(capsys, trace, "--port", port, "--timeout", "0.05")
+    assert code == 1 and opened == [out.strip()]   # it tried, and nothing was launched
+    (hint,) = [line for line in err.splitlines() if "browser" in line]
+    assert hint.startswith("no browser was launched: none found on this host")
+    assert f"ssh -L {port}:127.0.0.1:{port} {socket.gethostname()}" in hint
+    # asked for none: the same way out, without claiming a browser was looked for
+    code, _, err = open_in_process(capsys, trace, "--no-browser", "--port", port,
+                                   "--timeout", "0.05")
+    (hint,) = [line for line in err.splitlines() if "browser" in line]
+    assert hint.startswith("no browser launched (--no-browser)") and "ssh -L" in hint
+
+
+def test_a_launched_browser_needs_no_hint(trace, capsys, monkeypatch):
+    monkeypatch.setattr(profile_cli.webbrowser, "open", lambda url: True)
+    code, _, err = open_in_process(capsys, trace, "--port", free_port(), "--timeout", "0.05")
+    assert code == 1 and "ssh -L" not in err
+
+
 def test_busy_port_is_one_line_and_exit_2(trace, capsys):
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))

@@ -2,17 +2,18 @@
 compile profiles.
 
     pypto-profile show PATH [--top N] [--expand] [--json] [-o FILE]
-    pypto-profile diff BASE NEW [--threshold PCT] [--min-ms MS] [--format F] [-o FILE]
-    pypto-profile diff BASE1 BASE2 ... -- NEW1 NEW2 ...
+    pypto-profile diff BASE... -- NEW... [--threshold PCT] [--min-ms MS] [--alpha A]
+                       [--format F] [-o FILE]
     pypto-profile html PATH -o FILE
     pypto-profile open TRACE [--offline] [--no-browser] [--port P] [--timeout S]
     pypto-profile kernels WORK_DIR [--format text|markdown|csv|json] [-o FILE]
     pypto-profile analyze PATH... [--format text|markdown|json] [--top N] [-o FILE]
 
 PATH: a work dir, a report dir, `pipeline_profile.json` or `trace.json` (also `.gz`).
-Exit status: 0 success, 1 a regression found (`diff`) or a trace not fetched in time
-(`open --timeout`), 2 bad input or output (one line `<path>: <problem>` on stderr),
-130 interrupted (Ctrl-C).
+Exit status: 0 success; 1 a regression found (`diff`), a trace not fetched in time
+(`open --timeout`), or the output could not be written (disk full, no permission); 2 bad
+input or a refused output path (one line `<path>: <problem>` on stderr); 130 interrupted
+(Ctrl-C).
 """
 
 from __future__ import annotations
@@ -26,11 +27,11 @@ import sys
 import webbrowser
 
 import pypto
-from pypto.errors import ProfileWriteError, PyptoError, TraceInputError
+from pypto.errors import OutputPathError, ProfileWriteError, PyptoError, TraceInputError
 
 PROG = "pypto-profile"
 EXIT_OK, EXIT_REGRESSION, EXIT_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
-EXIT_NOT_FETCHED = 1
+EXIT_NOT_FETCHED = EXIT_WRITE = 1   # as pypto-merge-traces: a write that failed is 1
 
 
 def _non_negative(text: str) -> float:
@@ -79,7 +80,8 @@ def _parser() -> argparse.ArgumentParser:
         prog=PROG, description="Read, compare and picture PyPTO compile profiles.",
         epilog="PATH: a run() work dir, an ir.compile output dir, a report/ dir, "
                "pipeline_profile.json or trace.json (also gzip-compressed). Exit status: 0 "
-               "ok, 1 regression (diff), 2 bad input, 130 interrupted.")
+               "ok; 1 regression (diff), not fetched in time (open --timeout) or output "
+               "not written; 2 bad input or refused output path; 130 interrupted.")
     p.add_argument("--version", action="version", version=f"{PROG} {pypto.__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -124,7 +126,8 @@ def _parser() -> argparse.ArgumentParser:
                                    "folded summary and, for a work dir, the kernel table.")
     h.add_argument("path", metavar="PATH")
     h.add_argument("-o", "--output", required=True, metavar="FILE",
-                   help="the page to write (.html; .gz to compress)")
+                   help="the page to write: a name ending in .html or .htm (.html.gz to "
+                        "compress), or - for stdout")
 
     o = sub.add_parser("open", help="serve a trace to the Perfetto UI",
                        description="Serve TRACE (.json, .json.gz, .pftrace) on 127.0.0.1 and "
@@ -182,7 +185,15 @@ def write_output(path: str, text: str, inputs: list[str]) -> None:
     Refuses a path that exists and is not a regular file, and any file an input stands for
     (see `_input_files`)."""
     if path is None or path == "-":
-        sys.stdout.write(text)
+        if sys.stdout is None:   # started with stdout closed (`>&-`)
+            raise ProfileWriteError("-: cannot write to stdout: it is closed")
+        try:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as e:   # `> /dev/full`, a closed stdout
+            raise ProfileWriteError(f"-: cannot write to stdout: {e.strerror or e}") from None
         return
     from pypto.compile_profiling.foundation.atomic_io import atomic_write_bytes
 
@@ -193,10 +204,9 @@ def write_output(path: str, text: str, inputs: list[str]) -> None:
     except OSError as e:
         raise ProfileWriteError(f"{path}: cannot write: {e.strerror or e}") from None
     if st is not None and not stat.S_ISREG(st.st_mode):
-        raise ProfileWriteError(f"{path}: exists and is not a regular file; not replaced")
+        raise OutputPathError(path, "exists and is not a regular file; not replaced")
     if _is_input(path, inputs):
-        raise ProfileWriteError(f"{path}: is one of the inputs (or read with them); "
-                                "not overwritten")
+        raise OutputPathError(path, "is one of the inputs (or read with them); not overwritten")
     data = text.encode("utf-8")
     if path.endswith(".gz"):
         data = gzip.compress(data, mtime=0)
@@ -239,18 +249,33 @@ def _show(args) -> int:
     if args.json:
         import json
 
-        text = json.dumps(view_dict(profile, view_rows(profile.stages, args.expand), top),
-                          indent=1, ensure_ascii=False) + "\n"
+        doc = view_dict(profile, view_rows(profile.stages, args.expand), top)
+        if profile.other_slices:
+            doc["other_slices"] = profile.other_slices
+        text = json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
     else:
         text = format_profile_summary(profile, args.expand)
         if not profile.timed:
             text += "\n(durations only: self time assumes stages ran one after another)\n"
+        if profile.other_slices:
+            text += "\n" + not_shown_note(args.path, profile.other_slices) + "\n"
         if top:
             text += f"\nSlowest {len(top)} stages by self time:\n"
             for s in top:
                 text += f"  {fmt_time(s.self_ns / 1e9):>9s}  {s.path}\n"
     write_output(args.output, text, [args.path])
     return EXIT_OK
+
+
+def not_shown_note(path: str, others: dict[str, int]) -> str:
+    """A merged trace's device and host slices are no compile stages: say what was left out."""
+    total = sum(others.values())
+    shown = ", ".join(f"{name} ({n:,})" for name, n in list(others.items())[:4])
+    more = f", and {len(others) - 4} more" if len(others) > 4 else ""
+    return (f"(a merged trace: only its compile stages are shown; {total:,} other slices in "
+            f"{len(others)} process(es) are not: {shown}{more}. See them all with "
+            f"`pypto-profile open {path}`; per-kernel device time with `pypto-profile "
+            "kernels WORK_DIR`)")
 
 
 def split_diff_runs(argv: list[str]) -> tuple[list[str], list[str] | None]:
@@ -294,10 +319,17 @@ def _work_dir_kernels(profile, path: str):
     return load_work_dir_kernels(path, profile)
 
 
+HTML_SUFFIXES = (".html", ".htm", ".html.gz", ".htm.gz")
+
+
 def _html(args) -> int:
     from pypto.compile_profiling.profile_data.load import load_profile
     from pypto.compile_profiling.profile_tool.html import profile_html
 
+    if args.output != "-" and not args.output.lower().endswith(HTML_SUFFIXES):
+        raise OutputPathError(args.output, "html writes an HTML page; name the output "
+                                           ".html or .htm (.html.gz to compress), or - for "
+                                           "stdout")
     profile = load_profile(args.path)
     kernels, notes = _work_dir_kernels(profile, args.path)
     analysis = None
@@ -309,6 +341,8 @@ def _html(args) -> int:
             analysis = analysis_dict(analyze([profile.work_dir]))
         except TraceInputError as e:
             notes.append(f"no run analysis: {e}")
+    if profile.other_slices:
+        notes.append(not_shown_note(args.path, profile.other_slices).strip("()"))
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
     write_output(args.output, profile_html(profile, kernels, analysis), [args.path])
@@ -377,11 +411,14 @@ def serve_trace(server, *, open_browser: bool = True, timeout_s: float | None = 
         print(server.ui_url, file=out, flush=True)
         until = "Ctrl-C" if server.ui_dir is not None else "it is fetched (Ctrl-C to stop)"
         print(f"serving {trace.path} on {server.trace_url} until {until}", file=err, flush=True)
+        launched = False
         if open_browser:
             try:
-                webbrowser.open(server.ui_url)
+                launched = webbrowser.open(server.ui_url)
             except Exception as e:  # noqa: BLE001 - no browser here: the printed URL is enough
-                print(f"could not open a browser ({e}); open the URL above", file=err)
+                print(f"could not open a browser: {e}", file=err)
+        if not launched:
+            print(no_browser_hint(server.port, asked=open_browser), file=err, flush=True)
         if server.ui_dir is not None:
             server.wait_closed(timeout_s)
             return EXIT_OK
@@ -397,12 +434,26 @@ def serve_trace(server, *, open_browser: bool = True, timeout_s: float | None = 
         server.close()
 
 
+def no_browser_hint(port: int, asked: bool) -> str:
+    """What to do when no browser was started here (a headless host, an SSH session)."""
+    import socket
+
+    why = ("no browser was launched: none found on this host (no display, $BROWSER unset)"
+           if asked else "no browser launched (--no-browser)")
+    return (f"{why}; open the URL above in a browser on this machine, or on yours after "
+            f"forwarding the port: ssh -L {port}:127.0.0.1:{port} {socket.gethostname()} "
+            f"(the same port: ui.perfetto.dev fetches from 127.0.0.1:{port})")
+
+
 def _open(args) -> int:
     from pypto.compile_profiling.profile_data.load import trace_for
     from pypto.compile_profiling.viewer.server import TraceServer
 
     trace = trace_for(args.trace)
-    server = TraceServer(args.port, offline=args.offline)
+    try:
+        server = TraceServer(args.port, offline=args.offline)
+    except ProfileWriteError as e:   # a busy port: refused before anything is served
+        raise _Refused(str(e)) from None
     try:
         server.set_trace(trace)
     except BaseException:
@@ -413,6 +464,10 @@ def _open(args) -> int:
 
 class _Usage(Exception):
     pass
+
+
+class _Refused(Exception):
+    """Bad input of the command line that is no file: exit 2 with its one line."""
 
 
 def _no_profile_of_this_tool() -> None:
@@ -443,9 +498,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_usage(sys.stderr)
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return EXIT_INPUT
-    except (TraceInputError, ProfileWriteError) as e:
+    except (TraceInputError, OutputPathError, _Refused) as e:
         print(str(e), file=sys.stderr)
         return EXIT_INPUT
+    except ProfileWriteError as e:
+        print(str(e), file=sys.stderr)
+        return EXIT_WRITE
     except PyptoError as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return EXIT_INPUT

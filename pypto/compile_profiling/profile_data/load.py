@@ -9,7 +9,9 @@ Accepted (each also gzip-compressed, e.g. `trace.json.gz`; recognised by content
   stages are laid end to end from their durations (`Profile.timed` is False);
 - `trace.json`, ours or a merged one: complete (`X`) events carrying `args.path` (ours do) are
   rebuilt into the tree by path, so pool-worker stages hang under the stage they ran for;
-  a trace without paths nests events by time on each thread.
+  in a merged trace the other slices (device, Simpler host) are no compile stages: they are
+  counted per process in `Profile.other_slices`, not shown. A trace without paths nests
+  events by time on each thread.
 
 Bad input raises `TraceInputError(path, problem)`: special files are refused before they are
 read, sizes are bounded (also after decompression), numbers must be finite.
@@ -225,15 +227,19 @@ def _span(stages: list[Stage]) -> int:
 
 def _from_trace(events: list, other: object, path) -> Profile:
     thread_names: dict[tuple[int, int], str] = {}
+    process_names: dict[object, str] = {}
     slices: list[tuple[Stage, str | None]] = []
     for i, ev in enumerate(events):
         if not isinstance(ev, dict):
             raise TraceInputError(path, f"traceEvents[{i}]: expected an object")
         ph = ev.get("ph")
-        if ph == "M" and ev.get("name") == "thread_name":
+        if ph == "M" and ev.get("name") in ("thread_name", "process_name"):
             args = ev.get("args")
             if isinstance(args, dict) and isinstance(args.get("name"), str):
-                thread_names[(ev.get("pid"), ev.get("tid"))] = args["name"]
+                if ev["name"] == "thread_name":
+                    thread_names[(ev.get("pid"), ev.get("tid"))] = args["name"]
+                else:
+                    process_names[ev.get("pid")] = args["name"]
             continue
         if ph != "X":
             continue
@@ -256,8 +262,13 @@ def _from_trace(events: list, other: object, path) -> Profile:
     for st, _ in slices:
         st.thread_name = thread_names.get((st.pid, st.tid), "")
     with_path = [(st, p) for st, p in slices if p is not None]
+    others: dict[str, int] = {}
     if with_path:
         roots = _tree_by_path(with_path)
+        for st, p in slices:   # a merged trace: the device's and the host's slices
+            if p is None:
+                name = process_names.get(st.pid) or f"process {st.pid}"
+                others[name] = others.get(name, 0) + 1
     else:
         roots = _tree_by_time([st for st, _ in slices])
     total_ns = _span(roots)
@@ -267,7 +278,7 @@ def _from_trace(events: list, other: object, path) -> Profile:
         if total is not None:
             total_ns = round(_number(total, path, "otherData.total_seconds", 0) * 1e9)
         meta = {k: other[k] for k in ("host", "pid", "pypto_version", "clock") if k in other}
-    return Profile(str(path), roots, total_ns, True, meta)
+    return Profile(str(path), roots, total_ns, True, meta, other_slices=others)
 
 
 def _tree_by_path(slices: list[tuple[Stage, str]]) -> list[Stage]:

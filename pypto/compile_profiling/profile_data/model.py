@@ -48,6 +48,9 @@ class Profile:
     timed: bool = True              # absolute start/end times known
     meta: dict = field(default_factory=dict)   # host, pid, pypto_version, schema_version
     work_dir: str | None = None     # the work dir it was found in (holds dfx_outputs/)
+    # slices of a merged trace that are no compile stage (device, Simpler host), by the name
+    # of their process: not part of this profile, but the reader should hear they exist
+    other_slices: dict[str, int] = field(default_factory=dict)
 
 
 def stages_from_records(records: list[StageRecord], now_ns: int) -> list[Stage]:
