@@ -446,7 +446,7 @@ def test_help_of_every_command_loads_no_numpy_or_merge():
     merge load only when a command runs (importing NumPy alone took ~0.2 s of 0.35 s)."""
     code = ("import sys\n"
             "from pypto.compile_profiling.cli.profile import main\n"
-            "for cmd in ([], ['show'], ['diff'], ['html'], ['open'], ['kernels']):\n"
+            "for cmd in ([], ['show'], ['diff'], ['html'], ['open'], ['kernels'], ['analyze']):\n"
             "    try:\n"
             "        main([*cmd, '--help'])\n"
             "    except SystemExit:\n"
