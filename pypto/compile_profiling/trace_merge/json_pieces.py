@@ -200,21 +200,31 @@ class JsonPieces:
 
     def members(self, what: str) -> Iterator[str]:
         """Keys of the top-level object; the caller reads each value (`value`, `array`,
-        `skip`) before asking for the next key. `what` names the file kind in errors."""
+        `skip`, `object`) before asking for the next key. `what` names the file kind in
+        errors."""
         c = self.peek()
         if c != b"{":
             if not c:
                 raise self.error("file is empty, expected JSON")
             raise self.error(f"expected a JSON object at the top level ({what}), found "
                              f"{self._found()}")
+        yield from self.object("$")
+        self.finish()
+
+    def object(self, where: str) -> Iterator[str]:
+        """Keys of the object at the current position (`where`: its JSON path, for
+        errors); the caller reads each value before asking for the next key, so a big
+        member (an array of records) is still read a piece at a time."""
+        if self.peek() != b"{":
+            raise self.error(f"{where}: expected object, got {self._found()}")
         seen = set()
         ended = self._opened(b"}")
         while not ended:
             if self.peek() != b'"':
                 raise self._syntax(self.base + self.pos, "expected a member name")
-            key = self.value("$")
+            key = self.value(where)
             if key in seen:
-                raise self.error(f"$.{key}: duplicate member")
+                raise self.error(f"{where}.{key}: duplicate member")
             seen.add(key)
             if self.peek() != b":":
                 raise self._syntax(self.base + self.pos, "expected ':'")
@@ -222,7 +232,6 @@ class JsonPieces:
             self._skip_ws()
             yield key
             ended = self._next_or_close(b"}")
-        self.finish()
 
     def items(self, where: str) -> Iterator[int]:
         """Indices of the elements of the array at the current position; the caller reads
@@ -343,6 +352,9 @@ class JsonPieces:
         except RecursionError:
             raise self.error(f"JSON nested too deeply (over about 1,000 levels) at byte "
                              f"{self.base + self.pos}") from None
+        except ValueError as exc:         # Python's int digit limit (over 4,300 digits)
+            raise self.error(f"invalid JSON at byte {self.base + self.pos} or after: "
+                             f"{exc}"[:200]) from None
         if (more_may_follow and type(obj) in (int, float)
                 and _NUMBER_GOES_ON.fullmatch(text, end)):
             raise _MisCut                     # "-0." of "-0.5": a number that may go on

@@ -10,30 +10,19 @@ records (`chip_swimlane_records.json`, older `l2_swimlane_records.json`), `deps.
 
 Every problem is a `TraceInputError(path, problem)`, the problem naming the JSON path as
 the whole file counts it (`$.tasks[17].kernel_ids[2]: expected int, got str`). The records
-file and deps.json are read a piece at a time (`json_pieces`) with the typed decoders of
-`simpler_schema`, each piece going straight into column chunks, so a 1M-task capture never
-exists as Python objects at once.
+file (either Simpler layout: `read_records`) and deps.json are read a piece at a time
+(`json_pieces`) with the typed decoders of `simpler_schema`, each piece going straight into
+column chunks, so a 1M-task capture never exists as Python objects at once.
 
 Measured (`benchmarks/bench_readers.py`: the real `tmr_bgemm_case0_l4_depgen` repeated in
 time; `read_records` + `read_deps` against `orjson.loads` of the same two files, GC paused,
 2 shared cores): 100K tasks 1.42 s CPU and 85 MB peak vs 1.44 s and 892 MB; 1M tasks
 (593 + 704 MB of JSON) 13.3 s CPU and 531 MB peak vs 17.7 s and 8,784 MB.
-
-Rules learned from the real captures, where the format notes are silent:
-- Level gating: a stream the level does not collect (e.g. scheduler phases at level 2) is
-  ignored if present and named in `SwimlaneRecords.ignored_streams`.
-- AICore rows have 6 columns (the 6th `receive_to_start_cycles`); older 5-column rows get
-  0 there; one file never mixes the two.
-- Host-orchestrated captures carry `host_orchestrator_phases` and `host_device_uploads` in
-  host CLOCK_MONOTONIC ns (`PhaseColumns.clock == "host_ns"`), not device cycles.
-- Phase kinds are free strings (unknown kinds kept). Orchestrator phases have no kind: each
-  is a "submit".
 """
 
 from __future__ import annotations
 
 import bisect
-import functools
 import itertools
 import logging
 import math
@@ -52,14 +41,17 @@ from pypto.compile_profiling.foundation.input_files import (
     list_input_dir,
     open_input,
 )
-from pypto.compile_profiling.timeline.model import ArgColumn
 from pypto.compile_profiling.trace_merge import simpler_schema as schema
 from pypto.compile_profiling.trace_merge.json_pieces import (
     SEP_OBJECTS,
-    SEP_ROWS,
     JsonPieces,
     safe_str,
     word_error,
+)
+from pypto.compile_profiling.trace_merge.read_records import (
+    PhaseColumns,
+    SwimlaneRecords,
+    read_records,
 )
 from pypto.compile_profiling.trace_merge.read_run_log import (
     HostPhaseBatch,
@@ -208,360 +200,6 @@ def discover_captures(path: str | os.PathLike) -> list[CaptureFiles]:
     found.sort(key=lambda f: (f.rank if f.rank is not None else -1,
                               f.dispatch if f.dispatch is not None else -1, f.directory))
     return found
-
-
-# --------------------------------------------------------------------------- records
-
-@dataclass(slots=True, eq=False)
-class PhaseColumns:
-    """One thread's phase records as columns: `start`/`end` (int64, in `clock` units:
-    "device_cycles" or "host_ns"), `kind` (int32 index into `kinds`) and every other field
-    of the records in `args` (int fields as int64 arrays, `present` set when some records
-    lack them; list fields as (n, k) int64 arrays when every record has k values, else a
-    list with None where absent)."""
-
-    thread: int
-    clock: str
-    start: np.ndarray
-    end: np.ndarray
-    kind: np.ndarray
-    kinds: list[str]
-    args: list[ArgColumn] = field(default_factory=list)
-
-    def __len__(self) -> int:
-        return len(self.start)
-
-    def arg(self, key: str) -> ArgColumn | None:
-        return next((a for a in self.args if a.key == key), None)
-
-
-@dataclass(slots=True, eq=False)
-class SwimlaneRecords:
-    """One records file, read and checked. `aicore` columns: core_id, task_id (the task
-    token), reg_task_id, start_cycles, end_cycles, receive_to_start_cycles; `aicpu`:
-    core_id, reg_task_id, dispatch_cycles, finish_cycles (all int64; join the two on
-    (core_id, reg_task_id), not on the token)."""
-
-    path: str
-    level: int
-    level_key: str
-    freq_hz: int
-    num_cores: int
-    core_types: list[str]
-    core_to_thread: list[int] | None
-    clock_anchors: schema.ClockAnchors | None   # fields by name, as build_clock_mapping reads
-    host_timestamp_quantization_ns: int
-    orchestrator_source: str | None
-    host_orchestration_origin_ns: int | None
-    metadata: dict                              # the metadata object as read
-    aicore: dict[str, np.ndarray]
-    aicore_columns: int                         # 5 (older files) or 6, as on disk
-    aicpu: dict[str, np.ndarray]
-    scheduler: list[PhaseColumns]               # device cycles, one per scheduler thread
-    orchestrator: list[PhaseColumns]            # AICPU orchestrator, device cycles
-    host_orchestrator: list[PhaseColumns]       # host ns
-    host_uploads: list[PhaseColumns]            # host ns (one list in the file: thread 0)
-    ignored_streams: list[str] = field(default_factory=list)
-
-
-_ROWS = msgspec.json.Decoder(list[list[schema.Count]])
-
-
-def _rows(jp: JsonPieces, where: str, widths: tuple[int, ...]) -> tuple[np.ndarray, int]:
-    """An array of integer rows -> (n, max(widths)) int64, and the width found on disk."""
-    parts, width = [], None
-    for base, rows in jp.array(where, _ROWS, SEP_ROWS):
-        lens = set(map(len, rows))
-        if width is not None:
-            lens.add(width)
-        if len(lens) > 1 or not lens <= set(widths):
-            first = width if width is not None else len(rows[0])
-            i, row = next((i, r) for i, r in enumerate(rows)
-                          if len(r) not in widths or len(r) != first)
-            expected = " or ".join(map(str, widths))
-            if len(row) in widths:
-                expected = f"{first}, like the rows before it"
-            raise TraceInputError(jp.path, f"{where}[{base + i}]: {len(row)} columns, "
-                                           f"expected {expected}")
-        width = lens.pop()
-        n = len(rows)
-        parts.append(np.fromiter(itertools.chain.from_iterable(rows), np.int64,
-                                 n * width).reshape(n, width))
-        del rows
-    full = max(widths)
-    arr = np.concatenate(parts) if parts else np.zeros((0, full), np.int64)
-    if arr.shape[1] < full:
-        arr = np.hstack([arr, np.zeros((len(arr), full - arr.shape[1]), np.int64)])
-    return arr, (width or full)
-
-
-def _check_order(path, where: str, cols: dict, end: str, start: str, base: int = 0) -> None:
-    """No row of `cols` ends before it starts (`where`: the array's JSON path, `base`: the
-    index of its first row there)."""
-    bad = cols[end] < cols[start]
-    if bad.any():
-        i = int(np.argmax(bad))
-        raise TraceInputError(path, f"{where}[{base + i}]: {end} {int(cols[end][i])} is before "
-                                    f"{start} {int(cols[start][i])} (negative duration)")
-
-
-def _check_rows(path, aicore: dict, aicpu: dict, ncores: int) -> None:
-    a = aicore
-    beyond = a["core_id"] >= ncores
-    if ncores and beyond.any():
-        i = int(np.argmax(beyond))
-        raise TraceInputError(path, f"$.aicore_tasks[{i}][0]: core_id {int(a['core_id'][i])} "
-                                    f"is not in metadata.core_types ({ncores} cores)")
-    _check_order(path, "$.aicore_tasks", a, "end_cycles", "start_cycles")
-    early = a["receive_to_start_cycles"] > a["start_cycles"]
-    if early.any():
-        i = int(np.argmax(early))
-        raise TraceInputError(path, f"$.aicore_tasks[{i}][5]: receive_to_start_cycles "
-                                    f"{int(a['receive_to_start_cycles'][i])} exceeds "
-                                    f"start_cycles {int(a['start_cycles'][i])}")
-    _check_order(path, "$.aicpu_tasks", aicpu, "finish_cycles", "dispatch_cycles")
-
-
-@functools.cache
-def _phase_decoders(record: type) -> tuple[msgspec.json.Decoder, ...]:
-    """The strict, lenient and plain decoders of a phase record type, made once per type:
-    building them (and `msgspec.structs.fields` below) evaluates the schema's annotations
-    anew each time, about 1 ms per thread stream of every file read."""
-    lenient = msgspec.defstruct(record.__name__ + "Lenient", [], bases=(record,),
-                                forbid_unknown_fields=False, gc=False)
-    return (msgspec.json.Decoder(list[record]), msgspec.json.Decoder(list[lenient]),
-            msgspec.json.Decoder(list[dict]))
-
-
-@functools.cache
-def _record_fields(record: type) -> tuple[msgspec.structs.FieldInfo, ...]:
-    return msgspec.structs.fields(record)
-
-
-class _PhaseDecoder:
-    """Typed decoding of phase records; a record with a field the schema does not declare
-    switches the stream to a lenient decode plus a plain one for the extra fields."""
-
-    def __init__(self, record: type):
-        self.strict, self.lenient, self.plain = _phase_decoders(record)
-        self.loose = False
-
-    def decode(self, piece):
-        if not self.loose:
-            try:
-                return self.strict.decode(piece)
-            except msgspec.ValidationError as exc:
-                if "unknown field" not in str(exc):
-                    raise
-                self.loose = True
-        items = _WithExtras(self.lenient.decode(piece))
-        items.extras = self.plain.decode(piece)
-        return items
-
-    @property
-    def type(self):
-        """What a piece decodes to (for the Python-json path of `JsonPieces`)."""
-        return (self.lenient if self.loose else self.strict).type
-
-
-class _WithExtras(list):
-    extras: list[dict] | None = None
-
-
-class _PhaseBuilder:
-    """Column chunks of one thread's phase records, fed a decoded piece at a time."""
-
-    def __init__(self, thread: int, spec: schema.PhaseSchema, path, where: str):
-        self.thread, self.spec, self.path, self.where = thread, spec, path, where
-        self.known = [f.name for f in _record_fields(spec.record)]
-        self.fields = [k for k in self.known if k not in (spec.start, spec.end, spec.kind)]
-        self.counts = [f.name for f in _record_fields(spec.record)
-                       if f.name in self.fields and f.default == schema.ABSENT]
-        # start, end and every counter in one pass: one tuple per record, flattened by
-        # fromiter (measured 1.8x faster than one fromiter per field)
-        self.int_get = attrgetter(spec.start, spec.end, *self.counts)
-        self.ints: list[np.ndarray] = []
-        self.chunks: dict[str, list] = {k: [] for k in ("kind", *self.fields)}
-        self.extra_rows: list[tuple[int, dict]] = []     # (row, fields not in the schema)
-        self.kind_codes: dict[str, int] = {}
-        self.n = 0
-
-    def add(self, base: int, items: list) -> None:
-        n, spec, ch = len(items), self.spec, self.chunks
-        w = 2 + len(self.counts)
-        block = np.fromiter(itertools.chain.from_iterable(map(self.int_get, items)), np.int64,
-                            n * w).reshape(n, w)
-        ends = {spec.start: block[:, 0], spec.end: block[:, 1]}
-        _check_order(self.path, self.where, ends, spec.end, spec.start, base)
-        self.ints.append(block)
-        if spec.kind is None:
-            ch["kind"].append(np.zeros(n, np.int32))
-        else:
-            names = list(map(attrgetter(spec.kind), items))
-            codes = self.kind_codes
-            for k in dict.fromkeys(names):        # first-appearance order
-                if k not in codes:
-                    codes[k] = len(codes)
-            ch["kind"].append(np.fromiter(map(codes.__getitem__, names), np.int32, n))
-        for key in self.fields:
-            if key in self.counts:
-                continue
-            vals = list(map(attrgetter(key), items))
-            if n and type(vals[0]) is list and None not in vals \
-                    and len(set(map(len, vals))) == 1:
-                k = len(vals[0])          # (n, k) int64: 24 B a row, not ~143 B a list
-                vals = np.fromiter(itertools.chain.from_iterable(vals), np.int64,
-                                   n * k).reshape(n, k)
-            ch[key].append(vals)
-        for j, d in enumerate(getattr(items, "extras", None) or ()):
-            extra = {k: v for k, v in d.items() if k not in self.known}
-            if extra:
-                self.extra_rows.append((self.n + j, extra))
-        self.n += n
-
-    def finish(self) -> PhaseColumns:
-        ch = self.chunks
-        ints = np.concatenate(self.ints) if self.ints else \
-            np.zeros((0, 2 + len(self.counts)), np.int64)
-        self.ints = []
-        keys = [self.spec.start, self.spec.end, *self.counts]
-        col = {k: np.ascontiguousarray(ints[:, j]) for j, k in enumerate(keys)}
-        del ints
-        kinds = [safe_str(k) for k in self.kind_codes] if self.spec.kind else \
-            [self.spec.default_kind]
-        args = []
-        for key in self.fields:
-            if key in self.counts:
-                args.append(_arg(key, col[key], col[key] != schema.ABSENT))
-            elif ch[key] and all(type(p) is np.ndarray for p in ch[key]) \
-                    and len({p.shape[1] for p in ch[key]}) == 1:
-                args.append(ArgColumn(key, np.concatenate(ch[key])))
-            else:
-                values = [v for part in ch[key]
-                          for v in (part.tolist() if type(part) is np.ndarray else part)]
-                args.append(_list_arg(key, values))
-        for key in dict.fromkeys(k for _, extra in self.extra_rows for k in extra):
-            values = [None] * self.n
-            for row, extra in self.extra_rows:
-                values[row] = extra.get(key)
-            args.append(_list_arg(key, values))
-        kind = np.concatenate(ch["kind"]) if ch["kind"] else np.zeros(0, np.int32)
-        return PhaseColumns(self.thread, self.spec.clock, col[self.spec.start],
-                            col[self.spec.end], kind, kinds, [a for a in args if a is not None])
-
-
-def _arg(key: str, values: np.ndarray, present: np.ndarray | None) -> ArgColumn | None:
-    if present is not None:
-        if not present.any():
-            return None
-        if present.all():
-            present = None
-    return ArgColumn(key, values, present)
-
-
-def _list_arg(key: str, values: list) -> ArgColumn | None:
-    """A column of non-int (or nullable, or extra) values: int64 when every present value
-    is an int, (n, k) int64 when every value is a list of k ints, else a list."""
-    present_n = len(values) - values.count(None)
-    if present_n == 0:
-        return None
-    types = set(map(type, values))
-    if types <= {int, type(None)}:
-        present = np.array([v is not None for v in values]) if present_n < len(values) \
-            else None
-        try:
-            arr = np.array([0 if v is None else v for v in values], dtype=np.int64)
-        except OverflowError:
-            return ArgColumn(key, values, present)
-        return _arg(key, arr, present)
-    if types == {list} and len(set(map(len, values))) == 1:
-        try:
-            arr = np.array(values, dtype=np.int64)
-            if arr.ndim == 2:
-                return ArgColumn(key, arr)
-        except (OverflowError, ValueError, TypeError):
-            pass
-    if str in types:
-        values = [safe_str(v) if type(v) is str else v for v in values]
-    present = np.array([v is not None for v in values]) if present_n < len(values) else None
-    return ArgColumn(key, values, present)
-
-
-def _phase_stream(jp: JsonPieces, name: str, spec: schema.PhaseSchema) -> list[PhaseColumns]:
-    decoder = _PhaseDecoder(spec.record)
-    where = f"$.{name}"
-    if not spec.per_thread:
-        b = _PhaseBuilder(0, spec, jp.path, where)
-        for base, items in jp.array(where, decoder, SEP_OBJECTS, 256 << 10):
-            b.add(base, items)
-        return [b.finish()]
-    out = []
-    for t in jp.items(where):
-        b = _PhaseBuilder(t, spec, jp.path, f"{where}[{t}]")
-        for base, items in jp.array(f"{where}[{t}]", decoder, SEP_OBJECTS, 256 << 10):
-            b.add(base, items)
-            del items
-        out.append(b.finish())
-    return out
-
-
-def read_records(path: str | os.PathLike) -> SwimlaneRecords:
-    """Read and check `chip_swimlane_records.json` (or the older `l2_swimlane_records.json`)."""
-    path = str(path)
-    level_key = level = meta = raw_meta = None
-    rows: dict[str, tuple[np.ndarray, int]] = {}
-    streams: dict[str, list[PhaseColumns]] = {}
-    with open_input(path) as f:
-        jp = JsonPieces(f, path)
-        for key in jp.members("a Simpler swimlane records file"):
-            where = f"$.{key}"
-            if key in schema.LEVEL_KEYS:
-                level_key, level = key, jp.value(where, schema.SwimlaneLevel)
-            elif key == "metadata":
-                raw_meta = jp.value(where)
-                try:
-                    meta = msgspec.convert(raw_meta, schema.SwimlaneMetadata)
-                except msgspec.ValidationError as exc:
-                    raise TraceInputError(path, word_error(exc, where, doc=raw_meta)) from None
-            elif key == "aicore_tasks":
-                rows[key] = _rows(jp, where, (5, 6))
-            elif key == "aicpu_tasks":
-                rows[key] = _rows(jp, where, (4,))
-            elif key in schema.PHASE_STREAMS:
-                streams[key] = _phase_stream(jp, key, schema.PHASE_STREAMS[key])
-            else:
-                jp.skip(where)
-    if level_key is None:
-        raise TraceInputError(path, "missing 'chip_swimlane_level' (or the older "
-                                    "'l2_swimlane_level'): not a Simpler swimlane records file")
-    if meta is None:
-        raise TraceInputError(path, "$: missing 'metadata'")
-    ignored = [k for k in (*rows, *streams) if schema.STREAM_LEVEL[k] > level
-               and (len(rows[k][0]) if k in rows else any(len(s) for s in streams[k]))]
-    for k in (*rows, *streams):
-        if schema.STREAM_LEVEL[k] > level:
-            (rows if k in rows else streams).pop(k)
-    aic, aic_width = rows.get("aicore_tasks", (np.zeros((0, 6), np.int64), 6))
-    cpu = rows.get("aicpu_tasks", (np.zeros((0, 4), np.int64), 4))[0]
-    aicore = {k: np.ascontiguousarray(aic[:, j]) for j, k in enumerate(schema.AICORE_COLUMNS)}
-    aicpu = {k: np.ascontiguousarray(cpu[:, j]) for j, k in enumerate(schema.AICPU_COLUMNS)}
-    del aic, cpu
-    core_types = [safe_str(t) for t in meta.core_types]
-    _check_rows(path, aicore, aicpu, len(core_types))
-    return SwimlaneRecords(
-        path=path, level=level, level_key=level_key, freq_hz=meta.clock_freq_hz,
-        num_cores=meta.num_cores if meta.num_cores is not None else len(core_types),
-        core_types=core_types, core_to_thread=meta.core_to_thread,
-        clock_anchors=meta.clock_anchors,
-        host_timestamp_quantization_ns=meta.host_timestamp_quantization_ns,
-        orchestrator_source=meta.orchestrator_source,
-        host_orchestration_origin_ns=meta.host_orchestration_origin_ns,
-        metadata=raw_meta, aicore=aicore, aicore_columns=aic_width, aicpu=aicpu,
-        scheduler=streams.get("aicpu_scheduler_phases", []),
-        orchestrator=streams.get("aicpu_orchestrator_phases", []),
-        host_orchestrator=streams.get("host_orchestrator_phases", []),
-        host_uploads=streams.get("host_device_uploads", []),
-        ignored_streams=ignored)
 
 
 # --------------------------------------------------------------------------- deps.json
@@ -931,6 +569,7 @@ def read_capture(files: CaptureFiles, *, converted: bool = True) -> Capture:
     cap = Capture(files)
     if files.records:
         cap.records = read_records(files.records)
+        cap.warnings.extend(cap.records.warnings)
     if files.deps:
         cap.deps = read_deps(files.deps)
     if files.name_maps:
