@@ -14,10 +14,17 @@ QUEUE_TYPES = ("AIC", "AIV", "MIX")
 UTILISATION_BINS = 200          # about this many samples per core over the capture
 
 
+SAMPLING_KINDS = ("complete", "dispatch")
+RESOLUTION_SAMPLING_KINDS = ("resolve", "resolve_standalone", "async_poll", "dummy")
+
+
 def ready_queue_counters(rows: DeviceRows, proc: Process) -> list[CounterTrack]:
-    """`shared_ready_queue AIC/AIV/MIX`: the depth each `complete` and `dispatch` phase saw
-    when it ended (`shared_at_end`; other phases do not sample the queue), all scheduler
-    threads on one track per core type, since it is one global queue."""
+    """`shared_ready_queue AIC/AIV/MIX`: the depth each `complete` and `dispatch` phase
+    (and each phase of a resolution thread) saw when it ended (`shared_at_end`; other
+    phases do not sample the queue: Simpler zero-fills theirs), all scheduler threads on
+    one track per core type, since it is one global queue. The figures come from the
+    records themselves (August) or from their `metrics` entries (today): the reader joins
+    the two, so both layouts give the same samples."""
     ts, vals = [], []
     for p in rows.scheduler:
         col = p.columns.arg("shared_at_end")
@@ -25,7 +32,9 @@ def ready_queue_counters(rows: DeviceRows, proc: Process) -> list[CounterTrack]:
                 or col.values.shape[1] != len(QUEUE_TYPES):
             continue
         sel = np.zeros(len(p.kind), dtype=bool)
-        sel[p.rows_of_kind("complete")] = sel[p.rows_of_kind("dispatch")] = True
+        kinds = SAMPLING_KINDS + (RESOLUTION_SAMPLING_KINDS if p.role == "resolution" else ())
+        for k in kinds:
+            sel[p.rows_of_kind(k)] = True
         if col.present is not None:
             sel &= col.present
         ts.append(p.end[sel])

@@ -1,10 +1,13 @@
 """Lay out one Simpler capture's records as the views `views.py` lists: "Device <label> ·
 AICore" (worker lanes, one per core: the receive -> start wait, then the kernel bar),
-"· Scheduler view" (per core, AICPU dispatch to finish), "· AICPU scheduler" (one lane per
-scheduler thread, one slice per phase), "· Orchestrator" (AICPU orchestrator in device
-cycles, host orchestrator and H2D uploads in host ns). Columns in, columns out: the
-capture's arrays become `SliceBlock` columns, and a `DeviceRows` keeps what the arrows
-(`device_flows`) and counters (`device_counters`) need, row-aligned with the AICore rows.
+"· Scheduler view" (per core, scheduler dispatch to finish), "· AICPU scheduler" (one lane
+per scheduler thread, `Sched_<n>`, and per resolution thread, `Sched_<n> (resolution)`;
+"· AICore scheduler" with `Scheduler_<worker>` lanes when AICores schedule, as on a5),
+"· Orchestrator" (AICPU orchestrator in device cycles, host orchestrator and H2D uploads in
+host ns), "· AICPU lifecycle" (today's per-AICPU-thread control phases). Columns in,
+columns out: the capture's arrays become `SliceBlock` columns, and a `DeviceRows` keeps what
+the arrows (`device_flows`) and counters (`device_counters`) need, row-aligned with the
+AICore rows.
 """
 
 from __future__ import annotations
@@ -60,6 +63,7 @@ class PhaseRows:
     kind: np.ndarray           # int32 index into kinds
     kinds: list[str]
     columns: object            # the reader's PhaseColumns (for args such as task_id)
+    role: str = "scheduler"    # scheduler threads: "scheduler" | "resolution"
 
     def rows_of_kind(self, name: str) -> np.ndarray:
         k = self.kinds.index(name) if name in self.kinds else -1
@@ -121,22 +125,44 @@ def add_capture(b: TimelineBuilder, cp: CapturePlan, sel: Selection, warnings: l
         return b.process(f"Device {cp.label}{SEP}{name}{tag if device_clock else ''}",
                          args=proc_args, estimated=estimated and device_clock)
 
+    sched_streams = [s for s in rec.scheduler if len(s.start)]
+    assigned = {t for t in rec.core_to_thread or () if t >= 0}
+    roles = [thread_role(s, assigned) for s in sched_streams]
+    lanes = [_scheduler_lane(s, r) for s, r in zip(sched_streams, roles)]
+    capture_note = _today_args(rec, sched_streams, lanes, args, warnings)
+
     rows = device_rows(cp)
     has_aicore = rows is not None          # device_rows: None without AICore rows
     if has_aicore and (sel.view("worker") or sel.view("utilisation")):
         rows.worker_proc = view_process("AICore")
     if has_aicore and sel.view("scheduler-view") and rows.has_cpu.any():
         rows.sched_proc = view_process("Scheduler view")
-    sched_streams = [s for s in rec.scheduler if len(s.start)]
     moved = 0
     sched_proc = None
     if sched_streams and (sel.view("scheduler") or sel.view("ready-queue")):
-        sched_proc = view_process("AICPU scheduler")
-    scheduler = [_phase_rows(b, sched_proc if sel.view("scheduler") else None,
-                             f"Sched_{s.thread}", s.thread, s, dev.to_ns, "scheduler",
-                             _scheduler_names) for s in sched_streams]
+        by_aicore = all(s.producer == "aicore" for s in sched_streams)
+        sched_proc = view_process("AICore scheduler" if by_aicore else "AICPU scheduler")
+    scheduler = []
+    for s, lane, role in zip(sched_streams, lanes, roles):
+        marker = np.isin(s.kind, [i for i, k in enumerate(s.kinds) if k in MARKER_KINDS])
+        if marker.any():      # drawn on the AICPU's worker lane, as Simpler does
+            markers, s = s.take(np.flatnonzero(marker)), s.take(np.flatnonzero(~marker))
+            on = rows.worker_proc if rows is not None and rows.worker_proc is not None \
+                and sel.view("worker") else sched_proc if sel.view("scheduler") else None
+            moved += _phase_rows(b, on, f"AICPU_{s.thread}", 10_000 + s.thread, markers,
+                                 dev.to_ns, "aicpu_worker", _scheduler_names)[1]
+        scheduler.append(_phase_rows(b, sched_proc if sel.view("scheduler") else None, lane,
+                                     s.thread, s, dev.to_ns, "scheduler", _scheduler_names,
+                                     role))
     moved += sum(m for _, m in scheduler)
     counts["scheduler_phases"] = sum(len(s.start) for s in rec.scheduler)
+    life = [s for s in rec.lifecycle if len(s.start)]
+    if life and sel.view("lifecycle"):
+        proc = view_process("AICPU lifecycle")
+        for s in life:
+            moved += _phase_rows(b, proc, f"AICPU_{s.thread}", s.thread, s, dev.to_ns,
+                                 "aicpu_lifecycle", None)[1]
+    counts["lifecycle_phases"] = sum(len(s.start) for s in life)
     host_streams = [s for s in rec.host_orchestrator if len(s.start)]
     uploads = [s for s in rec.host_uploads if len(s.start)]
     dev_orch = [s for s in rec.orchestrator if len(s.start)]
@@ -175,7 +201,8 @@ def add_capture(b: TimelineBuilder, cp: CapturePlan, sel: Selection, warnings: l
         counts["aicpu_joined"] = joined
         counts["aicpu_unmatched"] = unmatched = n_cpu - rows.used_cpu_rows
         if unmatched:
-            warnings.append(f"{rec.path}: {unmatched} aicpu_tasks rows have no AICore row "
+            section = "scheduler_tasks" if rec.layout == "today" else "aicpu_tasks"
+            warnings.append(f"{rec.path}: {unmatched} {section} rows have no AICore row "
                             "(joined on core_id, reg_task_id)")
     counts["overlaps_moved"] = moved
     if moved:
@@ -193,13 +220,89 @@ def add_capture(b: TimelineBuilder, cp: CapturePlan, sel: Selection, warnings: l
             how += f"; {dev.cross_check}"
     if cp.host.offset_ns:
         how += f"; {cp.host.how}"
-    b.summary.append(f"{rec.path}: capture {cp.label}, level {rec.level}: {line}; {how}")
+    b.summary.append(f"{rec.path}: capture {cp.label}, level {rec.level}: {line}; {how}"
+                     + capture_note)
     b.sources.append({"path": rec.path, "kind": "swimlane_records", "rank": cp.label,
                       "alignment": dev.mapping.method if not estimated
                       else f"{dev.status}: {dev.how}",
                       "estimated": estimated, "uncertainty_ns": dev.uncertainty_ns,
                       "details": dev.describe(), "host_offset_ns": cp.host.offset_ns})
     return rows
+
+
+# Scheduler phase roles, in both of Simpler's runtimes' vocabularies (its
+# scheduler_thread_role): a thread doing only resolution work, on its own (a standalone
+# resolve) or owning no core, is a resolution thread, not a scheduler.
+_WORK_KINDS = frozenset({"complete", "dispatch", "release", "state_probe", "worksteal",
+                         "refill", "early_dispatch", "drain", "graph_prepare"})
+_RESOLUTION_KINDS = frozenset({"resolve", "resolve_standalone", "async_poll", "dummy"})
+# Labels as Simpler's converter shows them: an AICore scheduler names its phases for the
+# reader; an AICPU one shows the recorded name, the two below as their report labels.
+_AICPU_DISPLAY = {"resolve_standalone": "resolve", "dummy_task": "dummy"}
+# One task's marker, sampled as its completion begins: Simpler draws these on the AICPU's
+# own worker lane (`AICPU_<n>`), not among the scheduler's phases they would cut across.
+MARKER_KINDS = frozenset({"dummy_task", "predicated_skip"})
+_AICORE_DISPLAY = {"complete": "Completion", "resolve": "Resolve", "state_probe": "StateProbe",
+                   "dispatch": "Dispatch", "worksteal": "Worksteal", "refill": "Refill"}
+
+
+def thread_role(s, assigned: set[int]) -> str:
+    """"resolution" for a stream with resolution work and no scheduler work whose resolve
+    stands alone (not inside a complete or dummy phase) or whose thread owns no core
+    (`assigned`: the threads of `core_to_thread`); else "scheduler"."""
+    present = {s.kinds[k] for k in np.unique(s.kind).tolist()}
+    if not present & _RESOLUTION_KINDS or present & _WORK_KINDS:
+        return "scheduler"
+    if "resolve_standalone" in present or (assigned and s.thread not in assigned):
+        return "resolution"
+    # a resolve is nested when a complete/dummy phase starts at or before it and ends after
+    kind_of = np.array(s.kinds, dtype=object)[s.kind] if len(s.kinds) else np.array([])
+    parents = np.flatnonzero(np.isin(kind_of, ["complete", "dummy"]))
+    res = np.flatnonzero(kind_of == "resolve")
+    if not len(res):
+        return "scheduler"
+    if not len(parents):
+        return "resolution"
+    o = np.argsort(s.start[parents], kind="stable")
+    p_start, p_end = s.start[parents][o], s.end[parents][o]
+    k = np.searchsorted(p_start, s.start[res], "right") - 1
+    nested = (k >= 0) & (s.end[res] < p_end[np.maximum(k, 0)])
+    return "scheduler" if nested.all() else "resolution"
+
+
+def _scheduler_lane(s, role: str) -> str:
+    if s.producer == "aicore":
+        worker = s.stream.get("worker_id")
+        return f"Scheduler_{worker if worker is not None else s.thread}"
+    return f"Sched_{s.thread}" + (" (resolution)" if role == "resolution" else "")
+
+
+def _today_args(rec, streams, lanes: list[str], args: dict, warnings: list[str]) -> str:
+    """What only today's layout says (run identity, records set aside, the device's capture
+    accounting per scheduler stream) into the capture's process args; -> the summary's
+    words for it ("" for an August file)."""
+    if rec.run_epoch is not None:
+        args["run_epoch"] = rec.run_epoch
+    if rec.set_aside:
+        args["set_aside_other_runs"] = dict(rec.set_aside)
+    captured = {lane: s.capture for s, lane in zip(streams, lanes) if s.capture is not None}
+    if not captured and not rec.set_aside:
+        return ""
+    note = ""
+    if captured:
+        args["capture"] = {"scheduler_records": captured}
+        committed = sum(c["committed"] for c in captured.values())
+        dropped = sum(c["dropped"] for c in captured.values())
+        cut = [lane for lane, c in captured.items() if c["truncated"]]
+        note = f"; scheduler capture: {committed} committed, {dropped} dropped" + (
+            f", truncated: {', '.join(cut)}" if cut else "")
+        if dropped or cut:
+            warnings.append(f"{rec.path}: the device dropped {dropped} scheduler records"
+                            + (f" ({', '.join(cut)} truncated)" if cut else "")
+                            + ": those phases are missing from the timeline")
+    if rec.set_aside:
+        note += f"; {sum(rec.set_aside.values())} records of other runs set aside"
+    return note
 
 
 def _outside_window(rec, dev: DeviceClock) -> int:
@@ -216,12 +319,12 @@ def _outside_window(rec, dev: DeviceClock) -> int:
 
 
 def _phase_rows(b: TimelineBuilder, proc: Process | None, lane: str, sort_index: int, s, to_ns,
-                cat: str, namer) -> tuple[PhaseRows, int]:
+                cat: str, namer, role: str = "scheduler") -> tuple[PhaseRows, int]:
     """One phase stream on the reference axis, drawn on `proc` (lanes `lane`, `lane (overlap
     k)`) unless `proc` is None; -> (its rows, slices moved to overlap lanes)."""
     start, end = to_ns(s.start), to_ns(s.end)
     end = np.maximum(end, start)
-    rows = PhaseRows(s.thread, None, start, end, s.kind, s.kinds, s)
+    rows = PhaseRows(s.thread, None, start, end, s.kind, s.kinds, s, role)
     if proc is None:
         return rows, 0
     sub = sublanes(start, end, allow_nesting=True)
@@ -239,20 +342,44 @@ def _phase_rows(b: TimelineBuilder, proc: Process | None, lane: str, sort_index:
 
 
 def _scheduler_names(s) -> tuple[list[str], np.ndarray]:
-    """`kind(tasks_processed)`, or the kind alone; one string per distinct label."""
+    """`kind(tasks_processed)`, or the kind alone; a phase naming a task (`task_id`:
+    dummy_task, predicated_skip, graph_prepare, an AICore scheduler's task phases) is
+    `kind(t5)`; an AICore scheduler's phase without a task is its display name alone
+    (`Dispatch(t23)`, `Bootstrap`), as Simpler's converter labels them. One string per
+    distinct label."""
+    aicore = getattr(s, "producer", "aicpu") == "aicore"
+    display = [(_AICORE_DISPLAY if aicore else _AICPU_DISPLAY).get(k, k) for k in s.kinds]
+    n = len(s.kind)
+    tid = s.arg("task_id")
+    has_task = np.zeros(n, dtype=bool)
+    if tid is not None and isinstance(tid.values, np.ndarray):
+        has_task = np.ones(n, dtype=bool) if tid.present is None else tid.present.copy()
     tp = s.arg("tasks_processed")
-    if tp is None or not isinstance(tp.values, np.ndarray):
-        return list(s.kinds), s.kind.astype(np.int32)
-    present = tp.present if tp.present is not None else np.ones(len(s.kind), dtype=bool)
-    key = np.where(present, tp.values, -1)
+    if aicore or tp is None or not isinstance(tp.values, np.ndarray):
+        key = np.full(n, -1, dtype=np.int64)
+    else:
+        present = tp.present if tp.present is not None else np.ones(n, dtype=bool)
+        key = np.where(present, tp.values, -1)
     kind = s.kind.astype(np.int64)
-    if _packable((kind, 16), (key + 1, 47)):  # 800k rows: 1.57 -> 0.08 s CPU (row-wise)
-        packed, inv = np.unique((kind << 47) | (key + 1), return_inverse=True)
+    plain = ~has_task
+    if plain.all() and (key < 0).all() and display == list(s.kinds):
+        return list(s.kinds), s.kind.astype(np.int32)
+    k_p, v_p = kind[plain], key[plain]
+    if _packable((k_p, 16), (v_p + 1, 47)):  # 800k rows: 1.57 -> 0.08 s CPU (row-wise)
+        packed, inv = np.unique((k_p << 47) | (v_p + 1), return_inverse=True)
         pairs = np.column_stack((packed >> 47, (packed & ((1 << 47) - 1)) - 1))
     else:
-        pairs, inv = np.unique(np.column_stack((kind, key)), axis=0, return_inverse=True)
-    names = [f"{s.kinds[k]}({v})" if v >= 0 else s.kinds[k] for k, v in pairs.tolist()]
-    return names, inv.reshape(-1).astype(np.int32)
+        pairs, inv = np.unique(np.column_stack((k_p, v_p)), axis=0, return_inverse=True)
+    names = [f"{display[k]}({v})" if v >= 0 else display[k] for k, v in pairs.tolist()]
+    out = np.empty(n, dtype=np.int32)
+    out[plain] = inv.reshape(-1)
+    if has_task.any():
+        t_pairs, t_inv = np.unique(np.column_stack((kind[has_task], tid.values[has_task])),
+                                   axis=0, return_inverse=True)
+        shown = task_displays(t_pairs[:, 1])
+        out[has_task] = len(names) + t_inv.reshape(-1)
+        names += [f"{display[k]}({d})" for k, d in zip(t_pairs[:, 0].tolist(), shown)]
+    return names, out
 
 
 def _submit_names(s) -> tuple[list[str], np.ndarray]:

@@ -98,6 +98,23 @@ class PhaseColumns:
     def arg(self, key: str) -> ArgColumn | None:
         return next((a for a in self.args if a.key == key), None)
 
+    def take(self, idx: np.ndarray) -> PhaseColumns:
+        """The records `idx` (ascending) of this stream, as a stream of their own (args
+        absent from all of them dropped)."""
+        args = []
+        for a in self.args:
+            values = a.values[idx] if isinstance(a.values, np.ndarray) else \
+                [a.values[i] for i in idx.tolist()]
+            present = None if a.present is None else a.present[idx]
+            if present is not None and not present.any():
+                continue
+            args.append(ArgColumn(a.key, values, None if present is not None and present.all()
+                                  else present, a.table))
+        return PhaseColumns(self.thread, self.clock, self.start[idx], self.end[idx],
+                            self.kind[idx], self.kinds, args, self.source, self.producer,
+                            self.stream, self.capture,
+                            None if self.epoch is None else self.epoch[idx])
+
 
 @dataclass(slots=True, eq=False)
 class SwimlaneRecords:
@@ -814,18 +831,8 @@ def _keep_run_phases(s: PhaseColumns, run: int, key: str, set_aside: dict) -> No
     if keep.all():
         return
     set_aside[key] = set_aside.get(key, 0) + int((~keep).sum())
-    idx = np.flatnonzero(keep)
-    s.start, s.end, s.kind, s.epoch = s.start[idx], s.end[idx], s.kind[idx], s.epoch[idx]
-    args = []
-    for a in s.args:
-        values = a.values[idx] if isinstance(a.values, np.ndarray) else \
-            [a.values[i] for i in idx.tolist()]
-        present = None if a.present is None else a.present[idx]
-        if present is not None and not present.any():
-            continue
-        args.append(ArgColumn(a.key, values, None if present is not None and present.all()
-                              else present, a.table))
-    s.args = args
+    t = s.take(np.flatnonzero(keep))
+    s.start, s.end, s.kind, s.args, s.epoch = t.start, t.end, t.kind, t.args, t.epoch
 
 
 def _warn_unknown_kinds(path: str, scheduler: list[PhaseColumns], warnings: list[str]) -> None:

@@ -21,7 +21,8 @@ VIEW_HELP = {
              "AICore's cache flush and ack after it read the task), where it is > 0",
     "scheduler-view": '"· Scheduler view": a lane per core, a bar per task from the '
                       "AICPU's dispatch to the AICPU seeing it finish",
-    "scheduler": '"· AICPU scheduler": a lane per scheduler thread, a bar per phase',
+    "scheduler": '"· AICPU scheduler": a lane per scheduler thread (and per resolution '
+                 'thread), a bar per phase ("· AICore scheduler" when AICores schedule)',
     "orchestrator": '"· Orchestrator": submit bars (AICPU or host orchestrator), H2D uploads',
     "ready-queue": "counters of the shared ready queue's depth (AIC, AIV, MIX)",
     "utilisation": "per-core busy fraction over time (counters)",
@@ -31,6 +32,8 @@ VIEW_HELP = {
     "overhead": "0/1 counters on the Critical path process: per engine starved (a free "
                 "core while ready work of its type waits undispatched), all / some engines "
                 "starved",
+    "lifecycle": '"· AICPU lifecycle": a lane per AICPU thread, its handshake, '
+                 "configuration, bootstrap and shutdown phases (today's captures)",
 }
 FLOW_HELP = {
     "dependency": "deps.json edges, producer -> consumer (worker, mirrored on the scheduler "
