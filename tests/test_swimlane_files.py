@@ -1,5 +1,6 @@
-"""Our DFX files have the shape of Simpler's real captures (shared/fixtures/simpler), are read
-by the same reader code, and their device times land inside the host `device_execution` stage."""
+"""Our DFX files have the shape of today's Simpler writer (the real captures of
+shared/fixtures/simpler rewritten into today's layout by tests/simpler_today.py), are read by
+the same reader code, and their device times land inside the host `device_execution` stage."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from runtime_support import (
     mixed_program,
 )
 from simpler_fixtures import FIXTURES
+from simpler_today import to_today
 
 from pypto.compile_profiling.trace_merge import clock_alignment as align
 from pypto.compile_profiling.trace_merge import read_simpler as readers
@@ -30,6 +32,15 @@ pytestmark = pytest.mark.skipif(not HBG.is_dir(), reason="Simpler fixtures not p
 
 def _load(p: Path) -> dict:
     return json.loads(p.read_text())
+
+
+def _today(p: Path) -> dict:
+    """A real capture's records file as today's writer lays it out."""
+    return to_today(_load(p))
+
+
+def _meta_keys(meta: dict) -> list[str]:
+    return [k for k in meta if k != "host_clock_domain_id"]
 
 
 def _run(tmp_path, name="w", **kw) -> tuple[Path, object]:
@@ -54,9 +65,15 @@ def tmr4(tmp_path_factory):
 
 def test_host_build_graph_file_has_the_capture_keys_in_order(hbg4):
     ours = _load(hbg4[0] / "chip_swimlane_records.json")
-    ref = _load(HBG / "chip_swimlane_records.json")
+    ref = _today(HBG / "chip_swimlane_records.json")
     assert list(ours) == list(ref)
-    assert list(ours["metadata"]) == list(ref["metadata"])
+    assert _meta_keys(ours["metadata"]) == list(ref["metadata"])
+    assert ours["metadata"]["runtime"] == "host_build_graph"
+    domain = ours["metadata"].get("host_clock_domain_id")
+    if Path("/proc/sys/kernel/random/boot_id").exists():
+        assert domain.startswith("linux-boot-id:")
+        assert list(ours["metadata"]).index("host_clock_domain_id") == \
+            list(ours["metadata"]).index("host_capture") + 1
     assert list(ours["metadata"]["host_capture"]) == list(ref["metadata"]["host_capture"])
     ca, rca = ours["metadata"]["clock_anchors"], ref["metadata"]["clock_anchors"]
     assert {k: v for k, v in ca.items() if k != "samples"} == \
@@ -74,20 +91,39 @@ def test_host_build_graph_file_has_the_capture_keys_in_order(hbg4):
 
 
 def test_rows_and_phases_have_the_capture_shapes(hbg4, tmr4):
+    epochs = set()
     for ours_dir, ref_dir in ((hbg4[0], HBG), (tmr4, TMR4)):
         ours = _load(ours_dir / "chip_swimlane_records.json")
-        ref = _load(ref_dir / "chip_swimlane_records.json")
+        ref = _today(ref_dir / "chip_swimlane_records.json")
         assert list(ours) == list(ref), ref_dir.name
-        assert list(ours["metadata"]) == list(ref["metadata"])
-        assert {len(r) for r in ours["aicore_tasks"]} == {6}
-        assert {len(r) for r in ours["aicpu_tasks"]} == {4}
-        assert all(type(v) is int for r in ours["aicore_tasks"] + ours["aicpu_tasks"] for v in r)
-        assert len(ours["aicpu_scheduler_phases"]) == len(ref["aicpu_scheduler_phases"])
-        assert ours["aicpu_scheduler_phases"][-1] == []  # the orchestrator thread's slot
-        ref_keys = {p["kind"]: list(p) for L in ref["aicpu_scheduler_phases"] for p in L}
-        for L in ours["aicpu_scheduler_phases"]:
-            for p in L:
-                assert list(p) == ref_keys[p["kind"]]
+        assert _meta_keys(ours["metadata"]) == list(ref["metadata"])
+        assert {len(r) for r in ours["aicore_tasks"]} == {7}
+        rows = ours["scheduler_tasks"]["records"]
+        assert list(ours["scheduler_tasks"]) == list(ref["scheduler_tasks"]) == \
+            ["producer", "records"]
+        assert ours["scheduler_tasks"]["producer"] == "aicpu"
+        assert {len(r) for r in rows} == {5}
+        assert all(type(v) is int for r in ours["aicore_tasks"] + rows for v in r)
+        (epoch,) = {r[6] for r in ours["aicore_tasks"]} | {r[4] for r in rows}
+        epochs.add(epoch)
+        streams, ref_streams = ours["scheduler_records"]["streams"], \
+            ref["scheduler_records"]["streams"]
+        assert list(ours["scheduler_records"]) == ["streams"]
+        assert all(list(st) == list(ref_streams[0]) for st in streams)
+        assert all(st["records"] for st in streams)          # idle schedulers are left out
+        ids = [st["scheduler_id"] for st in streams]
+        assert ids == sorted(set(ids)) and set(ids) <= set(ours["metadata"]["core_to_thread"])
+        ref_rec = list(ref_streams[0]["records"][0])
+        ref_metric = {st["records"][m["record_index"]]["kind"]: list(m)
+                      for st in ref_streams for m in st["metrics"]}
+        for st in streams:
+            assert st["capture"] == {"committed": len(st["records"]), "dropped": 0,
+                                     "truncated": False}
+            assert all(list(r) == ref_rec and r["run_epoch"] == epoch and r["task_id"] is None
+                       for r in st["records"])
+            assert [m["record_index"] for m in st["metrics"]] == list(range(len(st["records"])))
+            for m in st["metrics"]:
+                assert list(m) == ref_metric[st["records"][m["record_index"]]["kind"]]
         orch = "host_orchestrator_phases" if ref_dir is HBG else "aicpu_orchestrator_phases"
         assert len(ours[orch]) == 1
         assert [list(p) for p in ours[orch][0]] == [list(ref[orch][0][0])] * len(ours[orch][0])
@@ -96,6 +132,7 @@ def test_rows_and_phases_have_the_capture_shapes(hbg4, tmr4):
             [(i, i) for i in range(5)]
         assert sorted(r[1] for r in ours["aicore_tasks"]) == list(range(5))
         assert ours["aicore_tasks"] == sorted(ours["aicore_tasks"], key=lambda r: (r[0], r[2]))
+    assert len(epochs) == 2                      # each run its own run_epoch
     hbg = _load(hbg4[0] / "chip_swimlane_records.json")
     ref = _load(HBG / "chip_swimlane_records.json")
     assert [list(u) for u in hbg["host_device_uploads"]] == \
@@ -109,12 +146,12 @@ def test_device_orchestrated_file_has_no_anchors(tmr4):
     assert meta["clock_freq_hz"] == 50_000_000 and meta["num_cores"] == len(meta["core_types"])
 
 
-def test_aicpu_rows_join_aicore_rows_on_core_and_reg(hbg4):
+def test_scheduler_rows_join_aicore_rows_on_run_core_and_reg(hbg4):
     doc = _load(hbg4[0] / "chip_swimlane_records.json")
-    cpu = {(r[0], r[1]): r for r in doc["aicpu_tasks"]}
+    cpu = {(r[4], r[0], r[1]): r for r in doc["scheduler_tasks"]["records"]}
     assert len(cpu) == len(doc["aicore_tasks"])
-    for core, tok, reg, start, end, r2s in doc["aicore_tasks"]:
-        _, _, dispatch, finish = cpu[(core, reg)]
+    for core, tok, reg, start, end, r2s, epoch in doc["aicore_tasks"]:
+        _, _, dispatch, finish, _ = cpu[(epoch, core, reg)]
         assert dispatch <= start <= end <= finish
         assert r2s >= 0
         assert doc["metadata"]["core_types"][core] == "aiv"
@@ -131,14 +168,15 @@ def test_level_gating(tmp_path, level, runtime):
     doc = _load(f)
     assert doc["chip_swimlane_level"] == level
     assert len(doc["aicore_tasks"]) == 5
-    assert (len(doc["aicpu_tasks"]) == 5) == (level >= 2)
-    assert ("aicpu_scheduler_phases" in doc) == (level >= 3)
+    assert ("scheduler_tasks" in doc) == (level >= 2)
+    assert level < 2 or len(doc["scheduler_tasks"]["records"]) == 5
+    assert ("scheduler_records" in doc) == (level >= 3)
     orch = {"host_orchestrator_phases", "aicpu_orchestrator_phases"} & set(doc)
     assert bool(orch) == (level >= 4)
     assert ("core_to_thread" in doc["metadata"]) == (level >= 2)
     assert ("clock_anchors" in doc["metadata"]) == (runtime == "host_build_graph")
     if level == 1 and runtime == "tensormap_and_ringbuffer":
-        ref = _load(TMR1 / "chip_swimlane_records.json")
+        ref = _today(TMR1 / "chip_swimlane_records.json")
         assert list(doc) == list(ref) and list(doc["metadata"]) == list(ref["metadata"])
     assert (d / "name_map_VectorDAG.json").exists()
     assert not (d / "deps.json").exists()
@@ -178,7 +216,9 @@ def test_name_map_matches_the_capture_schema(hbg4):
 def test_the_same_reader_reads_ours_and_the_captures(hbg4, tmr4):
     for d in (HBG, TMR4, TMR1, hbg4[0], tmr4):
         rec = readers.read_records(d / "chip_swimlane_records.json")
-        assert rec.aicore_columns == 6
+        assert (rec.aicore_columns, rec.layout) == \
+            ((6, "august") if d in (HBG, TMR4, TMR1) else (7, "today"))
+        assert not rec.warnings and not rec.set_aside
         assert rec.freq_hz == 50_000_000
         assert (rec.clock_anchors is not None) == (d in (HBG, hbg4[0]))
         if (d / "deps.json").exists():
@@ -204,7 +244,7 @@ def _assert_device_times_inside_stage(dfx: Path, profile: dict) -> None:
     st = _stage(profile, "device_execution")
     lo, hi = st["start_ns"], st["end_ns"]
     times = [c for r in doc["aicore_tasks"] for c in (r[3], r[4])]
-    times += [c for r in doc["aicpu_tasks"] for c in (r[2], r[3])]
+    times += [c for r in doc["scheduler_tasks"]["records"] for c in (r[2], r[3])]
     assert times
     for c in times:
         h = to_host(c)

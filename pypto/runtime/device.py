@@ -16,6 +16,7 @@ the stamps into device-counter cycles afterwards (`DeviceCounter.cycles_at`).
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import queue
@@ -34,6 +35,7 @@ from pypto.runtime.task_graph import CORE_TYPES, TaskGraph
 log = logging.getLogger(__name__)
 _pc = time.perf_counter_ns
 _NUDGE = object()
+_RUN_EPOCHS = itertools.count(1)   # Simpler's run identity: one per run, process-local
 
 
 @dataclass(slots=True)
@@ -92,6 +94,7 @@ class DeviceRun:
     aicpu_windows: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     pid: int = 0
     tid: int = 0                   # native id of the thread that ran the execution
+    run_epoch: int = field(default_factory=lambda: next(_RUN_EPOCHS))
 
 
 class DeviceExecutionError(Exception):

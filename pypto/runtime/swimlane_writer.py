@@ -1,9 +1,12 @@
 """Simpler-format DFX files from one simulated execution.
 
-Writes, under `<work_dir>/dfx_outputs/`, what Simpler writes for the same flags (keys, row
-shapes and metadata follow the real captures in `shared/fixtures/simpler/`):
-`chip_swimlane_records.json` (swimlane level 1-4), `deps.json` (dep_gen) and
-`name_map_<case>.json` (any DFX flag). Device stamps are converted to counter cycles here.
+Writes, under `<work_dir>/dfx_outputs/`, what today's Simpler writes for the same flags
+(docs/simpler_layouts.md): `chip_swimlane_records.json` (swimlane level 1-4) in today's
+records layout (7-column `aicore_tasks` with `run_epoch`, `scheduler_tasks`, and
+`scheduler_records` streams whose queue figures are in `metrics`; section order and row
+shapes as Simpler's writer golden), `deps.json` (dep_gen) and `name_map_<case>.json` (any
+DFX flag). Beyond today's writer, host-orchestrated runs keep `metadata.clock_anchors`, so
+they stay calibrated. Device stamps are converted to counter cycles here.
 """
 
 from __future__ import annotations
@@ -39,13 +42,31 @@ def write_dfx_outputs(run: DeviceRun, dfx_dir: str | os.PathLike, *, level: int,
     return written
 
 
+PLATFORM = "a2a3"          # the simulated device: a2a3's 50 MHz counter, 3 AICPU schedulers
+_BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
+
+
+def host_clock_domain_id() -> str | None:
+    """The host's boot identity as Simpler's writer names it (`linux-boot-id:<id>`), None
+    where it cannot be read (Simpler then leaves the field out)."""
+    try:
+        boot = _BOOT_ID.read_text().strip()
+    except OSError:
+        return None
+    ok = boot and all(c.isalnum() or c == "-" for c in boot)
+    return f"linux-boot-id:{boot}" if ok else None
+
+
 def swimlane_document(run: DeviceRun, level: int) -> dict:
     """The `chip_swimlane_records.json` content as a dict (rows as lists)."""
     cyc = run.counter.cycles_at
     rec = run.records
     layout = run.layout
+    epoch = run.run_epoch
     host_mode = rec.orchestrator == "host"
-    meta: dict[str, Any] = {"clock_freq_hz": run.counter.freq_hz,
+    meta: dict[str, Any] = {"runtime": "host_build_graph" if host_mode
+                            else "tensormap_and_ringbuffer",
+                            "clock_freq_hz": run.counter.freq_hz,
                             "num_cores": layout.num_cores,
                             "core_types": list(layout.core_types)}
     if host_mode:
@@ -64,19 +85,24 @@ def swimlane_document(run: DeviceRun, level: int) -> dict:
                                     "recorded_records": recorded,
                                     "pool_records": recorded + len(rec.host_phases),
                                     "dropped_records": n - recorded, "error": None}
+        domain = host_clock_domain_id()
+        if domain is not None:
+            meta["host_clock_domain_id"] = domain
         meta["clock_anchors"] = clock_anchors_block(rec.anchors)
     if level >= 2:
         meta["core_to_thread"] = list(layout.core_to_thread)
     doc: dict[str, Any] = {"chip_swimlane_level": level, "metadata": meta}
     doc["aicore_tasks"] = [
-        [core, tid, reg, cyc(start), cyc(end), cyc(start) - cyc(recv)]
+        [core, tid, reg, cyc(start), cyc(end), cyc(start) - cyc(recv), epoch]
         for core, rows in enumerate(rec.core_rows) for tid, reg, recv, start, end in rows]
-    doc["aicpu_tasks"] = ([[core, reg, cyc(d), cyc(f)]
-                           for core, rows in enumerate(rec.aicpu_rows) for reg, d, f in rows]
-                          if level >= 2 else [])
-    if level >= 3:
-        doc["aicpu_scheduler_phases"] = [[_phase(p, cyc) for p in phases]
-                                         for phases in rec.sched_phases]
+    if level >= 2:
+        doc["scheduler_tasks"] = {"producer": "aicpu", "records": [
+            [core, reg, cyc(d), cyc(f), epoch]
+            for core, rows in enumerate(rec.aicpu_rows) for reg, d, f in rows]}
+    if level >= 3:   # idle schedulers (and the orchestrator thread's slot) are left out
+        doc["scheduler_records"] = {"streams": [
+            _stream(t, phases, cyc, epoch) for t, phases in enumerate(rec.sched_phases)
+            if phases]}
     if level >= 4:
         if host_mode:
             doc["host_orchestrator_phases"] = [[
@@ -87,25 +113,34 @@ def swimlane_document(run: DeviceRun, level: int) -> dict:
                 for name, s, e, detail, upload in rec.host_phases if upload]
         else:
             doc["aicpu_orchestrator_phases"] = [[
-                {"submit_idx": i, "task_id": tid, "start_cycles": cyc(s), "end_cycles": cyc(e)}
+                {"submit_idx": i, "task_id": tid, "start_cycles": cyc(s), "end_cycles": cyc(e),
+                 "run_epoch": epoch}
                 for i, tid, s, e in rec.orch_phases]]
     return doc
 
 
-def _phase(p: tuple, cyc) -> dict:
-    kind, s, e, loop_iter, n, hit, miss, sh0, sh1 = p
-    d = {"kind": kind, "start_cycles": cyc(s), "end_cycles": cyc(e), "loop_iter": loop_iter,
-         "tasks_processed": n}
-    if kind == "dispatch":
-        d["pop_hit"] = hit
-        d["pop_miss"] = miss
-    d["shared_at_start"] = list(sh0)
-    d["shared_at_end"] = list(sh1)
-    return d
+def _stream(thread: int, phases: list[tuple], cyc, epoch: int) -> dict:
+    """One scheduler thread as today's stream: the records, their queue figures by
+    `record_index` under `metrics`, and the capture accounting (nothing is ever dropped)."""
+    records, metrics = [], []
+    for i, (kind, s, e, loop_iter, n, hit, miss, sh0, sh1) in enumerate(phases):
+        records.append({"start_cycles": cyc(s), "end_cycles": cyc(e), "run_epoch": epoch,
+                        "loop_iter": loop_iter, "kind": kind, "tasks_processed": n,
+                        "task_id": None})
+        m: dict[str, Any] = {"record_index": i}
+        if kind == "dispatch":
+            m.update(pop_hit=hit, pop_miss=miss)
+        m.update(shared_at_start=list(sh0), shared_at_end=list(sh1))
+        metrics.append(m)
+    return {"platform": PLATFORM, "producer": "aicpu", "scheduler_id": thread,
+            "worker_id": thread, "core_type": "aicpu", "physical_core_id": None,
+            "capture": {"committed": len(records), "dropped": 0, "truncated": False},
+            "records": records, "metrics": metrics}
 
 
 def write_swimlane_records(run: DeviceRun, path: Path, level: int) -> Path:
-    """Write the records file in the fixtures' layout: one row or phase per line."""
+    """Write the records file as Simpler's writer lays it out: one row, record or metric
+    per line."""
     doc = swimlane_document(run, level)
     dumps = json.dumps
     with atomic_writer(path, "w") as f:
@@ -115,8 +150,23 @@ def write_swimlane_records(run: DeviceRun, path: Path, level: int) -> Path:
             if key in ("chip_swimlane_level", "metadata"):
                 continue
             f.write(f",\n  {dumps(key)}: ")
-            if key in ("aicore_tasks", "aicpu_tasks", "host_device_uploads"):
+            if key in ("aicore_tasks", "host_device_uploads"):
                 _write_rows(f, value, "    ")
+            elif key == "scheduler_tasks":
+                f.write(f'{{\n    "producer": {dumps(value["producer"])},\n    "records": ')
+                _write_rows(f, value["records"], "    ", "    ")
+                f.write("\n  }")
+            elif key == "scheduler_records":
+                f.write('{\n    "streams": [')
+                for i, stream in enumerate(value["streams"]):
+                    head = {k: v for k, v in stream.items() if k not in ("records", "metrics")}
+                    f.write(("," if i else "") + "\n      " + dumps(head, separators=(", ", ": "))[:-1]
+                            + ', "records": ')
+                    _write_rows(f, stream["records"], "        ", "      ")
+                    f.write(', "metrics": ')
+                    _write_rows(f, stream["metrics"], "        ", "      ")
+                    f.write("}")
+                f.write("\n    ]\n  }" if value["streams"] else "]\n  }")
             else:  # list of per-thread lists
                 if not value:
                     f.write("[]")
