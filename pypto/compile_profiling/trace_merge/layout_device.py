@@ -310,7 +310,7 @@ def _outside_window(rec, dev: DeviceClock) -> int:
     n = 0
     cols = [rec.aicore["start_cycles"], rec.aicore["end_cycles"],
             rec.aicpu["dispatch_cycles"], rec.aicpu["finish_cycles"]]
-    for s in (*rec.scheduler, *rec.orchestrator):
+    for s in (*rec.scheduler, *rec.orchestrator, *rec.lifecycle):
         cols += [s.start, s.end]
     for c in cols:
         if len(c):

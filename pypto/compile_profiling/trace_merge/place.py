@@ -382,6 +382,8 @@ def _extents(cap: rs.Capture) -> dict[str, tuple[int, int]]:
         add("sched", s.start, s.end)
     for s in rec.orchestrator:
         add("orch", s.start, s.end)
+    for s in rec.lifecycle:
+        add("lifecycle", s.start, s.end)
     if out:
         out["all"] = (min(v[0] for v in out.values()), max(v[1] for v in out.values()))
     return out
