@@ -5,6 +5,12 @@
     python3 benchmarks/bench_merge.py --tasks 1000000  # the 1M case
     python3 benchmarks/bench_merge.py --keep DIR       # keep the generated capture and outputs
     python3 benchmarks/bench_merge.py --capture DIR/dfx_outputs   # merge a kept capture again
+    python3 benchmarks/bench_merge.py --layout both    # August and today's layout, alternated
+
+`--layout today` writes the capture in today's Simpler records layout (scheduler_tasks,
+scheduler_records streams with metrics, run_epoch: tests/simpler_today.py's rewrite of the
+same records); `--layout both` builds both from the same records and merges them alternately
+(`--repeat` rounds), printing each and today's / August's ratio (target: <= 1.10x).
 
 The source is a real Simpler capture (`tmr_bgemm_case0_l4_depgen`: 1,000 tasks, level 4, with
 deps.json and a name map). Copy k gets fresh task ids (local id + k * stride, ring kept), fresh
@@ -30,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import subprocess
 import sys
@@ -38,10 +45,15 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-# the real capture lies in shared/ beside the checkout
-SOURCE = REPO.parent / "shared" / "fixtures" / "simpler" / "tmr_bgemm_case0_l4_depgen"
+sys.path.insert(0, str(REPO / "tests"))
+from simpler_fixtures import FIXTURES  # where the real captures are (worktrees too)
+from simpler_today import to_today  # the documented rewrite into today's layout, reused
+
+SOURCE = FIXTURES / "tmr_bgemm_case0_l4_depgen"
 GAP_NS = 1_000_000
+
 TARGETS = {1_000_000: (20.0, 2000)}      # JSON wall s, peak MB
+LAYOUT_TARGET = 1.10                      # today's layout / August's, merge wall and CPU
 RATIO_TARGET = 1.0                        # merge CPU and peak RSS / the baseline's
 PROTO_TARGET = 1.5                        # protobuf wall / JSON wall
 
@@ -92,8 +104,11 @@ def _shift_id(task_id: int, k: int, stride: int) -> int:
     return (task_id & ~0xFFFFFFFF) | ((task_id & 0xFFFFFFFF) + k * stride)
 
 
-def build_capture(source: Path, out_dir: Path, tasks: int, with_deps: bool = True) -> dict:
-    """Write chip_swimlane_records.json, deps.json and the name map for `tasks` AICore tasks."""
+def build_capture(source: Path, out_dir: Path, tasks: int, with_deps: bool = True,
+                  layout: str = "august", deps_from: Path | None = None) -> dict:
+    """Write chip_swimlane_records.json (in `layout`: "august" or "today"), deps.json and
+    the name map for `tasks` AICore tasks (`deps_from`: a deps.json already built for the
+    same records, hard-linked instead of written again)."""
     rec = json.loads((source / "chip_swimlane_records.json").read_text())
     deps = json.loads((source / "deps.json").read_text())
     n_src = len(rec["aicore_tasks"])
@@ -160,17 +175,19 @@ def build_capture(source: Path, out_dir: Path, tasks: int, with_deps: bool = Tru
             dep_edges.append(q)
         made += len(rows)
     out_dir.mkdir(parents=True, exist_ok=True)
+    records = (len(out["aicore_tasks"]) + len(out["aicpu_tasks"])
+               + sum(map(len, out["aicpu_scheduler_phases"]))
+               + sum(map(len, out["aicpu_orchestrator_phases"])))
     with open(out_dir / "chip_swimlane_records.json", "w") as f:
-        json.dump(out, f, separators=(",", ":"))
-    if with_deps:
+        json.dump(to_today(out) if layout == "today" else out, f, separators=(",", ":"))
+    if with_deps and deps_from is not None:
+        os.link(deps_from, out_dir / "deps.json")
+    elif with_deps:
         with open(out_dir / "deps.json", "w") as f:
             json.dump({"tasks": dep_tasks, "tensors": deps.get("tensors", []),
                        "edges": dep_edges}, f, separators=(",", ":"))
     for nm in source.glob("name_map_*.json"):
         (out_dir / nm.name).write_text(nm.read_text())
-    records = (len(out["aicore_tasks"]) + len(out["aicpu_tasks"])
-               + sum(map(len, out["aicpu_scheduler_phases"]))
-               + sum(map(len, out["aicpu_orchestrator_phases"])))
     return {"aicore_tasks": len(out["aicore_tasks"]), "records": records,
             "deps_tasks": len(dep_tasks), "deps_edges": len(dep_edges)}
 
@@ -205,6 +222,18 @@ def _print(what: str, res: dict) -> None:
           f"peak RSS {res['peak_rss_mb']:7.0f} MB, output {res['size_mb']:8.1f} MB")
 
 
+def _layout_ratios(results: dict, formats: list[str]) -> None:
+    """Today's layout against August's, per format: the ratio of the fastest of each."""
+    for fmt in formats:
+        a, t = results[("august", fmt)], results[("today", fmt)]
+        wall = min(r["wall_s"] for r in t) / min(r["wall_s"] for r in a)
+        cpu = min(r["cpu_s"] for r in t) / min(r["cpu_s"] for r in a)
+        rss = max(r["peak_rss_mb"] for r in t) / max(r["peak_rss_mb"] for r in a)
+        print(f"today/august {fmt:8s}: wall {wall:.3f}x, CPU {cpu:.3f}x "
+              f"({_met(max(wall, cpu) <= LAYOUT_TARGET)} <= {LAYOUT_TARGET}x), peak RSS "
+              f"{rss:.2f}x (min of {len(a)} runs each)")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tasks", type=int, default=100_000, help="AICore tasks to generate")
@@ -215,35 +244,55 @@ def main() -> int:
                     help="merge this already built capture dir (e.g. a --keep DIR/dfx_outputs)")
     ap.add_argument("--no-deps", action="store_true",
                     help="leave deps.json out (swimlane records and name map only)")
+    ap.add_argument("--layout", choices=["august", "today", "both"], default="august",
+                    help="Simpler records layout of the generated capture (default: august)")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="with --layout both: rounds of alternated merges (min reported)")
     args = ap.parse_args()
+    formats = args.formats.split(",")
+    layouts = ["august", "today"] if args.layout == "both" else [args.layout]
     with tempfile.TemporaryDirectory(prefix="bench_merge_") as tmp:
         base = args.keep or Path(tmp)
-        cap = base / "dfx_outputs"
+        caps = {}
         if args.capture:
-            cap = args.capture
-            size = sum(p.stat().st_size for p in cap.iterdir()) / 1e6
-            print(f"capture: {cap} as built before ({size:.0f} MB on disk; --tasks "
+            caps[layouts[0]] = args.capture
+            size = sum(p.stat().st_size for p in args.capture.iterdir()) / 1e6
+            print(f"capture: {args.capture} as built before ({size:.0f} MB on disk; --tasks "
                   f"{args.tasks:,} assumed for the target)")
+            layouts = layouts[:1]
         else:
-            t = time.perf_counter()
-            info = build_capture(args.source, cap, args.tasks, with_deps=not args.no_deps)
-            size = sum(p.stat().st_size for p in cap.iterdir()) / 1e6
-            print(f"capture: {info['aicore_tasks']:,} AICore tasks, {info['records']:,} records, "
-                  + (f"deps {info['deps_tasks']:,} tasks / {info['deps_edges']:,} edges, "
-                     if not args.no_deps else "no deps.json, ")
-                  + f"{size:.0f} MB "
-                  f"on disk (built in {time.perf_counter() - t:.1f} s)")
-        results = {}
-        for fmt in args.formats.split(","):
-            out = base / ("merged.json" if fmt == "json" else "merged.pftrace")
-            res = results[fmt] = run_merge(cap, out)
-            _print(fmt, res)
-            print(f"          {res['summary']}")
-        if "json" in results:
+            for layout in layouts:
+                cap = caps[layout] = base / "dfx_outputs" if len(layouts) == 1 \
+                    else base / layout / "dfx_outputs"
+                t = time.perf_counter()
+                deps_from = None if layout == layouts[0] or args.no_deps \
+                    else caps[layouts[0]] / "deps.json"
+                info = build_capture(args.source, cap, args.tasks, with_deps=not args.no_deps,
+                                     layout=layout, deps_from=deps_from)
+                size = sum(p.stat().st_size for p in cap.iterdir()) / 1e6
+                print(f"capture ({layout} layout): {info['aicore_tasks']:,} AICore tasks, "
+                      f"{info['records']:,} records, "
+                      + (f"deps {info['deps_tasks']:,} tasks / {info['deps_edges']:,} edges, "
+                         if not args.no_deps else "no deps.json, ")
+                      + f"{size:.0f} MB on disk (built in {time.perf_counter() - t:.1f} s)")
+        runs: dict[tuple[str, str], list[dict]] = {}
+        rounds = args.repeat if len(layouts) > 1 else 1
+        for _ in range(rounds):
+            for layout in layouts:
+                for fmt in formats:
+                    out = caps[layout].parent / ("merged.json" if fmt == "json"
+                                                 else "merged.pftrace")
+                    res = run_merge(caps[layout], out)
+                    runs.setdefault((layout, fmt), []).append(res)
+                    _print(f"{layout[:6]} {fmt}" if len(layouts) > 1 else fmt, res)
+                    print(f"          {res['summary']}")
+        first = layouts[0]
+        results = {fmt: min(runs[(first, fmt)], key=lambda r: r["wall_s"]) for fmt in formats}
+        if "json" in results and first == "august":
             m = re.search(r"(\d+) slices, (\d+) flows, (\d+) counter samples",
                           results["json"]["summary"])
             n_events = int(m.group(1)) + 2 * int(m.group(2)) + int(m.group(3)) if m else 0
-            base_res = run_baseline(cap, base / "baseline.json", n_events)
+            base_res = run_baseline(caps[first], caps[first].parent / "baseline.json", n_events)
             _print("baseline", base_res)
             print(f"          orjson.loads of the records file + orjson.dumps of {n_events:,} "
                   "Chrome events (the merge's slices, 2 per arrow, counter samples)")
@@ -253,6 +302,8 @@ def main() -> int:
             print(f"merge/baseline: CPU {cpu_r:.2f}x ({_met(cpu_r <= RATIO_TARGET)} <= "
                   f"{RATIO_TARGET}x), peak RSS {rss_r:.2f}x ({_met(rss_r <= RATIO_TARGET)} <= "
                   f"{RATIO_TARGET}x)")
+        if "json" in results:
+            j = results["json"]
             target = TARGETS.get(args.tasks)
             if target:
                 print(f"target JSON <= {target[0]:g} s wall: {_met(j['wall_s'] <= target[0])}; "
@@ -263,6 +314,8 @@ def main() -> int:
             print(f"protobuf vs JSON: {p['size_mb'] / j['size_mb']:.2f}x the size, "
                   f"{ratio:.2f}x the wall time ({_met(ratio <= PROTO_TARGET)} <= "
                   f"{PROTO_TARGET}x)")
+        if len(layouts) > 1:
+            _layout_ratios(runs, formats)
     return 0
 
 

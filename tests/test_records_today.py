@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import orjson
 import pytest
 from simpler_fixtures import CASES, FIXTURES
 
@@ -31,7 +30,7 @@ def golden() -> dict:
 def write(tmp_path: Path, doc: dict) -> Path:
     d = tmp_path / "dfx_outputs"
     d.mkdir(exist_ok=True)
-    (d / RECORDS).write_bytes(orjson.dumps(doc))
+    (d / RECORDS).write_text(json.dumps(doc))     # json: integers past 64 bits too
     return d
 
 
@@ -489,3 +488,49 @@ def test_num_cores_zero_is_refused_by_pypto_profile_kernels(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2, err
     assert "lists no cores" in err and err.count("\n") == 1
+
+
+# --------------------------------------------------------------------------- hostile edits
+
+def _leaves(o, path=()):
+    if isinstance(o, dict):
+        for k, v in o.items():
+            yield from _leaves(v, (*path, k))
+    elif isinstance(o, list):
+        for i, v in enumerate(o):
+            yield from _leaves(v, (*path, i))
+    if path:
+        yield path
+
+
+def test_edited_goldens_merge_or_are_refused_in_one_line(tmp_path):
+    """Every member of the golden replaced by values of other types and ranges (a fixed
+    seed, so the same 400 files every run): each merges or is a TraceInputError, never
+    another exception."""
+    import random
+
+    base = golden()
+    paths = list(_leaves(base))
+    values = [-1, 0, 2 ** 62, 2 ** 63, 2 ** 64, "x", None, [], {}, 1.5, [1, 2, 3], {"a": 1},
+              True, 7600, 10 ** 6]
+    rnd = random.Random(23)
+    outcomes = {"merged": 0, "refused": 0}
+    for _ in range(400):
+        doc = json.loads(json.dumps(base))
+        for _ in range(rnd.randint(1, 2)):
+            *head, last = rnd.choice(paths)
+            o = doc
+            try:
+                for k in head:
+                    o = o[k]
+                o[last] = rnd.choice(values)
+            except (KeyError, IndexError, TypeError):
+                pass
+        d = write(tmp_path, doc)
+        try:
+            merge_traces([d])
+            outcomes["merged"] += 1
+        except TraceInputError as exc:
+            assert str(exc).startswith(str(d / RECORDS) + ": ") and "\n" not in str(exc)
+            outcomes["refused"] += 1
+    assert outcomes["merged"] > 20 and outcomes["refused"] > 200
