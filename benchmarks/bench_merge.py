@@ -248,6 +248,8 @@ def main() -> int:
                     help="Simpler records layout of the generated capture (default: august)")
     ap.add_argument("--repeat", type=int, default=1,
                     help="with --layout both: rounds of alternated merges (min reported)")
+    ap.add_argument("--reuse", action="store_true",
+                    help="with --keep: merge the captures a previous run kept there")
     args = ap.parse_args()
     formats = args.formats.split(",")
     layouts = ["august", "today"] if args.layout == "both" else [args.layout]
@@ -264,6 +266,10 @@ def main() -> int:
             for layout in layouts:
                 cap = caps[layout] = base / "dfx_outputs" if len(layouts) == 1 \
                     else base / layout / "dfx_outputs"
+                if args.reuse and (cap / "chip_swimlane_records.json").exists():
+                    size = sum(p.stat().st_size for p in cap.iterdir()) / 1e6
+                    print(f"capture ({layout} layout): {cap} kept before ({size:.0f} MB)")
+                    continue
                 t = time.perf_counter()
                 deps_from = None if layout == layouts[0] or args.no_deps \
                     else caps[layouts[0]] / "deps.json"

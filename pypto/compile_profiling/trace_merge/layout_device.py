@@ -250,7 +250,8 @@ def thread_role(s, assigned: set[int]) -> str:
     """"resolution" for a stream with resolution work and no scheduler work whose resolve
     stands alone (not inside a complete or dummy phase) or whose thread owns no core
     (`assigned`: the threads of `core_to_thread`); else "scheduler"."""
-    present = {s.kinds[k] for k in np.unique(s.kind).tolist()}
+    seen = np.bincount(s.kind, minlength=len(s.kinds)) > 0
+    present = {k for k, on in zip(s.kinds, seen.tolist()) if on}
     if not present & _RESOLUTION_KINDS or present & _WORK_KINDS:
         return "scheduler"
     if "resolve_standalone" in present or (assigned and s.thread not in assigned):

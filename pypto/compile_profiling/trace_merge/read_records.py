@@ -735,7 +735,9 @@ def read_records(path: str | os.PathLike) -> SwimlaneRecords:
     aicore = _row_columns(aic, schema.AICORE_COLUMNS)
     aicpu = _row_columns(cpu_arr, schema.SCHEDULER_TASK_COLUMNS)
     del aic, cpu_arr
-    if producer is None and "aicpu_tasks" in rows:
+    if cpu_key not in rows:                   # no task timing (or gated by the level)
+        producer = None
+    elif cpu_key == "aicpu_tasks":
         producer = "aicpu"
     core_types = [safe_str(t) for t in meta.core_types]
     if meta.num_cores is not None and meta.num_cores != len(core_types):
