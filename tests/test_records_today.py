@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from simpler_fixtures import CASES, FIXTURES
 
-from pypto.compile_profiling.merge_cli import main
+from pypto.compile_profiling.cli.merge_traces import main
 from pypto.compile_profiling.trace_merge import merge_traces
 from pypto.compile_profiling.trace_merge.read_records import read_records
 from pypto.compile_profiling.trace_merge.simpler_schema import MAX_CLOCK_NS, max_cycles
@@ -477,7 +477,7 @@ def test_a_huge_integer_in_the_python_fallback_is_one_clear_line(tmp_path):
 
 
 def test_num_cores_zero_is_refused_by_pypto_profile_kernels(tmp_path, capsys):
-    from pypto.compile_profiling.profile_cli import main as profile_main
+    from pypto.compile_profiling.cli.profile import main as profile_main
 
     doc = golden()
     doc["metadata"].update(num_cores=0, core_types=[])
