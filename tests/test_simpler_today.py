@@ -101,3 +101,18 @@ def test_both_layouts_draw_the_same(case, today_dirs):
     assert sum(len(x[2]) for x in a["blocks"]) > 0
     assert [w.replace(str(FIXTURES / case), "") for w in old.warnings] == \
         [w.replace(str(today_dirs[case]), "") for w in new.warnings]
+
+
+def test_every_view_and_arrow_kind_is_drawn_from_todays_layout(today_dirs):
+    """The capture with every kind of arrow, in today's layout: each view draws (the
+    ready queue from the streams' metrics) and each of the five arrow kinds is there."""
+    tl = merge_traces([today_dirs["tmr_vector_example_l4_depgen"]]).timeline
+    assert {b.cat for b in tl.blocks} >= {"aicore", "aicore_setup", "scheduler_view",
+                                          "scheduler", "orchestrator"}
+    assert {f.cat for f in tl.flows} == {"dependency", "dispatch", "complete",
+                                         "submit_dispatch", "complete_ready"}
+    names = {c.name for c in tl.counters}
+    assert {"shared_ready_queue AIC", "shared_ready_queue AIV", "shared_ready_queue MIX"} <= names
+    assert any(n.endswith(" busy") for n in names)
+    queue = next(c for c in tl.counters if c.name == "shared_ready_queue AIV")
+    assert queue.values.max() > 0
