@@ -116,40 +116,40 @@ def _nesting_depth(start: list[int], end: list[int]) -> list[int]:
     return depth
 
 
-def _compile_trace(plan: Plan, cp: CapturePlan):
+def _compile_trace(plan: Plan, capture_plan: CapturePlan):
     """The compile trace of this capture's run (its pid), or the only one."""
-    for ct, hc in plan.traces:
-        if cp.run_pid is not None and cp.run_pid in ct.pid:
-            return ct, hc
+    for trace, host_clock in plan.traces:
+        if capture_plan.run_pid is not None and capture_plan.run_pid in trace.pid:
+            return trace, host_clock
     return plan.traces[0] if len(plan.traces) == 1 else (None, None)
 
 
-def end_to_end(plan: Plan, cp: CapturePlan, tt: TaskTable, path: ObservedPath,
+def end_to_end(plan: Plan, capture_plan: CapturePlan, tt: TaskTable, path: ObservedPath,
                first_label: str, kernel: str | None, dispatch_ns: int | None
                ) -> EndToEnd | None:
     """The tiled wall time of one capture's run (None without any host-clock source).
     `first_label`: the first path task as the timeline names it; `kernel`: its kernel;
     `dispatch_ns`: the AICPU dispatch of its first block (None: not recorded)."""
-    dev = cp.device
+    dev = capture_plan.device
     if dev is None or path is None or not len(path.tasks):
         return None
-    cap = cp.capture
+    cap = capture_plan.capture
     notes: list[str] = []
     first = int(path.tasks[0])
     starts, ends, _where, what = device_segments(path, dev.to_ns, front_gap=False)
     dev_start = int(starts[0]) if len(starts) else int(dev.to_ns(np.array([path.t1]))[0])
     dev_end = int(ends[-1]) if len(ends) else dev_start
     iv: list[tuple[float, int, int, int, str, str]] = []   # (layer, depth, s, e, name, cat)
-    ct, hc = _compile_trace(plan, cp)
-    host_off = cp.host.offset_ns
-    if ct is not None:
-        _compile_intervals(ct, hc.offset_ns, cp, kernel, iv)
+    trace, host_clock = _compile_trace(plan, capture_plan)
+    host_off = capture_plan.host.offset_ns
+    if trace is not None:
+        _compile_intervals(trace, host_clock.offset_ns, capture_plan, kernel, iv)
     elif plan.traces:
         notes.append("several compile traces and none of this run's pid: compile stages "
                      "left out")
     log = cap.run_log
     if log is not None:
-        pid = cp.run_pid
+        pid = capture_plan.run_pid
         for sp in log.spans:
             if sp.device_clock or (pid is not None and sp.pid != pid):
                 continue
@@ -260,41 +260,46 @@ def _tile(iv: list, w0: int, w1: int) -> list[Segment]:
     return out
 
 
-def _compile_intervals(ct, offset: int, cp: CapturePlan, kernel: str | None, iv: list) -> None:
+def _compile_intervals(
+    trace, offset: int, capture_plan: CapturePlan, kernel: str | None, iv: list
+) -> None:
     """The run's main-thread stages and the first task's kernel_codegen stage (with what
     nests in it), deeper stages first."""
-    n = len(ct.name)
-    pid = cp.run_pid if cp.run_pid in ct.pid else None
-    execs = [i for i in range(n) if ct.name[i] == DEVICE_EXECUTION and
-             (pid is None or ct.pid[i] == pid)]
+    n = len(trace.name)
+    pid = capture_plan.run_pid if capture_plan.run_pid in trace.pid else None
+    execs = [i for i in range(n) if trace.name[i] == DEVICE_EXECUTION and
+             (pid is None or trace.pid[i] == pid)]
     if execs:
-        main = (ct.pid[execs[0]], ct.tid[execs[0]])
+        main = (trace.pid[execs[0]], trace.tid[execs[0]])
     else:
-        first = min(range(n), key=lambda i: ct.start_ns[i]) if n else None
+        first = min(range(n), key=lambda i: trace.start_ns[i]) if n else None
         if first is None:
             return
-        main = (ct.pid[first], ct.tid[first])
+        main = (trace.pid[first], trace.tid[first])
     by_track: dict[tuple[int, int], list[int]] = {}
     for i in range(n):
-        by_track.setdefault((ct.pid[i], ct.tid[i]), []).append(i)
+        by_track.setdefault((trace.pid[i], trace.tid[i]), []).append(i)
     depth = {}
     for idx in by_track.values():
-        for i, d in zip(idx, _nesting_depth([ct.start_ns[i] for i in idx],
-                                            [ct.end_ns[i] for i in idx])):
+        for i, d in zip(idx, _nesting_depth([trace.start_ns[i] for i in idx],
+                                            [trace.end_ns[i] for i in idx])):
             depth[i] = d
     chosen = list(by_track.get(main, []))
     if kernel is not None:
         stage = KERNEL_CODEGEN_PREFIX + kernel
-        ks = [i for i in range(n) if ct.name[i] == stage and ct.pid[i] == main[0]]
+        ks = [i for i in range(n) if trace.name[i] == stage and trace.pid[i] == main[0]]
         if ks:
-            k = max(ks, key=lambda i: ct.start_ns[i])
-            inside = [i for i in by_track[(ct.pid[k], ct.tid[k])]
-                      if ct.start_ns[k] <= ct.start_ns[i] and ct.end_ns[i] <= ct.end_ns[k]]
+            k = max(ks, key=lambda i: trace.start_ns[i])
+            inside = [
+                i
+                for i in by_track[(trace.pid[k], trace.tid[k])]
+                if trace.start_ns[k] <= trace.start_ns[i] and trace.end_ns[i] <= trace.end_ns[k]
+            ]
             for i in inside:
-                if (ct.pid[i], ct.tid[i]) != main:
+                if (trace.pid[i], trace.tid[i]) != main:
                     depth[i] += 1000          # above the main thread's codegen stage
-            chosen += [i for i in inside if (ct.pid[i], ct.tid[i]) != main]
+            chosen += [i for i in inside if (trace.pid[i], trace.tid[i]) != main]
     for i in chosen:
-        cat = "compile" if ct.cat[i] in COMPILE_CATS else "host preparation"
-        iv.append((7, depth[i], ct.start_ns[i] + offset, ct.end_ns[i] + offset, ct.name[i],
+        cat = "compile" if trace.cat[i] in COMPILE_CATS else "host preparation"
+        iv.append((7, depth[i], trace.start_ns[i] + offset, trace.end_ns[i] + offset, trace.name[i],
                    cat))

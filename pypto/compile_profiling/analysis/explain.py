@@ -113,14 +113,14 @@ class RunAnalysis:
     warnings: list[str]
 
 
-def analyze_capture(plan: Plan, cp: CapturePlan, rows: DeviceRows | None = None, *,
+def analyze_capture(plan: Plan, capture_plan: CapturePlan, rows: DeviceRows | None = None, *,
                     tolerance_cycles: int = TOLERANCE_CYCLES) -> RankAnalysis | None:
     """One placed capture (None without AICore records). `rows`: its `DeviceRows` when the
     layout made them already."""
-    rec = cp.capture.records
-    if rec is None or cp.device is None:
+    rec = capture_plan.capture.records
+    if rec is None or capture_plan.device is None:
         return None
-    rows = rows if rows is not None else device_rows(cp)
+    rows = rows if rows is not None else device_rows(capture_plan)
     if rows is None:
         return None
     tt = task_table(rows, rec)
@@ -131,7 +131,7 @@ def analyze_capture(plan: Plan, cp: CapturePlan, rows: DeviceRows | None = None,
     disp = cpu["dispatch_cycles"][jr] if has.any() else np.zeros(len(tt.row_task), np.int64)
     fin = cpu["finish_cycles"][jr] if has.any() else np.zeros(len(tt.row_task), np.int64)
     del jr
-    deps = cp.capture.deps
+    deps = capture_plan.capture.deps
     notes: list[str] = []
     edges = dependency_edges(tt, deps, tolerance_cycles)
     path_where = deps.path if deps is not None else rec.path
@@ -140,16 +140,20 @@ def analyze_capture(plan: Plan, cp: CapturePlan, rows: DeviceRows | None = None,
     static = static_path(tt, edges) if has_deps else None
     obs = observed_path(tt, edges, tolerance_cycles)
     if not has_deps:
-        notes.append(f"{cp.capture.files.directory}: no deps.json (level {rec.level} capture or "
-                     "dep_gen off): no static path; the observed path follows resource "
-                     "predecessors (the previous task on the core) only")
+        notes.append(
+            f"{capture_plan.capture.files.directory}: no deps.json (level {rec.level} capture or "
+            "dep_gen off): no static path; the observed path follows resource "
+            "predecessors (the previous task on the core) only"
+        )
     ov = overhead(tt, disp, fin, has, deps, rec.scheduler)
     static_share = (static.length_cycles / obs.makespan) if static is not None and obs and \
         obs.makespan else None
     word, rule = verdict(ov, static_share)
-    dev = cp.device
-    names = cp.capture.name_map.names if cp.capture.name_map is not None else None
-    ra = RankAnalysis(cp.label, rec.path, rec.level, rec.freq_hz, dev.label,
+    dev = capture_plan.device
+    names = (
+        capture_plan.capture.name_map.names if capture_plan.capture.name_map is not None else None
+    )
+    ra = RankAnalysis(capture_plan.label, rec.path, rec.level, rec.freq_hz, dev.label,
                       dev.status != "calibrated", dev.uncertainty_ns, tt, edges, has_deps,
                       static, obs, ov, word, rule, None, names, notes)
     if obs is not None and len(obs.tasks):
@@ -159,7 +163,7 @@ def analyze_capture(plan: Plan, cp: CapturePlan, rows: DeviceRows | None = None,
         mine = np.flatnonzero((tt.row_task == first[0]) & has)
         first_dispatch = None if not len(mine) else int(dev.to_ns(
             disp[mine[np.argmin(tt.row_start[mine])]:][:1])[0])
-        ra.end_to_end = end_to_end(plan, cp, tt, obs, labels[0], kernel, first_dispatch)
+        ra.end_to_end = end_to_end(plan, capture_plan, tt, obs, labels[0], kernel, first_dispatch)
     return ra
 
 

@@ -28,7 +28,7 @@ from pypto.compile_profiling.trace_merge.builder import SEP, TimelineBuilder, de
 __all__ = ["TIMELINE_VIEWS", "draw_views"]
 
 
-def draw_views(b: TimelineBuilder, plan, drawn: list, sel, warnings: list[str]) -> None:
+def draw_views(builder: TimelineBuilder, plan, drawn: list, sel, warnings: list[str]) -> None:
     """Draw the selected analysis views of every drawn capture (`drawn`: (capture plan,
     DeviceRows) pairs)."""
     for cp, rows in drawn:
@@ -37,33 +37,33 @@ def draw_views(b: TimelineBuilder, plan, drawn: list, sel, warnings: list[str]) 
             continue
         warnings.extend(ra.notes)
         dev = cp.device
-        proc = b.process(f"Device {cp.label}{SEP}Critical path ({dev.label})",
+        proc = builder.process(f"Device {cp.label}{SEP}Critical path ({dev.label})",
                          args={**device_args(cp, dev, ra.source),
                                "verdict": ra.verdict, "verdict_rule": ra.verdict_rule},
                          estimated=ra.estimated)
         parts = []
         if sel.view("critical-path"):
-            block = _path_block(b, proc, ra, dev.to_ns)
+            block = _path_block(builder, proc, ra, dev.to_ns)
             parts.append(f"observed path {len(ra.observed.tasks)} tasks (tiling "
                          f"{'exact' if ra.observed.exact else 'inexact'})")
             if ra.end_to_end is not None:
-                _end_to_end_block(b, cp, ra, block)
+                _end_to_end_block(builder, cp, ra, block)
                 parts.append(f"end to end {len(ra.end_to_end.segments)} segments")
         if sel.view("overhead") and ra.overhead.timeline is not None:
             counters = _overhead_counters(proc, ra, dev.to_ns)
-            b.tl.counters.extend(counters)
+            builder.tl.counters.extend(counters)
             parts.append(f"{len(counters)} overhead counters")
         if ra.verdict:
             parts.append(f"verdict {ra.verdict}")
-        b.summary.append(f"{ra.source}: capture {cp.label}: " + ", ".join(parts))
+        builder.summary.append(f"{ra.source}: capture {cp.label}: " + ", ".join(parts))
 
 
 TIMELINE_VIEWS = draw_views
 
 
-def _path_block(b: TimelineBuilder, proc, ra: RankAnalysis, to_ns) -> SliceBlock:
+def _path_block(builder: TimelineBuilder, proc, ra: RankAnalysis, to_ns) -> SliceBlock:
     path = ra.observed
-    track = b.lane(proc, "observed path", 0)
+    track = builder.lane(proc, "observed path", 0)
     starts, ends, where, what = device_segments(path, to_ns)
     kernels, displays, labels = ra.labels(path.tasks)
     names = labels + list(KINDS)
@@ -84,22 +84,22 @@ def _path_block(b: TimelineBuilder, proc, ra: RankAnalysis, to_ns) -> SliceBlock
             ArgColumn("task_span_ns", np.rint(dur[where] * scale).astype(np.int64)),
             ArgColumn("compute_ns", np.rint(path.compute[where] * scale).astype(np.int64)),
             ArgColumn("stall_ns", np.rint(path.stall[where] * scale).astype(np.int64))])
-    b.tl.blocks.append(block)
+    builder.tl.blocks.append(block)
     comp = np.flatnonzero(what == 3)               # one compute piece per task, in order
     if len(comp) > 1:
-        b.tl.flows.append(FlowBlock("critical path", "critical_path", block, comp[:-1],
+        builder.tl.flows.append(FlowBlock("critical path", "critical_path", block, comp[:-1],
                                     block, comp[1:]))
     return block
 
 
-def _end_to_end_block(b: TimelineBuilder, cp, ra: RankAnalysis, path_block: SliceBlock
+def _end_to_end_block(builder: TimelineBuilder, cp, ra: RankAnalysis, path_block: SliceBlock
                       ) -> None:
     e2e = ra.end_to_end
-    proc = next((p for (host, pid), p in b.host_procs.items() if pid == cp.run_pid), None) \
-        or next(iter(b.host_procs.values()), None)
+    proc = next((p for (host, pid), p in builder.host_procs.items() if pid == cp.run_pid), None) \
+        or next(iter(builder.host_procs.values()), None)
     if proc is None:
-        proc = b.process(f"Run {cp.label}{SEP}End to end", args={"clock": "CLOCK_MONOTONIC"})
-    track = b.lane(proc, "critical path (end to end)", 1 << 21)
+        proc = builder.process(f"Run {cp.label}{SEP}End to end", args={"clock": "CLOCK_MONOTONIC"})
+    track = builder.lane(proc, "critical path (end to end)", 1 << 21)
     segs = e2e.segments
     names, ix = intern([s.name for s in segs])
     cats, cat_ix = intern([s.category for s in segs])
@@ -109,9 +109,9 @@ def _end_to_end_block(b: TimelineBuilder, cp, ra: RankAnalysis, path_block: Slic
                        dur, names, ix, [ArgColumn("category", cat_ix, table=cats),
                                         ArgColumn("device_clock", np.full(len(segs), 0),
                                                   table=[e2e.clock])])
-    b.tl.blocks.append(block)
+    builder.tl.blocks.append(block)
     if len(path_block) and len(segs):
-        b.tl.flows.append(FlowBlock("end to end → device path", "critical_path", block,
+        builder.tl.flows.append(FlowBlock("end to end → device path", "critical_path", block,
                                     np.array([len(segs) - 1]), path_block, np.array([0])))
 
 

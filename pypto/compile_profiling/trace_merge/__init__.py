@@ -70,15 +70,15 @@ def merge_traces(inputs: Iterable[str | os.PathLike], *, offset_us: float | None
     # by default every view but the analysis's: they cost an analysis of every capture
     # (1M tasks: about 8 s of CPU), so they are drawn when asked for (by name, or `all`)
     default = frozenset(VIEWS) - frozenset(DERIVED_VIEWS)
-    sel = Selection(
+    selection = Selection(
         default if views is None else parse_names(views, VIEWS, "views"),
         frozenset(FLOWS) if flows is None else parse_names(flows, FLOWS, "flows"))
     if derived_views is None:
-        asked = [v for v in DERIVED_VIEWS if v in sel.views]
+        asked = [v for v in DERIVED_VIEWS if v in selection.views]
         if views is not None and asked:
             raise ValueError(f"view {asked[0]!r} is drawn by pypto.compile_profiling.analysis: "
                              "pass derived_views=analysis.TIMELINE_VIEWS")
-        sel = Selection(sel.views - frozenset(DERIVED_VIEWS), sel.flows)
+        selection = Selection(selection.views - frozenset(DERIVED_VIEWS), selection.flows)
     from pypto.compile_profiling.trace_merge.layout import lay_out
     from pypto.compile_profiling.trace_merge.place import place
     from pypto.compile_profiling.trace_merge.read_inputs import read_inputs
@@ -90,5 +90,5 @@ def merge_traces(inputs: Iterable[str | os.PathLike], *, offset_us: float | None
         say("placing sources")
         plan = place(found, offset_us=offset_us, align=align)
         say("laying out")
-        timeline, summary, warnings, kernel_lines = lay_out(plan, sel, derived_views)
+        timeline, summary, warnings, kernel_lines = lay_out(plan, selection, derived_views)
     return MergeResult(timeline, summary, warnings, kernel_lines)

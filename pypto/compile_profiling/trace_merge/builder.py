@@ -69,14 +69,14 @@ class TimelineBuilder:
         self.plan = plan
         self.tl = Timeline()
         real: set[int] = set()
-        for ct, _ in plan.traces:
-            real.update(ct.pid)
-            real.update(ct.tid)
-        for cp in plan.captures:
-            if cp.capture.run_log is not None:
-                for sp in cp.capture.run_log.spans:
+        for trace, _ in plan.traces:
+            real.update(trace.pid)
+            real.update(trace.tid)
+        for capture_plan in plan.captures:
+            if capture_plan.capture.run_log is not None:
+                for sp in capture_plan.capture.run_log.spans:
                     real.update((sp.pid, sp.tid))
-            for batch in cp.capture.host_phases:
+            for batch in capture_plan.capture.host_phases:
                 real.add(batch.pid)
                 real.update(batch.tid[batch.tid >= 0].tolist())
         self.ids = _Ids(real)
@@ -131,11 +131,11 @@ class TimelineBuilder:
         return tr
 
 
-def device_args(cp: CapturePlan, dev: DeviceClock, source: str) -> dict:
+def device_args(capture_plan: CapturePlan, dev: DeviceClock, source: str) -> dict:
     """Process args of a device view: how it was aligned, and from which file."""
     args = {"alignment": dev.describe(), "source": source}
-    if cp.capture.dispatch_program is not None:
-        args["program"] = cp.capture.dispatch_program.program
+    if capture_plan.capture.dispatch_program is not None:
+        args["program"] = capture_plan.capture.dispatch_program.program
     if dev.status != "calibrated":
         args["estimated"] = True
     return args

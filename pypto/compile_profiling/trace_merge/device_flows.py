@@ -49,13 +49,13 @@ class _Arrows:
         return out
 
 
-def add_device_flows(rows: DeviceRows, deps, sel: Selection
+def add_device_flows(rows: DeviceRows, deps, selection: Selection
                      ) -> tuple[list[FlowBlock], dict[str, int], dict[str, int]]:
     """-> (the selected arrows of one capture, arrows drawn per kind, arrows per kind that
     found no phase to bind to: not drawn)."""
     arrows = _Arrows()
     unbound: dict[str, int] = {}
-    if sel.flow("dependency") and deps is not None and len(deps.pred):
+    if selection.flow("dependency") and deps is not None and len(deps.pred):
         _dependency(arrows, rows, deps)
     phases = {p.thread: p for p in rows.scheduler if p.block is not None}
     if phases and rows.has_cpu.any():
@@ -63,7 +63,7 @@ def add_device_flows(rows: DeviceRows, deps, sel: Selection
         thread = _thread_of(rows, cpu)
         d_thr, d_row = _phase_at(phases, thread, rows.dispatch[cpu], "dispatch")
         c_thr, c_row = _phase_at(phases, thread, rows.finish[cpu], "complete", next_ok=True)
-        if sel.flow("dispatch"):
+        if selection.flow("dispatch"):
             unbound["dispatch"] = int((d_row < 0).sum())
             for th, p in phases.items():
                 on = (d_thr == th) & (d_row >= 0)
@@ -71,7 +71,7 @@ def add_device_flows(rows: DeviceRows, deps, sel: Selection
                 if rows.sched_view is not None:
                     arrows.add("dispatch", p.block, d_row[on], rows.sched_view,
                                rows.sched_view_row[cpu[on]])
-        if sel.flow("complete"):
+        if selection.flow("complete"):
             unbound["complete"] = int((c_row < 0).sum())
             for th, p in phases.items():
                 on = (c_thr == th) & (c_row >= 0)
@@ -79,10 +79,10 @@ def add_device_flows(rows: DeviceRows, deps, sel: Selection
                 if rows.sched_view is not None:
                     arrows.add("complete", rows.sched_view, rows.sched_view_row[cpu[on]],
                                p.block, c_row[on])
-        if sel.flow("submit-dispatch") and rows.submits:
+        if selection.flow("submit-dispatch") and rows.submits:
             unbound["submit-dispatch"] = _submit_dispatch(arrows, rows, phases, cpu, d_thr,
                                                           d_row)
-        if sel.flow("complete-ready") and deps is not None and len(deps.pred):
+        if selection.flow("complete-ready") and deps is not None and len(deps.pred):
             _complete_ready(arrows, rows, deps, phases, cpu, d_thr, d_row, c_thr, c_row)
     return arrows.blocks(), arrows.counts, {k: v for k, v in unbound.items() if v}
 

@@ -32,136 +32,151 @@ from pypto.compile_profiling.trace_merge.layout_converted import add_converted
 from pypto.compile_profiling.trace_merge.layout_device import add_capture
 from pypto.compile_profiling.trace_merge.layout_host import (
     add_compile_trace,
+    add_host_blocks,
     add_host_phases,
     add_report,
     add_run_log,
-    host_blocks,
 )
 from pypto.compile_profiling.trace_merge.place import Plan
 from pypto.compile_profiling.trace_merge.views import ALL, DERIVED_VIEWS, DerivedViews, Selection
 
 
-def lay_out(plan: Plan, sel: Selection = ALL, derived: DerivedViews | None = None
+def lay_out(plan: Plan, selection: Selection = ALL, derived: DerivedViews | None = None
             ) -> tuple[Timeline, list[str], list[str], list[str]]:
-    """-> (timeline, summary lines, warnings, a line per kernel); `sel`: the device views
+    """-> (timeline, summary lines, warnings, a line per kernel); `selection`: the device views
     and arrows to draw; `derived`: draws the views of `views.DERIVED_VIEWS` from the
     captures' rows."""
-    b = TimelineBuilder(plan)
+    builder = TimelineBuilder(plan)
     warnings = list(plan.warnings)
-    for ct, hc in plan.traces:
-        add_compile_trace(b, ct, hc)
-    for rp in plan.reports:
-        add_report(b, rp)
-    for cp in plan.captures:
-        if cp.capture.run_log is not None:
-            add_run_log(b, cp, warnings)
-        if cp.capture.host_phases:
-            add_host_phases(b, cp, warnings)
-    moved = host_blocks(b)
+    for trace, host_clock in plan.traces:
+        add_compile_trace(builder, trace, host_clock)
+    for report_plan in plan.reports:
+        add_report(builder, report_plan)
+    for capture_plan in plan.captures:
+        if capture_plan.capture.run_log is not None:
+            add_run_log(builder, capture_plan, warnings)
+        if capture_plan.capture.host_phases:
+            add_host_phases(builder, capture_plan, warnings)
+    moved = add_host_blocks(builder)
 
     if moved:
         warnings.append(f"{moved} host spans did not nest and were moved to sub-lanes")
     drawn = []
-    for cp in plan.captures:
-        warnings.extend(cp.capture.warnings)
-        for other in cp.capture.files.listed_only:
-            b.summary.append(f"{other}: not a timeline, listed only")
-        if cp.capture.records is not None:
-            for conv in cp.capture.files.converted:
-                b.summary.append(f"{conv}: Simpler's rendering of the records beside it, "
+    for capture_plan in plan.captures:
+        warnings.extend(capture_plan.capture.warnings)
+        for other in capture_plan.capture.files.listed_only:
+            builder.summary.append(f"{other}: not a timeline, listed only")
+        if capture_plan.capture.records is not None:
+            for conv in capture_plan.capture.files.converted:
+                builder.summary.append(f"{conv}: Simpler's rendering of the records beside it, "
                                  "not read (the records are drawn)")
-        if cp.capture.records is not None:
-            rows = _add_device_views(b, cp, sel, warnings)
+        if capture_plan.capture.records is not None:
+            rows = _add_device_views(builder, capture_plan, selection, warnings)
             if rows is not None:
-                drawn.append((cp, rows))
-        elif cp.converted is not None:
-            for conv in cp.capture.converted:
-                add_converted(b, cp, conv, warnings)
-        if cp.capture.records is None and not cp.capture.converted and (
-                cp.capture.deps is not None or cp.capture.name_map is not None):
-            warnings.append(f"{cp.capture.files.directory}: deps.json / name map without "
+                drawn.append((capture_plan, rows))
+        elif capture_plan.converted is not None:
+            for conv in capture_plan.capture.converted:
+                add_converted(builder, capture_plan, conv, warnings)
+        if capture_plan.capture.records is None and not capture_plan.capture.converted and (
+                capture_plan.capture.deps is not None or capture_plan.capture.name_map is not None):
+            warnings.append(f"{capture_plan.capture.files.directory}: deps.json / name map without "
                             "swimlane records: nothing to draw them on")
-    if derived is not None and any(sel.view(v) for v in DERIVED_VIEWS):
-        derived(b, plan, drawn, sel, warnings)
-    n_flows = _kernel_codegen_flows(b)
-    for n, p in enumerate(b.order):
+    if derived is not None and any(selection.view(v) for v in DERIVED_VIEWS):
+        derived(builder, plan, drawn, selection, warnings)
+    n_flows = _kernel_codegen_flows(builder)
+    for n, p in enumerate(builder.order):
         p.sort_index = n
     warnings = list(dict.fromkeys(warnings))
-    b.tl.metadata.update({
+    builder.tl.metadata.update({
         "clock": CLOCK,
         "producer": "pypto.compile_profiling.trace_merge",
         "reference_host": plan.reference_host,
-        "sources": b.sources,
-        "alignment": {m["path"]: m["alignment"] for m in b.sources},
-        "estimated": any(m.get("estimated") for m in b.sources),
+        "sources": builder.sources,
+        "alignment": {m["path"]: m["alignment"] for m in builder.sources},
+        "estimated": any(m.get("estimated") for m in builder.sources),
         "kernel_codegen_flows": n_flows,
         "warnings": warnings,
     })
     if plan.reference_anchor is not None:
-        b.tl.metadata["reference_clock_anchor"] = {"monotonic_ns": plan.reference_anchor.mono_ns,
-                                                   "wall_ns": plan.reference_anchor.wall_ns}
+        builder.tl.metadata["reference_clock_anchor"] = {
+            "monotonic_ns": plan.reference_anchor.mono_ns,
+            "wall_ns": plan.reference_anchor.wall_ns,
+        }
     if n_flows:
-        b.summary.append(f"linked {n_flows} kernel_codegen stage(s) to their first device task")
-    return b.tl, b.summary, warnings, b.kernel_lines
+        builder.summary.append(
+            f"linked {n_flows} kernel_codegen stage(s) to their first device task"
+        )
+    return builder.tl, builder.summary, warnings, builder.kernel_lines
 
 
-def _add_device_views(b: TimelineBuilder, cp, sel: Selection, warnings: list[str]):
+def _add_device_views(
+    builder: TimelineBuilder, capture_plan, selection: Selection, warnings: list[str]
+):
     """A capture's views, then its arrows and counters, and its per-kernel totals; -> its
     rows (None without AICore rows)."""
-    rows = add_capture(b, cp, sel, warnings)
+    rows = add_capture(builder, capture_plan, selection, warnings)
     if rows is None:
         return None
-    flows, drawn, unbound = add_device_flows(rows, cp.capture.deps, sel)
+    flows, drawn, unbound = add_device_flows(rows, capture_plan.capture.deps, selection)
     counts = {**drawn, **{f"{k}_unbound": v for k, v in unbound.items()}}
-    b.tl.flows.extend(flows)
+    builder.tl.flows.extend(flows)
     extra: dict[str, int] = {}
-    if sel.view("ready-queue") and rows.scheduler_proc is not None:
+    if selection.view("ready-queue") and rows.scheduler_proc is not None:
         queue = ready_queue_counters(rows, rows.scheduler_proc)
-        b.tl.counters.extend(queue)
+        builder.tl.counters.extend(queue)
         if queue:
             extra["ready_queue_samples"] = sum(len(c.ts_ns) for c in queue)
-    if sel.view("utilisation") and rows.worker_proc is not None:
+    if selection.view("utilisation") and rows.worker_proc is not None:
         busy, width = utilisation_counters(rows, rows.worker_proc)
-        b.tl.counters.extend(busy)
+        builder.tl.counters.extend(busy)
         if busy:
             extra["utilisation_counters"] = len(busy)
             rows.worker_proc.args["utilisation_bin_ns"] = width
     shown = {**{f"{k}_flows": v for k, v in counts.items()}, **extra}
     if shown:
-        b.summary.append(f"{cp.capture.records.path}: capture {cp.label}: " + ", ".join(
-            f"{v} {k.replace('-', '_')}" for k, v in shown.items() if v))
+        builder.summary.append(
+            f"{capture_plan.capture.records.path}: capture {capture_plan.label}: "
+            + ", ".join(f"{v} {k.replace('-', '_')}" for k, v in shown.items() if v)
+        )
     for kind, n in unbound.items():
-        warnings.append(f"{cp.capture.records.path}: {n} {kind} arrows have no scheduler "
+        warnings.append(f"{capture_plan.capture.records.path}: {n} {kind} arrows have no scheduler "
                         "phase to bind to (not drawn)")
-    brief, lines, table = kernel_summary(cp.capture, rows)
+    brief, lines, table = kernel_summary(capture_plan.capture, rows)
     if table:
-        b.summary.append(brief)
-    b.kernel_lines.extend(lines)
-    b.sources[-1]["kernels"] = table
-    b.sources[-1]["flows"] = counts
+        builder.summary.append(brief)
+    builder.kernel_lines.extend(lines)
+    builder.sources[-1]["kernels"] = table
+    builder.sources[-1]["flows"] = counts
     return rows
 
 
-def _kernel_codegen_flows(b: TimelineBuilder) -> int:
+def _kernel_codegen_flows(builder: TimelineBuilder) -> int:
     """One arrow from each kernel's `kernel_codegen:<name>` stage (the last one that
     started before the task) to the first device task of that kernel."""
-    rows = b.host_rows
+    rows = builder.host_rows
     by_kernel: dict[str, list[tuple[int, int]]] = {}
-    for i in b.codegen_rows:
+    for i in builder.codegen_rows:
         by_kernel.setdefault(rows.name[i][len(KERNEL_CODEGEN_PREFIX):], []).append(
             (rows.start[i], i))
     groups: dict[tuple[int, int], tuple[SliceBlock, SliceBlock, list[int], list[int]]] = {}
-    for kname, block, r, ts in b.first_task:
+    for kname, block, r, ts in builder.first_task:
         cands = sorted(by_kernel.get(kname, ()))
         if not cands:
             continue
         k = max(bisect.bisect_right([c[0] for c in cands], ts) - 1, 0)
-        src_block, src_row = b.host_index[cands[k][1]]
+        src_block, src_row = builder.host_index[cands[k][1]]
         group = groups.setdefault((id(src_block), id(block)), (src_block, block, [], []))
         group[2].append(src_row)
         group[3].append(r)
     for src_block, dst_block, src_rows, dst_rows in groups.values():
-        b.tl.flows.append(FlowBlock("kernel_codegen→first task", "kernel_codegen", src_block,
-                                    np.array(src_rows, dtype=np.int64), dst_block,
-                                    np.array(dst_rows, dtype=np.int64)))
+        builder.tl.flows.append(
+            FlowBlock(
+                "kernel_codegen→first task",
+                "kernel_codegen",
+                src_block,
+                np.array(src_rows, dtype=np.int64),
+                dst_block,
+                np.array(dst_rows, dtype=np.int64),
+            )
+        )
     return sum(len(g[2]) for g in groups.values())

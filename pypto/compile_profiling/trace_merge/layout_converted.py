@@ -16,11 +16,13 @@ from pypto.compile_profiling.trace_merge.lanes import sublanes
 from pypto.compile_profiling.trace_merge.place import CapturePlan
 
 
-def add_converted(b: TimelineBuilder, cp: CapturePlan, conv, warnings: list[str]) -> None:
-    dev = cp.converted
+def add_converted(
+    builder: TimelineBuilder, capture_plan: CapturePlan, conv, warnings: list[str]
+) -> None:
+    dev = capture_plan.converted
     off = round(dev.offset_ns)
     tag = f" ({dev.label})"
-    args = device_args(cp, dev, conv.path)
+    args = device_args(capture_plan, dev, conv.path)
     if conv.metadata:
         args["simpler_metadata"] = conv.metadata
     slices = conv.slices
@@ -28,7 +30,7 @@ def add_converted(b: TimelineBuilder, cp: CapturePlan, conv, warnings: list[str]
     for pid in sorted({s.pid for s in slices} | set(conv.process_names)
                       | {c.pid for c in conv.counters}):
         view = conv.process_names.get(pid) or f"view {pid}"
-        procs[pid] = b.process(f"Device {cp.label}{SEP}Simpler {view}{tag}",
+        procs[pid] = builder.process(f"Device {capture_plan.label}{SEP}Simpler {view}{tag}",
                                args=dict(args, simpler_pid=pid), estimated=True)
     n = len(slices)
     start = np.fromiter((s.start_ns for s in slices), dtype=np.int64, count=n) + off
@@ -46,7 +48,7 @@ def add_converted(b: TimelineBuilder, cp: CapturePlan, conv, warnings: list[str]
         sub = sublanes(start[idx], end[idx], allow_nesting=True)
         first = len(tracks)
         for k in range(int(sub.max()) + 1):
-            tracks.append(b.lane(procs[key[0]], name if k == 0 else f"{name} (overlap {k})",
+            tracks.append(builder.lane(procs[key[0]], name if k == 0 else f"{name} (overlap {k})",
                                  sort * 100 + k))
         tix[idx] = first + sub
         moved += int(np.count_nonzero(sub))
@@ -59,7 +61,7 @@ def add_converted(b: TimelineBuilder, cp: CapturePlan, conv, warnings: list[str]
         names, name_ix = intern([slices[i].name for i in idx])
         block = SliceBlock(cat, tracks, tix[sel], start[sel], end[sel] - start[sel], names,
                            name_ix, [], [slices[i].args for i in idx])
-        b.tl.blocks.append(block)
+        builder.tl.blocks.append(block)
         for r, i in enumerate(idx):
             where[i] = (block, r)
     groups: dict[tuple, tuple[SliceBlock, SliceBlock, list[int], list[int]]] = {}
@@ -69,18 +71,28 @@ def add_converted(b: TimelineBuilder, cp: CapturePlan, conv, warnings: list[str]
         g[2].append(sr)
         g[3].append(dr)
     for (name, cat, _, _), (sb, db, srows, drows) in groups.items():
-        b.tl.flows.append(FlowBlock(name, cat or name, sb, np.array(srows, dtype=np.int64), db,
-                                    np.array(drows, dtype=np.int64)))
+        builder.tl.flows.append(
+            FlowBlock(
+                name,
+                cat or name,
+                sb,
+                np.array(srows, dtype=np.int64),
+                db,
+                np.array(drows, dtype=np.int64),
+            )
+        )
     for c in conv.counters:
-        b.tl.counters.append(CounterTrack(procs[c.pid], c.name, c.ts_ns + off, c.values))
+        builder.tl.counters.append(CounterTrack(procs[c.pid], c.name, c.ts_ns + off, c.values))
     if moved:
         warnings.append(f"{conv.path}: {moved} slices did not nest and were moved to sub-lanes")
     if conv.unbound_flows:
         warnings.append(f"{conv.path}: {conv.unbound_flows} flows could not be bound to a slice")
     samples = sum(len(c.ts_ns) for c in conv.counters)
-    b.summary.append(f"{conv.path}: Simpler converted trace ({cp.label}), {n} slices, "
-                     f"{len(conv.flows)} flows, {samples} counter samples; ESTIMATED "
-                     f"({dev.label}: {dev.how})")
-    b.sources.append({"path": conv.path, "kind": "merged_swimlane",
+    builder.summary.append(
+        f"{conv.path}: Simpler converted trace ({capture_plan.label}), {n} slices, "
+        f"{len(conv.flows)} flows, {samples} counter samples; ESTIMATED "
+        f"({dev.label}: {dev.how})"
+    )
+    builder.sources.append({"path": conv.path, "kind": "merged_swimlane",
                       "alignment": f"{dev.status}: {dev.how}", "estimated": True,
                       "uncertainty_ns": dev.uncertainty_ns})

@@ -102,14 +102,15 @@ class DeviceRows:
     used_cpu_rows: int = 0
 
 
-def add_capture(b: TimelineBuilder, cp: CapturePlan, sel: Selection, warnings: list[str]
-                ) -> DeviceRows | None:
+def add_capture(
+    builder: TimelineBuilder, capture_plan: CapturePlan, selection: Selection, warnings: list[str]
+) -> DeviceRows | None:
     """Draw the selected views of one capture; -> its rows (None without AICore rows)."""
-    cap, dev = cp.capture, cp.device
+    cap, dev = capture_plan.capture, capture_plan.device
     rec = cap.records
     estimated = dev.status != "calibrated"
     tag = f" ({dev.label})"
-    args = device_args(cp, dev, rec.path)
+    args = device_args(capture_plan, dev, rec.path)
     args.update(chip_swimlane_level=rec.level, clock_freq_hz=rec.freq_hz)
     counts: dict[str, int] = {}
     if dev.mapping is not None:
@@ -122,8 +123,11 @@ def add_capture(b: TimelineBuilder, cp: CapturePlan, sel: Selection, warnings: l
 
     def view_process(name: str, proc_args: dict = args, device_clock: bool = True) -> Process:
         """A device view, its name saying how its device clock was placed."""
-        return b.process(f"Device {cp.label}{SEP}{name}{tag if device_clock else ''}",
-                         args=proc_args, estimated=estimated and device_clock)
+        return builder.process(
+            f"Device {capture_plan.label}{SEP}{name}{tag if device_clock else ''}",
+            args=proc_args,
+            estimated=estimated and device_clock,
+        )
 
     sched_streams = [s for s in rec.scheduler if len(s.start)]
     assigned = {t for t in rec.core_to_thread or () if t >= 0}
@@ -131,15 +135,15 @@ def add_capture(b: TimelineBuilder, cp: CapturePlan, sel: Selection, warnings: l
     lanes = [_scheduler_lane(s, r) for s, r in zip(sched_streams, roles)]
     capture_note = _today_args(rec, sched_streams, lanes, args, warnings)
 
-    rows = device_rows(cp)
+    rows = device_rows(capture_plan)
     has_aicore = rows is not None          # device_rows: None without AICore rows
-    if has_aicore and (sel.view("worker") or sel.view("utilisation")):
+    if has_aicore and (selection.view("worker") or selection.view("utilisation")):
         rows.worker_proc = view_process("AICore")
-    if has_aicore and sel.view("scheduler-view") and rows.has_cpu.any():
+    if has_aicore and selection.view("scheduler-view") and rows.has_cpu.any():
         rows.sched_proc = view_process("Scheduler view")
     moved = 0
     sched_proc = None
-    if sched_streams and (sel.view("scheduler") or sel.view("ready-queue")):
+    if sched_streams and (selection.view("scheduler") or selection.view("ready-queue")):
         by_aicore = all(s.producer == "aicore" for s in sched_streams)
         sched_proc = view_process("AICore scheduler" if by_aicore else "AICPU scheduler")
     scheduler = []
@@ -147,42 +151,69 @@ def add_capture(b: TimelineBuilder, cp: CapturePlan, sel: Selection, warnings: l
         marker = np.isin(s.kind, [i for i, k in enumerate(s.kinds) if k in MARKER_KINDS])
         if marker.any():      # drawn on the AICPU's worker lane, as Simpler does
             markers, s = s.take(np.flatnonzero(marker)), s.take(np.flatnonzero(~marker))
-            on = rows.worker_proc if rows is not None and rows.worker_proc is not None \
-                and sel.view("worker") else sched_proc if sel.view("scheduler") else None
-            moved += _phase_rows(b, on, f"AICPU_{s.thread}", 10_000 + s.thread, markers,
+            on = (
+                rows.worker_proc
+                if rows is not None and rows.worker_proc is not None and selection.view("worker")
+                else sched_proc
+                if selection.view("scheduler")
+                else None
+            )
+            moved += _phase_rows(builder, on, f"AICPU_{s.thread}", 10_000 + s.thread, markers,
                                  dev.to_ns, "aicpu_worker", _scheduler_names)[1]
-        scheduler.append(_phase_rows(b, sched_proc if sel.view("scheduler") else None, lane,
-                                     s.thread, s, dev.to_ns, "scheduler", _scheduler_names,
-                                     role))
+        scheduler.append(
+            _phase_rows(
+                builder,
+                sched_proc if selection.view("scheduler") else None,
+                lane,
+                s.thread,
+                s,
+                dev.to_ns,
+                "scheduler",
+                _scheduler_names,
+                role,
+            )
+        )
     moved += sum(m for _, m in scheduler)
     counts["scheduler_phases"] = sum(len(s.start) for s in rec.scheduler)
     life = [s for s in rec.lifecycle if len(s.start)]
-    if life and sel.view("lifecycle"):
+    if life and selection.view("lifecycle"):
         proc = view_process("AICPU lifecycle")
         for s in life:
-            moved += _phase_rows(b, proc, f"AICPU_{s.thread}", s.thread, s, dev.to_ns,
+            moved += _phase_rows(builder, proc, f"AICPU_{s.thread}", s.thread, s, dev.to_ns,
                                  "aicpu_lifecycle", None)[1]
     counts["lifecycle_phases"] = sum(len(s.start) for s in life)
     host_streams = [s for s in rec.host_orchestrator if len(s.start)]
     uploads = [s for s in rec.host_uploads if len(s.start)]
     dev_orch = [s for s in rec.orchestrator if len(s.start)]
     submits = []
-    if (dev_orch or host_streams or uploads) and sel.view("orchestrator"):
+    if (dev_orch or host_streams or uploads) and selection.view("orchestrator"):
         oargs = dict(args) if dev_orch else {
             "alignment": {"status": "exact", "method": "host_monotonic_ns"}, "source": rec.path}
         proc = view_process("Orchestrator", oargs, bool(dev_orch))
 
         def host_ns(v: np.ndarray) -> np.ndarray:
-            return v.astype(np.int64) + cp.host.offset_ns
+            return v.astype(np.int64) + capture_plan.host.offset_ns
 
         for s in dev_orch:
-            submits.append(_phase_rows(b, proc, f"Orch_{s.thread}", s.thread, s, dev.to_ns,
-                                       "orchestrator", _submit_names))
+            submits.append(
+                _phase_rows(
+                    builder,
+                    proc,
+                    f"Orch_{s.thread}",
+                    s.thread,
+                    s,
+                    dev.to_ns,
+                    "orchestrator",
+                    _submit_names,
+                )
+            )
         for s in host_streams:
-            submits.append(_phase_rows(b, proc, f"Host_{s.thread}", 50 + s.thread, s, host_ns,
+            submits.append(_phase_rows(builder, proc, f"Host_{s.thread}", 50 + s.thread, s, host_ns,
                                        "host_orchestrator", _submit_names))
         for s in uploads:
-            moved += _phase_rows(b, proc, "H2D", 99 + s.thread, s, host_ns, "host_h2d", None)[1]
+            moved += _phase_rows(builder, proc, "H2D", 99 + s.thread, s, host_ns, "host_h2d", None)[
+                1
+            ]
         moved += sum(m for _, m in submits)
     counts["orchestrator_phases"] = sum(len(s.start) for s in dev_orch)
     counts["host_orchestrator_phases"] = sum(len(s.start) for s in host_streams)
@@ -193,10 +224,10 @@ def add_capture(b: TimelineBuilder, cp: CapturePlan, sel: Selection, warnings: l
         rows.scheduler_proc = sched_proc
         rows.scheduler = [p for p, _ in scheduler]
         rows.submits = [p for p, _ in submits]
-        if rows.worker_proc is not None and sel.view("worker"):
-            moved += _worker_blocks(b, rows, cap, sel.view("setup"))
+        if rows.worker_proc is not None and selection.view("worker"):
+            moved += _worker_blocks(builder, rows, cap, selection.view("setup"))
         if rows.sched_proc is not None:
-            counts["scheduler_view_overlaps"] = _scheduler_view_block(b, rows)
+            counts["scheduler_view_overlaps"] = _scheduler_view_block(builder, rows)
         joined = int(rows.has_cpu.sum())
         counts["aicpu_joined"] = joined
         counts["aicpu_unmatched"] = unmatched = n_cpu - rows.used_cpu_rows
@@ -206,8 +237,10 @@ def add_capture(b: TimelineBuilder, cp: CapturePlan, sel: Selection, warnings: l
                             "(joined on core_id, reg_task_id)")
     counts["overlaps_moved"] = moved
     if moved:
-        warnings.append(f"{rec.path}: {moved} overlapping slices of {cp.label} were moved "
-                        "to '(overlap k)' sub-lanes")
+        warnings.append(
+            f"{rec.path}: {moved} overlapping slices of {capture_plan.label} were moved "
+            "to '(overlap k)' sub-lanes"
+        )
     line = ", ".join(f"{v} {k}" for k, v in counts.items() if v)
     if dev.containment is not None:
         how = f"CONTAINED, slack {fmt_ns(dev.uncertainty_ns)} ({dev.how})"
@@ -218,15 +251,15 @@ def add_capture(b: TimelineBuilder, cp: CapturePlan, sel: Selection, warnings: l
                f"±{fmt_ns(dev.uncertainty_ns)})")
         if dev.cross_check:
             how += f"; {dev.cross_check}"
-    if cp.host.offset_ns:
-        how += f"; {cp.host.how}"
-    b.summary.append(f"{rec.path}: capture {cp.label}, level {rec.level}: {line}; {how}"
+    if capture_plan.host.offset_ns:
+        how += f"; {capture_plan.host.how}"
+    builder.summary.append(f"{rec.path}: capture {capture_plan.label}, level {rec.level}: {line}; {how}"
                      + capture_note)
-    b.sources.append({"path": rec.path, "kind": "swimlane_records", "rank": cp.label,
+    builder.sources.append({"path": rec.path, "kind": "swimlane_records", "rank": capture_plan.label,
                       "alignment": dev.mapping.method if not estimated
                       else f"{dev.status}: {dev.how}",
                       "estimated": estimated, "uncertainty_ns": dev.uncertainty_ns,
-                      "details": dev.describe(), "host_offset_ns": cp.host.offset_ns})
+                      "details": dev.describe(), "host_offset_ns": capture_plan.host.offset_ns})
     return rows
 
 
@@ -319,7 +352,7 @@ def _outside_window(rec, dev: DeviceClock) -> int:
     return n
 
 
-def _phase_rows(b: TimelineBuilder, proc: Process | None, lane: str, sort_index: int, s, to_ns,
+def _phase_rows(builder: TimelineBuilder, proc: Process | None, lane: str, sort_index: int, s, to_ns,
                 cat: str, namer, role: str = "scheduler") -> tuple[PhaseRows, int]:
     """One phase stream on the reference axis, drawn on `proc` (lanes `lane`, `lane (overlap
     k)`) unless `proc` is None; -> (its rows, slices moved to overlap lanes)."""
@@ -330,7 +363,7 @@ def _phase_rows(b: TimelineBuilder, proc: Process | None, lane: str, sort_index:
         return rows, 0
     sub = sublanes(start, end, allow_nesting=True)
     n_lanes = int(sub.max()) + 1 if len(sub) else 1
-    tracks = [b.lane(proc, lane if k == 0 else f"{lane} (overlap {k})", sort_index * 100 + k)
+    tracks = [builder.lane(proc, lane if k == 0 else f"{lane} (overlap {k})", sort_index * 100 + k)
               for k in range(n_lanes)]
     names, name_ix = namer(s) if namer else (list(s.kinds), s.kind.astype(np.int32))
     unit = "cycles" if s.clock == "device_cycles" else "host_ns"
@@ -338,7 +371,7 @@ def _phase_rows(b: TimelineBuilder, proc: Process | None, lane: str, sort_index:
         and len(s.kinds) > 1 else []
     args += [ArgColumn(f"start_{unit}", s.start), ArgColumn(f"end_{unit}", s.end), *s.args]
     rows.block = SliceBlock(cat, tracks, sub, start, end - start, names, name_ix, args)
-    b.tl.blocks.append(rows.block)
+    builder.tl.blocks.append(rows.block)
     return rows, int(np.count_nonzero(sub))
 
 
@@ -428,10 +461,10 @@ def row_kernels(cap) -> tuple[np.ndarray, np.ndarray]:
     return np.full(n, -1, dtype=np.int64), ((cnt > 1) & (types != 3))[inv.reshape(-1)]
 
 
-def device_rows(cp: CapturePlan) -> DeviceRows | None:
+def device_rows(capture_plan: CapturePlan) -> DeviceRows | None:
     """The AICore rows with their AICPU row (joined on (core_id, reg_task_id), the last
     duplicate wins) and kernel, every time point on the reference axis."""
-    cap, dev = cp.capture, cp.device
+    cap, dev = capture_plan.capture, capture_plan.device
     rec = cap.records
     a, cpu = rec.aicore, rec.aicpu
     n = len(a["start_cycles"])
@@ -449,7 +482,7 @@ def device_rows(cp: CapturePlan) -> DeviceRows | None:
     else:
         dispatch = finish = np.zeros(n, dtype=np.int64)
     func, spmd = row_kernels(cap)
-    rows = DeviceRows(cp.label, list(rec.core_types), rec.core_to_thread, a["task_id"],
+    rows = DeviceRows(capture_plan.label, list(rec.core_types), rec.core_to_thread, a["task_id"],
                       a["core_id"], func, spmd, start, end, receive, has, dispatch, finish)
     used = np.zeros(len(cpu["core_id"]), dtype=bool)
     used[joined[has]] = True                  # 900k rows: 0.79 -> 0.003 s CPU (np.unique)
@@ -479,12 +512,12 @@ def _task_labels(rows: DeviceRows, names_map) -> tuple[list[str], np.ndarray, li
     return rows.labels
 
 
-def _core_lanes(b: TimelineBuilder, proc: Process, rows: DeviceRows, start: np.ndarray,
-                end: np.ndarray, sel: np.ndarray | None = None
+def _core_lanes(builder: TimelineBuilder, proc: Process, rows: DeviceRows, start: np.ndarray,
+                end: np.ndarray, mask: np.ndarray | None = None
                 ) -> tuple[list[Track], np.ndarray, int]:
     """One lane per core (`AIC_3`), overlapping rows on `AIC_3 (overlap k)`; -> (tracks,
     track index per selected row, rows on overlap lanes)."""
-    idx = np.arange(len(rows.core)) if sel is None else np.flatnonzero(sel)
+    idx = np.arange(len(rows.core)) if mask is None else np.flatnonzero(mask)
     core = rows.core[idx]
     tracks: list[Track] = []
     tix = np.empty(len(idx), dtype=np.int32)
@@ -492,24 +525,24 @@ def _core_lanes(b: TimelineBuilder, proc: Process, rows: DeviceRows, start: np.n
     for c in np.unique(core).tolist():
         on = np.flatnonzero(core == c)
         sub = sublanes(start[idx[on]], end[idx[on]], allow_nesting=False)
-        ct = rows.core_types[c] if c < len(rows.core_types) else "core"
-        base = f"{ct.upper()}_{c}"
+        core_type = rows.core_types[c] if c < len(rows.core_types) else "core"
+        base = f"{core_type.upper()}_{c}"
         first = len(tracks)
         for k in range(int(sub.max()) + 1):
-            tracks.append(b.lane(proc, base if k == 0 else f"{base} (overlap {k})", c * 100 + k))
+            tracks.append(builder.lane(proc, base if k == 0 else f"{base} (overlap {k})", c * 100 + k))
         tix[on] = first + sub
         moved += int(np.count_nonzero(sub))
     return tracks, tix, moved
 
 
-def _worker_blocks(b: TimelineBuilder, rows: DeviceRows, cap, setup: bool) -> int:
+def _worker_blocks(builder: TimelineBuilder, rows: DeviceRows, cap, setup: bool) -> int:
     """The kernel bars (kernel start to end) and, with `setup`, the receive -> start wait
     before each, on one lane per core; a lane holds a task from receive to end, so the
     wait never overlaps the previous kernel. -> rows moved to overlap lanes."""
     rec = cap.records
     a = rec.aicore
     lane_start = rows.receive if setup else rows.start
-    tracks, tix, moved = _core_lanes(b, rows.worker_proc, rows, lane_start, rows.end)
+    tracks, tix, moved = _core_lanes(builder, rows.worker_proc, rows, lane_start, rows.end)
     names_map = rows.names
     labels, name_ix, displays = _task_labels(rows, names_map)
     has = rows.has_cpu
@@ -538,32 +571,41 @@ def _worker_blocks(b: TimelineBuilder, rows: DeviceRows, cap, setup: bool) -> in
     ]
     block = SliceBlock("aicore", tracks, tix, rows.start, rows.end - rows.start, labels,
                        name_ix, args)
-    b.tl.blocks.append(block)
+    builder.tl.blocks.append(block)
     rows.worker = block
     if setup:
         wait = np.flatnonzero(rows.receive < rows.start)
         if len(wait):
-            b.tl.blocks.append(SliceBlock(
-                "aicore_setup", tracks, tix[wait], rows.receive[wait],
-                rows.start[wait] - rows.receive[wait], ["setup"],
-                np.zeros(len(wait), dtype=np.int32),
-                [ArgColumn("task", name_ix[wait], table=displays),
-                 ArgColumn("task_id", rows.task[wait]),
-                 ArgColumn("receive_to_start_ns", rows.start[wait] - rows.receive[wait])]))
+            builder.tl.blocks.append(
+                SliceBlock(
+                    "aicore_setup",
+                    tracks,
+                    tix[wait],
+                    rows.receive[wait],
+                    rows.start[wait] - rows.receive[wait],
+                    ["setup"],
+                    np.zeros(len(wait), dtype=np.int32),
+                    [
+                        ArgColumn("task", name_ix[wait], table=displays),
+                        ArgColumn("task_id", rows.task[wait]),
+                        ArgColumn("receive_to_start_ns", rows.start[wait] - rows.receive[wait]),
+                    ],
+                )
+            )
     # first row of each kernel (for kernel_codegen flows)
     for f in np.unique(rows.func[rows.func >= 0]).tolist():
         sel = np.flatnonzero(rows.func == f)
         r = int(sel[np.argmin(rows.start[sel])])
-        b.first_task.append((kernel_name(f, names_map), block, r, int(rows.start[r])))
+        builder.first_task.append((kernel_name(f, names_map), block, r, int(rows.start[r])))
     return moved
 
 
-def _scheduler_view_block(b: TimelineBuilder, rows: DeviceRows) -> int:
+def _scheduler_view_block(builder: TimelineBuilder, rows: DeviceRows) -> int:
     """The Scheduler view: per core, each task from the AICPU's dispatch to its finish
     (two tasks of one core overlap when the AICPU dispatches ahead: a second lane).
     -> rows on overlap lanes (expected, not moved data: no warning)."""
     has = rows.has_cpu
-    tracks, tix, moved = _core_lanes(b, rows.sched_proc, rows, rows.dispatch, rows.finish, has)
+    tracks, tix, moved = _core_lanes(builder, rows.sched_proc, rows, rows.dispatch, rows.finish, has)
     idx = np.flatnonzero(has)
     labels, name_ix, displays = _task_labels(rows, rows.names)
     block = SliceBlock("scheduler_view", tracks, tix, rows.dispatch[idx],
@@ -574,7 +616,7 @@ def _scheduler_view_block(b: TimelineBuilder, rows: DeviceRows) -> int:
                            ArgColumn("dispatch_to_start_ns", rows.start[idx] - rows.dispatch[idx]),
                            ArgColumn("kernel_ns", rows.end[idx] - rows.start[idx]),
                            ArgColumn("end_to_finish_ns", rows.finish[idx] - rows.end[idx])])
-    b.tl.blocks.append(block)
+    builder.tl.blocks.append(block)
     rows.sched_view = block
     rows.sched_view_row = np.full(len(rows.task), -1, dtype=np.int64)
     rows.sched_view_row[idx] = np.arange(len(idx))

@@ -2,7 +2,7 @@
 `pipeline_profile.json` (durations only, laid end to end), Simpler run logs (`[STRACE]`
 host spans on their real pid/tid, joining the compile process of the same run; `clk=dev`
 spans on a device-clock lane of that run) and Simpler's host phase records. Their rows are
-collected first and nested per thread across sources (`host_blocks`)."""
+collected first and nested per thread across sources (`add_host_blocks`)."""
 
 from __future__ import annotations
 
@@ -19,47 +19,57 @@ from pypto.compile_profiling.trace_merge.place import CapturePlan, HostClock
 from pypto.compile_profiling.trace_merge.read_inputs import CompileTrace
 
 
-def add_compile_trace(b: TimelineBuilder, ct: CompileTrace, hc: HostClock) -> None:
-    pids = sorted(set(ct.pid) | set(ct.process_names),
-                  key=lambda p: (ct.process_sort.get(p, 1 << 30), p))
+def add_compile_trace(builder: TimelineBuilder, trace: CompileTrace, host_clock: HostClock) -> None:
+    pids = sorted(set(trace.pid) | set(trace.process_names),
+                  key=lambda p: (trace.process_sort.get(p, 1 << 30), p))
     procs = {}
     for pid in pids:
-        args = {"os_pid": pid, "source": ct.path, "clock": CLOCK, "alignment": hc.how}
-        if ct.host:
-            args["host"] = ct.host
-        procs[pid] = b.process(ct.process_names.get(pid, f"PyPTO process {pid}"), os_pid=pid,
-                               host=ct.host, args=args)
-    keys = sorted(set(zip(ct.pid, ct.tid)) | set(ct.thread_names),
-                  key=lambda k: (ct.thread_sort.get(k, 1 << 30), k))
+        args = {"os_pid": pid, "source": trace.path, "clock": CLOCK, "alignment": host_clock.how}
+        if trace.host:
+            args["host"] = trace.host
+        procs[pid] = builder.process(
+            trace.process_names.get(pid, f"PyPTO process {pid}"),
+            os_pid=pid,
+            host=trace.host,
+            args=args,
+        )
+    keys = sorted(set(zip(trace.pid, trace.tid)) | set(trace.thread_names),
+                  key=lambda k: (trace.thread_sort.get(k, 1 << 30), k))
     # `otherData.lanes`: tids the profiler gave to stages that interleave on one thread
     # (asyncio tasks); they are lanes of that thread's process, not OS threads
-    lanes = ct.other.get("lanes") if isinstance(ct.other.get("lanes"), dict) else {}
+    lanes = trace.other.get("lanes") if isinstance(trace.other.get("lanes"), dict) else {}
     tracks = {}
     for n, k in enumerate(keys):
-        name, sort = ct.thread_names.get(k, f"thread {k[1]}"), ct.thread_sort.get(k, n)
-        tracks[k] = (b.lane(procs[k[0]], name, sort) if str(k[1]) in lanes
-                     else b.thread(procs[k[0]], k[1], name, sort))
-    rows, off = b.host_rows, hc.offset_ns
-    for i in range(len(ct.name)):
-        if ct.name[i].startswith(KERNEL_CODEGEN_PREFIX):
-            b.codegen_rows.append(len(rows.start))
-        rows.add(tracks[(ct.pid[i], ct.tid[i])], ct.start_ns[i] + off, ct.end_ns[i] + off,
-                 ct.name[i], ct.cat[i], ct.args[i])
-    b.summary.append(f"{ct.path}: compile trace, {len(ct.name)} slices in {len(procs)} "
-                     f"process(es); {hc.how}")
-    b.sources.append({"path": ct.path, "kind": "compile_trace", "alignment": hc.how,
+        name, sort = trace.thread_names.get(k, f"thread {k[1]}"), trace.thread_sort.get(k, n)
+        tracks[k] = (builder.lane(procs[k[0]], name, sort) if str(k[1]) in lanes
+                     else builder.thread(procs[k[0]], k[1], name, sort))
+    rows, off = builder.host_rows, host_clock.offset_ns
+    for i in range(len(trace.name)):
+        if trace.name[i].startswith(KERNEL_CODEGEN_PREFIX):
+            builder.codegen_rows.append(len(rows.start))
+        rows.add(
+            tracks[(trace.pid[i], trace.tid[i])],
+            trace.start_ns[i] + off,
+            trace.end_ns[i] + off,
+            trace.name[i],
+            trace.cat[i],
+            trace.args[i],
+        )
+    builder.summary.append(f"{trace.path}: compile trace, {len(trace.name)} slices in {len(procs)} "
+                     f"process(es); {host_clock.how}")
+    builder.sources.append({"path": trace.path, "kind": "compile_trace", "alignment": host_clock.how,
                       "offset_ns": off})
 
 
-def add_report(b: TimelineBuilder, rp) -> None:
-    proc = b.process("PyPTO compile (pipeline_profile.json, estimated)", estimated=True,
-                     args={"source": rp.report.path, "estimated": True,
+def add_report(builder: TimelineBuilder, report_plan) -> None:
+    proc = builder.process("PyPTO compile (pipeline_profile.json, estimated)", estimated=True,
+                     args={"source": report_plan.report.path, "estimated": True,
                            "alignment": f"estimated: durations only, stages laid end to end; "
-                                        f"{rp.how}"})
-    track = b.lane(proc, "stages", 0)
-    rows = b.host_rows
+                                        f"{report_plan.how}"})
+    track = builder.lane(proc, "stages", 0)
+    rows = builder.host_rows
     n0 = len(rows.start)
-    stack = [(iter(rp.report.stages), rp.origin_ns, None)]
+    stack = [(iter(report_plan.report.stages), report_plan.origin_ns, None)]
     while stack:                        # children from their parent's start, end to end
         it, t, limit = stack[-1]
         st = next(it, None)
@@ -72,24 +82,24 @@ def add_report(b: TimelineBuilder, rp) -> None:
             dur = min(dur, limit - t)
         stack[-1] = (it, t + dur, limit)
         if st.name.startswith(KERNEL_CODEGEN_PREFIX):
-            b.codegen_rows.append(len(rows.start))
+            builder.codegen_rows.append(len(rows.start))
         rows.add(track, round(t), round(t + dur), st.name, "compile",
                  {"seconds": st.seconds, "estimated": True})
         stack.append((iter(st.children), t, t + dur))
-    b.summary.append(f"{rp.report.path}: compile profile (durations only), "
-                     f"{len(rows.start) - n0} stages; ESTIMATED, {rp.how}")
-    b.sources.append({"path": rp.report.path, "kind": "pipeline_profile",
-                      "alignment": f"estimated: {rp.how}", "estimated": True})
+    builder.summary.append(f"{report_plan.report.path}: compile profile (durations only), "
+                     f"{len(rows.start) - n0} stages; ESTIMATED, {report_plan.how}")
+    builder.sources.append({"path": report_plan.report.path, "kind": "pipeline_profile",
+                      "alignment": f"estimated: {report_plan.how}", "estimated": True})
 
 
-def add_run_log(b: TimelineBuilder, cp: CapturePlan, warnings: list[str]) -> None:
+def add_run_log(builder: TimelineBuilder, capture_plan: CapturePlan, warnings: list[str]) -> None:
     """[STRACE] host spans on their real pid/tid; each invocation's clk=dev spans on a
     device-clock lane of its process (placed by `place`: one lane per invocation when the
     process ran several), or left out with a warning when nothing places them."""
-    log, hc = cp.capture.run_log, cp.host
-    rows = b.host_rows
+    log, host_clock = capture_plan.capture.run_log, capture_plan.host
+    rows = builder.host_rows
     added = dev = 0
-    placed = {(pid, inv): v for (path, pid, inv), v in b.plan.wall_offsets.items()
+    placed = {(pid, inv): v for (path, pid, inv), v in builder.plan.wall_offsets.items()
               if path == log.path}
     runs_of: dict[int, int] = {}
     for pid, _ in placed:
@@ -103,7 +113,7 @@ def add_run_log(b: TimelineBuilder, cp: CapturePlan, warnings: list[str]) -> Non
         if sp.hid is not None:
             args["hid"] = sp.hid
         args.update(sp.attrs)
-        proc = _simpler_host(b, cp, sp.pid, log.path)
+        proc = _simpler_host(builder, capture_plan, sp.pid, log.path)
         if sp.device_clock:
             where = placed.get((sp.pid, sp.inv))
             if where is None:
@@ -115,79 +125,82 @@ def add_run_log(b: TimelineBuilder, cp: CapturePlan, warnings: list[str]) -> Non
             if track is None:
                 name = f"device clock inv {sp.inv} ({label})" if several else \
                     f"device clock ({label})"
-                track = dev_lanes[key] = b.lane(proc, name, 1 << 20)
+                track = dev_lanes[key] = builder.lane(proc, name, 1 << 20)
             start = sp.ts_ns + offset
             args["device_clock_ts_ns"] = sp.ts_ns
             labels[label] = None
             dev += 1
         else:
-            track = b.thread(proc, sp.tid, f"thread {sp.tid}", 0)
-            start = sp.ts_ns + hc.offset_ns
+            track = builder.thread(proc, sp.tid, f"thread {sp.tid}", 0)
+            start = sp.ts_ns + host_clock.offset_ns
             added += 1
         rows.add(track, start, start + sp.dur_ns, sp.name, "simpler_host", args)
     skipped = sum(1 for sp in log.spans if sp.device_clock) - dev
     extra = (f", {dev} clk=dev spans on the run's device-clock lane ({'; '.join(labels)})"
              if dev else "")
     if skipped:
-        warnings.append(f"{log.path}: {skipped} clk=dev spans left out (no device_wall span "
-                        "inside a host span to place them)")
-    b.summary.append(f"{log.path}: run log, {added} [STRACE] host spans; {hc.how}{extra}")
-    b.sources.append({"path": log.path, "kind": "run_log", "alignment": hc.how,
-                      "offset_ns": hc.offset_ns})
+        warnings.append(
+            f"{log.path}: {skipped} clk=dev spans left out (no device_wall span "
+            "inside a host span to place them)"
+        )
+    builder.summary.append(f"{log.path}: run log, {added} [STRACE] host spans; {host_clock.how}{extra}")
+    builder.sources.append({"path": log.path, "kind": "run_log", "alignment": host_clock.how,
+                      "offset_ns": host_clock.offset_ns})
     if log.clock_anchors:
-        b.tl.metadata.setdefault("simpler_clock_anchors", []).extend(
+        builder.tl.metadata.setdefault("simpler_clock_anchors", []).extend(
             {"pid": a.pid, "mono_ns": a.mono_ns, "wall_ns": a.wall_ns, "source": log.path}
             for a in log.clock_anchors)
 
 
-def add_host_phases(b: TimelineBuilder, cp: CapturePlan, warnings: list[str]) -> None:
+def add_host_phases(builder: TimelineBuilder, capture_plan: CapturePlan, warnings: list[str]) -> None:
     """The host runtime's phases from `host_phase_records.jsonl` (args, arena_build,
     runtime_init, host_orch, ...: host CLOCK_MONOTONIC, like the run log's spans) on their
     real pid/tid, where they nest inside the run log's `chip.run.*` spans."""
-    hc = cp.host
-    path = cp.capture.files.host_phase_records
-    rows = b.host_rows
+    host_clock = capture_plan.host
+    path = capture_plan.capture.files.host_phase_records
+    rows = builder.host_rows
     n = 0
-    for batch in cp.capture.host_phases:
-        proc = _simpler_host(b, cp, batch.pid, path)
+    for batch in capture_plan.capture.host_phases:
+        proc = _simpler_host(builder, capture_plan, batch.pid, path)
         base = {"pid": batch.pid} if batch.inv is None else {"pid": batch.pid, "inv": batch.inv}
         for phase, start, end, tid, detail in zip(
-                batch.phase, (batch.start_ns + hc.offset_ns).tolist(),
-                (batch.end_ns + hc.offset_ns).tolist(), batch.tid.tolist(), batch.detail):
+                batch.phase, (batch.start_ns + host_clock.offset_ns).tolist(),
+                (batch.end_ns + host_clock.offset_ns).tolist(), batch.tid.tolist(), batch.detail):
             tid = batch.pid if tid < 0 else tid
-            rows.add(b.thread(proc, tid, f"thread {tid}", 0), start, end, phase,
+            rows.add(builder.thread(proc, tid, f"thread {tid}", 0), start, end, phase,
                      "simpler_host_phase", {**base, "tid": tid, "detail": detail}
                      if detail is not None else {**base, "tid": tid})
             n += 1
-    dropped = sum(batch.dropped for batch in cp.capture.host_phases)
+    dropped = sum(batch.dropped for batch in capture_plan.capture.host_phases)
     if dropped:
         warnings.append(f"{path}: Simpler dropped {dropped} host phase records (not drawn)")
-    b.summary.append(f"{path}: {n} host phases; {hc.how}")
-    b.sources.append({"path": path, "kind": "host_phase_records", "alignment": hc.how,
-                      "offset_ns": hc.offset_ns})
+    builder.summary.append(f"{path}: {n} host phases; {host_clock.how}")
+    builder.sources.append({"path": path, "kind": "host_phase_records", "alignment": host_clock.how,
+                      "offset_ns": host_clock.offset_ns})
 
 
-def _simpler_host(b: TimelineBuilder, cp: CapturePlan, os_pid: int, source: str):
+def _simpler_host(builder: TimelineBuilder, capture_plan: CapturePlan, os_pid: int, source: str):
     """The Simpler host process `os_pid` of this capture's run, the same one for its run log
     and its host phase records: on the host of the compile process with that pid (else the
     reference host) when the run's clock needed no offset, else on "<label> host"."""
-    hc = cp.host
-    host = f"{cp.label} host" if hc.offset_ns else _compile_host(b, os_pid)
-    return b.process(f"Simpler host (pid {os_pid})", os_pid=os_pid, host=host,
-                     args={"os_pid": os_pid, "source": source, "alignment": hc.how})
+    host_clock = capture_plan.host
+    host = f"{capture_plan.label} host" if host_clock.offset_ns else _compile_host(builder, os_pid)
+    return builder.process(f"Simpler host (pid {os_pid})", os_pid=os_pid, host=host,
+                     args={"os_pid": os_pid, "source": source, "alignment": host_clock.how})
 
 
-def _compile_host(b: TimelineBuilder, os_pid: int) -> str | None:
+def _compile_host(builder: TimelineBuilder, os_pid: int) -> str | None:
     """The host of a compile process with this pid (a run log of the same run, same host)."""
-    for host, pid in b.host_procs:
+    for host, pid in builder.host_procs:
         if pid == os_pid:
             return host
-    return b.plan.reference_host
+    return builder.plan.reference_host
 
 
-def host_blocks(b: TimelineBuilder) -> int:
-    """All host-clock rows as blocks (one per category), nested per thread."""
-    rows = b.host_rows
+def add_host_blocks(builder: TimelineBuilder) -> int:
+    """Add all host-clock rows as blocks (one per category), nested per thread; return how
+    many rows went to an overlap sub-lane."""
+    rows = builder.host_rows
     n = len(rows.start)
     if not n:
         return 0
@@ -213,7 +226,7 @@ def host_blocks(b: TimelineBuilder) -> int:
             sub = overflow.get(key)
             if sub is None:
                 sub = overflow[key] = len(tracks)
-                tracks.append(b.lane(tr.process, f"{tr.name} (overlap {lane[j]})",
+                tracks.append(builder.lane(tr.process, f"{tr.name} (overlap {lane[j]})",
                                      tr.sort_index * 100 + int(lane[j])))
             tix[sel[j]] = sub
             moved += 1
@@ -225,7 +238,7 @@ def host_blocks(b: TimelineBuilder) -> int:
         names, name_ix = intern([rows.name[i] for i in idx])
         block = SliceBlock(cat, tracks, tix[sel], start[sel], end[sel] - start[sel], names,
                            name_ix, [], [rows.args[i] for i in idx])
-        b.tl.blocks.append(block)
+        builder.tl.blocks.append(block)
         for r, i in enumerate(idx):
-            b.host_index[i] = (block, r)
+            builder.host_index[i] = (block, r)
     return moved

@@ -220,12 +220,12 @@ def place(inputs: Inputs, *, offset_us: float | None = None, align: str = "clock
         found = pairs.get(id(cap))
         log = found[0].log if found is not None else cap.run_log
         host = hosts.get(id(log)) if log is not None else None
-        cp = CapturePlan(cap, _label(cap, single=len(flat) == 1),
+        capture_plan = CapturePlan(cap, _label(cap, single=len(flat) == 1),
                          host or HostClock(0, _EXACT), None, None,
                          found[0].pid if found is not None else _own_run_pid(cap),
                          *(found or (None, None)))
-        _place_capture(cp, ctx, plan)
-        plan.captures.append(cp)
+        _place_capture(capture_plan, ctx, plan)
+        plan.captures.append(capture_plan)
     _check_times(plan, align, ctx)
     _place_walls(plan, windows)
     _place_reports(inputs, plan)
@@ -268,44 +268,50 @@ def _pair(inputs: Inputs, windows: dict, plan: Plan, ctx: _Context
     return {id(drawn[i]): (p.window, p.how) for i, p in found.items()}
 
 
-def _place_capture(cp: CapturePlan, ctx: _Context, plan: Plan) -> None:
-    cap = cp.capture
-    stage = _run_stage(cp, ctx.stages, ctx.unmatched)
+def _place_capture(capture_plan: CapturePlan, ctx: _Context, plan: Plan) -> None:
+    cap = capture_plan.capture
+    stage = _run_stage(capture_plan, ctx.stages, ctx.unmatched)
     if cap.records is not None:
-        cp.device = _device_clock(cp, stage, ctx, plan)
+        capture_plan.device = _device_clock(capture_plan, stage, ctx, plan)
     elif cap.converted:         # the converter's rendering of records we do not have
-        cp.converted = _converted_clock(cp, stage, ctx, plan)
+        capture_plan.converted = _converted_clock(capture_plan, stage, ctx, plan)
 
 
 def _place_traces(inputs: Inputs, plan: Plan) -> None:
-    for ct in inputs.traces:
+    for trace in inputs.traces:
         if plan.reference_anchor is None and not plan.traces:
-            plan.reference_anchor, plan.reference_host = ct.wall_anchor, ct.host
-            plan.traces.append((ct, HostClock(0, _EXACT)))
+            plan.reference_anchor, plan.reference_host = trace.wall_anchor, trace.host
+            plan.traces.append((trace, HostClock(0, _EXACT)))
             continue
         ref_host = plan.reference_host
-        if ct.host and ref_host and ct.host != ref_host:
-            if ct.wall_anchor is not None and plan.reference_anchor is not None:
-                off = monotonic_offset_ns(plan.reference_anchor, ct.wall_anchor)
-                plan.traces.append((ct, HostClock(off, (
-                    f"cross-host: host {ct.host} moved by wall-clock anchors ({off:+d} ns; "
+        if trace.host and ref_host and trace.host != ref_host:
+            if trace.wall_anchor is not None and plan.reference_anchor is not None:
+                off = monotonic_offset_ns(plan.reference_anchor, trace.wall_anchor)
+                plan.traces.append((trace, HostClock(off, (
+                    f"cross-host: host {trace.host} moved by wall-clock anchors ({off:+d} ns; "
                     "assumes synchronised wall clocks)"))))
             else:
-                plan.warnings.append(f"{ct.path}: from host {ct.host}, but without clock "
+                plan.warnings.append(f"{trace.path}: from host {trace.host}, but without clock "
                                      f"anchors it cannot be aligned with {ref_host}; placed "
                                      "on its own monotonic clock")
-                plan.traces.append((ct, HostClock(0, "unaligned other host (no clock anchor)")))
+                plan.traces.append((trace, HostClock(0, "unaligned other host (no clock anchor)")))
         else:
-            plan.traces.append((ct, HostClock(0, _EXACT)))
+            plan.traces.append((trace, HostClock(0, _EXACT)))
 
 
 def _device_execution_stages(plan: Plan) -> list[tuple[int, float, float]]:
     """(os pid, start, end) of every device_execution stage, reference axis, in time order."""
     out = []
-    for ct, hc in plan.traces:
-        for i, name in enumerate(ct.name):
+    for trace, host_clock in plan.traces:
+        for i, name in enumerate(trace.name):
             if name == DEVICE_EXECUTION:
-                out.append((ct.pid[i], ct.start_ns[i] + hc.offset_ns, ct.end_ns[i] + hc.offset_ns))
+                out.append(
+                    (
+                        trace.pid[i],
+                        trace.start_ns[i] + host_clock.offset_ns,
+                        trace.end_ns[i] + host_clock.offset_ns,
+                    )
+                )
     out.sort(key=lambda s: s[1])
     return out
 
@@ -323,17 +329,17 @@ def _own_run_pid(cap: rs.Capture) -> int | None:
     return log.spans[0].pid if log.spans else None
 
 
-def _run_stage(cp: CapturePlan, stages: list, unmatched: list) -> tuple[float, float] | None:
+def _run_stage(capture_plan: CapturePlan, stages: list, unmatched: list) -> tuple[float, float] | None:
     """The capture's own run's device_execution stage: the one on its run's pid (of several,
     the one holding its invocation's runner_run), else (a capture without a run log) the
     n-th stage for the n-th such capture when the counts match. Never another run's."""
-    if cp.run_pid is not None:
-        own = [s for s in stages if s[0] == cp.run_pid]
-        if len(own) > 1 and cp.window is not None:
-            lo, hi = cp.window.start_ns + cp.host.offset_ns, cp.window.end_ns + cp.host.offset_ns
+    if capture_plan.run_pid is not None:
+        own = [s for s in stages if s[0] == capture_plan.run_pid]
+        if len(own) > 1 and capture_plan.window is not None:
+            lo, hi = capture_plan.window.start_ns + capture_plan.host.offset_ns, capture_plan.window.end_ns + capture_plan.host.offset_ns
             own = [s for s in own if s[1] <= lo and hi <= s[2]]
         return (own[0][1], own[0][2]) if len(own) == 1 else None
-    cap = cp.capture
+    cap = capture_plan.capture
     if cap in unmatched and len(stages) == len(unmatched):
         s = stages[unmatched.index(cap)]
         return s[1], s[2]
@@ -449,8 +455,8 @@ def _capture_windows(cap: rs.Capture) -> CaptureWindows | None:
                           windows)
 
 
-def _device_clock(cp: CapturePlan, stage, ctx: _Context, plan: Plan) -> DeviceClock:
-    cap, offset_us = cp.capture, ctx.offset_us
+def _device_clock(capture_plan: CapturePlan, stage, ctx: _Context, plan: Plan) -> DeviceClock:
+    cap, offset_us = capture_plan.capture, ctx.offset_us
     rec = cap.records
     freq = rec.freq_hz
     why_not = "no clock anchors in the capture"
@@ -463,39 +469,39 @@ def _device_clock(cp: CapturePlan, stage, ctx: _Context, plan: Plan) -> DeviceCl
         else:
             dev = DeviceClock("calibrated", freq, f"calibrated by clock anchors "
                               f"({mapping.method})", mapping=mapping,
-                              host_offset_ns=cp.host.offset_ns,
+                              host_offset_ns=capture_plan.host.offset_ns,
                               uncertainty_ns=mapping.uncertainty_ns)
-            if cp.window is not None:
-                dev.cross_check = _cross_check(cp, dev, ctx.windows(cap), plan)
+            if capture_plan.window is not None:
+                dev.cross_check = _cross_check(capture_plan, dev, ctx.windows(cap), plan)
             return dev
-    if offset_us is None and cp.window is not None:
+    if offset_us is None and capture_plan.window is not None:
         windows = ctx.windows(cap)
         if windows is not None:
-            return _contained(cp, windows, stage, why_not, plan)
+            return _contained(capture_plan, windows, stage, why_not, plan)
     scale = 1e9 / freq
     ext = {k: (lo * scale, hi * scale) for k, (lo, hi) in _extents(cap).items()}
-    return _estimate(cp, ext, stage, offset_us, plan, freq, why_not)
+    return _estimate(capture_plan, ext, stage, offset_us, plan, freq, why_not)
 
 
-def _converted_clock(cp: CapturePlan, stage, ctx: _Context, plan: Plan) -> DeviceClock:
-    cap, offset_us = cp.capture, ctx.offset_us
+def _converted_clock(capture_plan: CapturePlan, stage, ctx: _Context, plan: Plan) -> DeviceClock:
+    cap, offset_us = capture_plan.capture, ctx.offset_us
     why_not = "Simpler's converted trace has no host clock"
-    if offset_us is None and cp.window is not None:
+    if offset_us is None and capture_plan.window is not None:
         windows = ctx.windows(cap)
         if windows is not None:
-            return _contained(cp, windows, stage, why_not, plan)
+            return _contained(capture_plan, windows, stage, why_not, plan)
     lo = min(t.start_ns for t in cap.converted)
     hi = max(t.end_ns for t in cap.converted)
-    return _estimate(cp, {"all": (lo, hi)}, stage, offset_us, plan, 1_000_000_000, why_not)
+    return _estimate(capture_plan, {"all": (lo, hi)}, stage, offset_us, plan, 1_000_000_000, why_not)
 
 
-def _not_one_run(cp: CapturePlan, path: str, e: NotOneRun) -> TraceInputError:
-    w = cp.window
+def _not_one_run(capture_plan: CapturePlan, path: str, e: NotOneRun) -> TraceInputError:
+    w = capture_plan.window
     return TraceInputError(path, f"and {w.log.path} ({w.where}) cannot describe one run: "
                                  f"{e.detail}")
 
 
-def _cross_check(cp: CapturePlan, dev: DeviceClock, windows: CaptureWindows | None,
+def _cross_check(capture_plan: CapturePlan, dev: DeviceClock, windows: CaptureWindows | None,
                  plan: Plan) -> str | None:
     """A calibrated capture and the invocation it was paired with: refused when they cannot
     describe one run (as a contained capture is); else where the anchors put its first
@@ -504,16 +510,16 @@ def _cross_check(cp: CapturePlan, dev: DeviceClock, windows: CaptureWindows | No
     if windows is None:
         return None
     try:
-        c = contain(cp.window, windows)
+        c = contain(capture_plan.window, windows)
     except NotOneRun as e:
-        raise _not_one_run(cp, windows.path, e) from None
+        raise _not_one_run(capture_plan, windows.path, e) from None
     first = windows.extent[0]
     earliest = float(c.place_lo_ns - c.head_ns + (first - c.join.origin) * NS_PER_S
-                     / windows.freq_hz) + cp.host.offset_ns
+                     / windows.freq_hz) + capture_plan.host.offset_ns
     calibrated = float(dev.to_ns(np.array([first], dtype=np.int64))[0])
     later = calibrated - earliest
     half, slack, sure = float(c.residual_ns) / 2, float(c.slack_ns), dev.uncertainty_ns
-    where = f"span containment in {cp.window.log.path} ({cp.window.where})"
+    where = f"span containment in {capture_plan.window.log.path} ({capture_plan.window.where})"
     if -half - sure <= later <= slack + half + sure:
         return (f"{where} agrees: {fmt_ns(later)} {'after' if later >= 0 else 'before'} its "
                 f"earliest placement, slack {fmt_ns(slack)}, join ±{fmt_ns(half)}")
@@ -524,46 +530,46 @@ def _cross_check(cp: CapturePlan, dev: DeviceClock, windows: CaptureWindows | No
     return None
 
 
-def _contained(cp: CapturePlan, windows: CaptureWindows, stage, why_not: str,
+def _contained(capture_plan: CapturePlan, windows: CaptureWindows, stage, why_not: str,
                plan: Plan) -> DeviceClock:
     """Span containment in the capture's invocation (reference axis: + the log's offset)."""
-    w, off = cp.window, cp.host.offset_ns
+    w, off = capture_plan.window, capture_plan.host.offset_ns
     stages = [] if stage is None else [(round(stage[0]) - off, round(stage[1]) - off,
                                         "inside its run's device_execution stage")]
     try:
         c = contain(w, windows, stages)
     except NotOneRun as e:
-        raise _not_one_run(cp, windows.path, e) from None
+        raise _not_one_run(capture_plan, windows.path, e) from None
     slack = round(c.slack_ns)
     join = c.join
-    how = (f"{METHOD}: {w.log.path} {w.where} (paired by {cp.paired_by}); "
+    how = (f"{METHOD}: {w.log.path} {w.where} (paired by {capture_plan.paired_by}); "
            + "; ".join(c.constraints) + f"; origin joined by {', '.join(join.sources)} "
            f"(±{fmt_ns(float(c.residual_ns) / 2)}); {why_not}")
     for d in c.dropped:
         plan.warnings.append(f"{windows.path}: placement constraint dropped: {d}")
-    plan.warnings.append(f"{cp.capture.files.directory}: device time placed by span "
+    plan.warnings.append(f"{capture_plan.capture.files.directory}: device time placed by span "
                          f"containment with slack {fmt_ns(slack)} (the records may lie up to "
                          f"that much later), not calibrated ({how})")
     return DeviceClock("contained", windows.freq_hz, how, offset_ns=c.cycle_offset_ns() + off,
                        host_offset_ns=off, uncertainty_ns=slack, containment=c)
 
 
-def _estimate(cp: CapturePlan, ext: dict, stage, offset_us, plan: Plan, freq: int,
+def _estimate(capture_plan: CapturePlan, ext: dict, stage, offset_us, plan: Plan, freq: int,
               why_not: str) -> DeviceClock:
     """A bounded estimate of `p` in `reference_ns = nominal_ns + p` (see the docstring)."""
-    where = cp.capture.files.directory
+    where = capture_plan.capture.files.directory
     if not ext:
         return DeviceClock("estimated", freq, f"no device records; {why_not}", offset_ns=0.0)
     lo_all, hi_all = ext["all"]
     if offset_us is not None:
-        base, base_why = _offset_base(cp, stage)
+        base, base_why = _offset_base(capture_plan, stage)
         return DeviceClock("estimated", freq, f"{offset_us:g} us after {base_why} "
                            f"(--offset-us); {why_not}", offset_ns=base + offset_us * 1e3 - lo_all)
     bounds: list[Interval] = []
     if stage is not None:
         bounds.append(Interval(stage[0] - lo_all, stage[1] - hi_all,
                                "inside its run's device_execution stage"))
-    log_bound = _run_log_bound(cp, ext)
+    log_bound = _run_log_bound(capture_plan, ext)
     if log_bound is not None:
         bounds.append(log_bound)
     feasible = _intersect(bounds)
@@ -578,7 +584,7 @@ def _estimate(cp: CapturePlan, ext: dict, stage, offset_us, plan: Plan, freq: in
         feasible = bounds[-1] if bounds[-1].lo <= bounds[-1].hi else Interval(
             bounds[-1].mid, bounds[-1].mid, bounds[-1].why)
     if feasible is None:
-        base, base_why = _offset_base(cp, stage)
+        base, base_why = _offset_base(capture_plan, stage)
         plan.warnings.append(f"{where}: device time is ESTIMATED with no bound ({why_not}, no "
                              "run log or device_execution stage of its run): its first record "
                              f"is put at {base_why}")
@@ -591,12 +597,12 @@ def _estimate(cp: CapturePlan, ext: dict, stage, offset_us, plan: Plan, freq: in
                        uncertainty_ns=feasible.half_width)
 
 
-def _offset_base(cp: CapturePlan, stage) -> tuple[float, str]:
+def _offset_base(capture_plan: CapturePlan, stage) -> tuple[float, str]:
     if stage is not None:
         return stage[0], "the start of its run's device_execution stage"
-    span = _runner_run(cp)
+    span = _runner_run(capture_plan)
     if span is not None:
-        return span.ts_ns + cp.host.offset_ns, f"the start of its run's {span.name} span"
+        return span.ts_ns + capture_plan.host.offset_ns, f"the start of its run's {span.name} span"
     return 0.0, "time 0 (no device_execution stage or run log of its run)"
 
 
@@ -610,16 +616,16 @@ def _intersect(bounds: list[Interval]) -> Interval | None:
     return Interval(lo, hi, "; ".join(b.why for b in bounds))
 
 
-def _spans(cp: CapturePlan) -> list:
+def _spans(capture_plan: CapturePlan) -> list:
     """The run-log spans of the capture's run: its invocation's, else its own log's."""
-    if cp.window is not None:
-        return cp.window.spans
-    log = cp.capture.run_log
+    if capture_plan.window is not None:
+        return capture_plan.window.spans
+    log = capture_plan.capture.run_log
     return log.spans if log is not None else []
 
 
-def _runner_run(cp: CapturePlan):
-    return next((sp for sp in _spans(cp)
+def _runner_run(capture_plan: CapturePlan):
+    return next((sp for sp in _spans(capture_plan)
                  if not sp.device_clock and sp.name.endswith(RUNNER_RUN_SUFFIX)), None)
 
 
@@ -668,24 +674,24 @@ def _wall_in_host(parent, wall, children) -> Interval:
                     f"device_wall inside {parent.name}")
 
 
-def _run_log_bound(cp: CapturePlan, ext: dict) -> Interval | None:
+def _run_log_bound(capture_plan: CapturePlan, ext: dict) -> Interval | None:
     """The bound from the capture's run log (reference axis) when it holds no invocation to
     contain the capture in (no `device_wall`): the records inside `runner_run`."""
-    span = _runner_run(cp)
+    span = _runner_run(capture_plan)
     if span is None:
         return None
     lo_all, hi_all = ext["all"]
-    off = cp.host.offset_ns
+    off = capture_plan.host.offset_ns
     return Interval(span.ts_ns - lo_all + off, span.ts_ns + span.dur_ns - hi_all + off,
                     f"the records inside its run log's {span.name} span")
 
 
-def _wall_offset(cp: CapturePlan | None, w: HostWindow, host: HostClock) -> int | None:
+def _wall_offset(capture_plan: CapturePlan | None, w: HostWindow, host: HostClock) -> int | None:
     """Offset of one invocation's clk=dev spans onto the reference axis: where containment
     put the device-phase origin; for a calibrated or hand-placed capture, consistent with
     where its records were put and inside the host span that holds them; with no capture,
     the middle of what that host span allows."""
-    dev = None if cp is None else cp.device or cp.converted
+    dev = None if capture_plan is None else capture_plan.device or capture_plan.converted
     if dev is not None and dev.containment is not None:
         return dev.containment.phase_offset_ns() + host.offset_ns
     wall, parent, children = _device_wall(w.spans)
@@ -699,8 +705,8 @@ def _wall_offset(cp: CapturePlan | None, w: HostWindow, host: HostClock) -> int 
     own_end = parent.ts_ns + parent.dur_ns - wall.ts_ns - wall.dur_ns + host.offset_ns
     if o_lo <= own_end:
         o_hi = min(o_hi, own_end)
-    if cp is not None and cp.device is not None:
-        ext = _extents(cp.capture)
+    if capture_plan is not None and capture_plan.device is not None:
+        ext = _extents(capture_plan.capture)
         if ext:
             scale = 1e9 / dev.freq_hz
             q = _wall_bounds({k: (a * scale, b * scale) for k, (a, b) in ext.items()},
@@ -720,34 +726,34 @@ def _wall_offset(cp: CapturePlan | None, w: HostWindow, host: HostClock) -> int 
 
 def _place_walls(plan: Plan, windows: dict) -> None:
     """`plan.wall_offsets` for every invocation of every run log that has clk=dev spans."""
-    by_window = {id(cp.window): cp for cp in plan.captures if cp.window is not None}
+    by_window = {id(capture_plan.window): capture_plan for capture_plan in plan.captures if capture_plan.window is not None}
     for owner in plan.captures:
         for w in windows[id(owner.capture)]:
-            cp = by_window.get(id(w))
-            host = cp.host if cp is not None else owner.host
-            off = _wall_offset(cp, w, host)
+            capture_plan = by_window.get(id(w))
+            host = capture_plan.host if capture_plan is not None else owner.host
+            off = _wall_offset(capture_plan, w, host)
             if off is None:
                 continue
-            dev = None if cp is None else cp.device or cp.converted
+            dev = None if capture_plan is None else capture_plan.device or capture_plan.converted
             label = "estimated: middle of its host span" if dev is None else dev.label
             plan.wall_offsets[(w.log.path, w.pid, w.inv)] = (off, label)
 
 
 # --------------------------------------------------------------------------- one run, time >= 0
 
-def _capture_extent(cp: CapturePlan) -> tuple[int, int] | None:
+def _capture_extent(capture_plan: CapturePlan) -> tuple[int, int] | None:
     """Earliest and latest reference-axis ns of everything a capture draws."""
-    cap, off = cp.capture, cp.host.offset_ns
+    cap, off = capture_plan.capture, capture_plan.host.offset_ns
     points: list[int] = []
-    if cp.device is not None:
+    if capture_plan.device is not None:
         ext = _extents(cap)
         if ext:
-            points += cp.device.to_ns(np.array(ext["all"], dtype=np.int64)).tolist()
+            points += capture_plan.device.to_ns(np.array(ext["all"], dtype=np.int64)).tolist()
         for s in (*cap.records.host_orchestrator, *cap.records.host_uploads):
             if len(s.start):
                 points += [int(s.start.min()) + off, int(s.end.max()) + off]
-    if cp.converted is not None:
-        o = round(cp.converted.offset_ns)
+    if capture_plan.converted is not None:
+        o = round(capture_plan.converted.offset_ns)
         points += [min(t.start_ns for t in cap.converted) + o,
                    max(t.end_ns for t in cap.converted) + o]
     if cap.run_log is not None:
@@ -767,16 +773,16 @@ def _clock_groups(plan: Plan) -> dict:
     anchors, a key of its own for a trace of another host with no anchor. -> key ->
     [(path, lo, hi, source)]."""
     groups: dict = {}
-    for i, (ct, hc) in enumerate(plan.traces):
-        if ct.start_ns:
-            key = ("unaligned", ct.path) if hc.how.startswith("unaligned") else hc.offset_ns
-            groups.setdefault(key, []).append((ct.path, min(ct.start_ns) + hc.offset_ns,
-                                               max(ct.end_ns) + hc.offset_ns, ("trace", i)))
-    for cp in plan.captures:
-        ext = _capture_extent(cp)
+    for i, (trace, host_clock) in enumerate(plan.traces):
+        if trace.start_ns:
+            key = ("unaligned", trace.path) if host_clock.how.startswith("unaligned") else host_clock.offset_ns
+            groups.setdefault(key, []).append((trace.path, min(trace.start_ns) + host_clock.offset_ns,
+                                               max(trace.end_ns) + host_clock.offset_ns, ("trace", i)))
+    for capture_plan in plan.captures:
+        ext = _capture_extent(capture_plan)
         if ext is not None:
-            groups.setdefault(cp.host.offset_ns, []).append(
-                (cp.capture.files.directory, *ext, ("capture", cp)))
+            groups.setdefault(capture_plan.host.offset_ns, []).append(
+                (capture_plan.capture.files.directory, *ext, ("capture", capture_plan)))
     return groups
 
 
@@ -824,8 +830,8 @@ def _shift(plan: Plan, ctx: _Context, sources: list, shift: int, ref_path: str) 
     why = f"; moved {shift:+d} ns to start with {ref_path} (--align start: not a clock relation)"
     for _, _, _, (kind, obj) in sources:
         if kind == "trace":
-            ct, hc = plan.traces[obj]
-            plan.traces[obj] = (ct, HostClock(hc.offset_ns + shift, hc.how + why))
+            trace, host_clock = plan.traces[obj]
+            plan.traces[obj] = (trace, HostClock(host_clock.offset_ns + shift, host_clock.how + why))
         else:
             obj.host = HostClock(obj.host.offset_ns + shift, obj.host.how + why)
             _place_capture(obj, ctx, plan)
@@ -835,12 +841,12 @@ def _shift(plan: Plan, ctx: _Context, sources: list, shift: int, ref_path: str) 
 
 def _place_reports(inputs: Inputs, plan: Plan) -> None:
     calibrated_starts = []
-    for cp in plan.captures:
-        if cp.device is not None and cp.device.status == "calibrated":
-            ext = _extents(cp.capture)
+    for capture_plan in plan.captures:
+        if capture_plan.device is not None and capture_plan.device.status == "calibrated":
+            ext = _extents(capture_plan.capture)
             if ext:
-                calibrated_starts.append(float(cp.device.to_ns(np.array([ext["all"][0]]))[0]))
-    starts = [min(ct.start_ns) + hc.offset_ns for ct, hc in plan.traces if ct.start_ns]
+                calibrated_starts.append(float(capture_plan.device.to_ns(np.array([ext["all"][0]]))[0]))
+    starts = [min(trace.start_ns) + host_clock.offset_ns for trace, host_clock in plan.traces if trace.start_ns]
     for rep in inputs.reports:
         rel = _stage_offset_ns(rep.stages, DEVICE_EXECUTION)
         if calibrated_starts and rel is not None:
