@@ -32,6 +32,7 @@ class Process:
     os_pid: int | None = None
     args: dict = field(default_factory=dict)     # alignment, source, uncertainty...
     estimated: bool = False
+    rank: int | None = None    # the rank of a distributed run whose capture it shows
 
 
 @dataclass(slots=True, eq=False)

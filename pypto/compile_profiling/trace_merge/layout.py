@@ -29,7 +29,7 @@ from pypto.compile_profiling.trace_merge.device_counters import (
 )
 from pypto.compile_profiling.trace_merge.device_flows import add_device_flows
 from pypto.compile_profiling.trace_merge.layout_converted import add_converted
-from pypto.compile_profiling.trace_merge.layout_device import add_capture
+from pypto.compile_profiling.trace_merge.layout_device import add_capture, kernel_name
 from pypto.compile_profiling.trace_merge.layout_host import (
     add_compile_trace,
     add_host_blocks,
@@ -37,7 +37,8 @@ from pypto.compile_profiling.trace_merge.layout_host import (
     add_report,
     add_run_log,
 )
-from pypto.compile_profiling.trace_merge.place import Plan
+from pypto.compile_profiling.trace_merge.place import CapturePlan, Plan
+from pypto.compile_profiling.trace_merge.read_simpler import files_of
 from pypto.compile_profiling.trace_merge.views import ALL, DERIVED_VIEWS, DerivedViews, Selection
 
 
@@ -86,6 +87,9 @@ def lay_out(plan: Plan, selection: Selection = ALL, derived: DerivedViews | None
     n_flows = _kernel_codegen_flows(builder)
     for n, p in enumerate(builder.order):
         p.sort_index = n
+    captures = _captures(builder, plan.captures, {id(capture_plan): {
+        f: kernel_name(f, rows.names) for f in np.unique(rows.func).tolist() if f >= 0}
+        for capture_plan, rows in drawn})
     warnings = list(dict.fromkeys(warnings))
     builder.tl.metadata.update({
         "clock": CLOCK,
@@ -95,6 +99,7 @@ def lay_out(plan: Plan, selection: Selection = ALL, derived: DerivedViews | None
         "alignment": {m["path"]: m["alignment"] for m in builder.sources},
         "estimated": any(m.get("estimated") for m in builder.sources),
         "kernel_codegen_flows": n_flows,
+        "captures": captures,
         "warnings": warnings,
     })
     if plan.reference_anchor is not None:
@@ -107,6 +112,35 @@ def lay_out(plan: Plan, selection: Selection = ALL, derived: DerivedViews | None
             f"linked {n_flows} kernel_codegen stage(s) to their first device task"
         )
     return builder.tl, builder.summary, warnings, builder.kernel_lines
+
+
+def _captures(builder: TimelineBuilder, plans: list[CapturePlan],
+              kernels: dict[int, dict[int, str]]) -> list[dict]:
+    """One entry per capture leaf (its rank, device, alignment and files, the names of its
+    kernels by id), and `Process.rank` set on the processes drawn from its files, so that
+    exporters (the Parquet tables) can tell which rank a row belongs to."""
+    out = []
+    by_source: dict[str, int] = {}
+    for n, capture_plan in enumerate(plans):
+        files = capture_plan.capture.files
+        clock = capture_plan.device or capture_plan.converted
+        entry = {"capture": n, "label": capture_plan.label, "rank": files.rank,
+                 "device": files.dispatch, "directory": files.directory,
+                 "files": files_of(files)}
+        if clock is not None:
+            entry.update(alignment=clock.status, method=clock.describe().get("method"),
+                         uncertainty_ns=None if clock.uncertainty_ns is None
+                         else round(clock.uncertainty_ns), clock_freq_hz=clock.freq_hz)
+        entry["kernels"] = {str(k): v for k, v in kernels.get(id(capture_plan), {}).items()}
+        out.append(entry)
+        for path in entry["files"]:
+            by_source.setdefault(path, n)
+    for process in builder.tl.processes:
+        source = process.args.get("source")
+        n = by_source.get(source) if isinstance(source, str) else None
+        if n is not None:
+            process.rank = plans[n].capture.files.rank
+    return out
 
 
 def _add_device_views(

@@ -1,0 +1,514 @@
+"""Render a `Timeline` as tables: Arrow in memory (`timeline_tables`), a Parquet dataset
+directory on disk (`write_parquet_dataset`). The schema is documented in docs/tables.md.
+
+Tables and columns follow Perfetto's trace processor where it has one (`process`, `thread`,
+`slice`, `flow`, `counter_track`, `counter`, `metadata`), plus `capture` (one row per
+Simpler capture: rank, device, alignment, its files) and `kernel` (kernel names by id per
+capture). Every column is built from the model's NumPy arrays by Arrow (`pa.array`,
+`take`, `StructArray.from_arrays`); only args that the model itself holds as Python
+values (free-form compile stage args, JSON-valued columns) are converted value by value.
+
+On disk: `<dir>/<table>/rank=<r>/part-<shard>.parquet` (`rank=none` for rows of no rank:
+compile processes, single-capture runs), one row group per slice block. Ids are unique in a
+dataset made of several shards (`shard`: the per-rank merge writes one shard per rank):
+process, track and capture ids are `shard << 32 | index`, slice ids `shard << 40 | row`,
+row being the slice's position in the timeline's blocks (as the protobuf writer counts).
+The files of one table may differ in their `args` fields: read them with DuckDB's
+`read_parquet(..., union_by_name = true)`, which unites the struct fields.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+from pypto.compile_profiling.timeline.model import ArgColumn, SliceBlock, Timeline
+from pypto.compile_profiling.timeline.write_json import dumps_strict
+from pypto.errors import OutputPathError, ProfileWriteError
+
+__all__ = ["DATASET_MARKER", "TABLES", "partition_name", "read_parquet_dataset",
+           "timeline_tables", "write_parquet_dataset", "write_tables"]
+
+TABLES = ("process", "thread", "slice", "flow", "counter_track", "counter", "capture",
+          "kernel", "metadata")
+DATASET_MARKER = "_pypto_tables"     # a file in the dataset directory: what wrote it
+JSON_ARGS = b"pypto.json_args"        # schema metadata: arg keys whose values are JSON text
+SHARD_BITS, SLICE_SHARD_BITS = 32, 40
+
+
+def _pa():
+    import pyarrow as pa
+
+    return pa
+
+
+def partition_name(rank: int | None) -> str:
+    return "rank=none" if rank is None else f"rank={rank}"
+
+
+# --------------------------------------------------------------------------- nesting
+
+def _nesting(timeline: Timeline, track_of: dict[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """Depth and parent (global row, -1 for none) of every slice, as Perfetto computes them
+    for properly nested tracks: per track, slices sorted by (start, longest first; ties in
+    block then row order, as the protobuf writer sorts them), the depth of a slice is the
+    number of slices before it still open at its start (a slice ending where the next
+    starts is closed). NumPy per track, no Python per row."""
+    n = timeline.slice_count
+    depth = np.zeros(n, np.int32)
+    parent = np.full(n, -1, np.int64)
+    if not n:
+        return depth, parent
+    track = np.concatenate([np.array([track_of[id(t)] for t in b.tracks], np.int64)[b.track]
+                            if len(b) else np.zeros(0, np.int64) for b in timeline.blocks])
+    start = np.concatenate([b.start_ns for b in timeline.blocks]).astype(np.int64)
+    dur = np.concatenate([b.dur_ns for b in timeline.blocks]).astype(np.int64)
+    order = np.lexsort((-dur, start, track))
+    t_sorted = track[order]
+    bounds = np.flatnonzero(np.diff(t_sorted)) + 1
+    for lo, hi in zip(np.r_[0, bounds].tolist(), np.r_[bounds, n].tolist()):
+        rows = order[lo:hi]
+        s, e = start[rows], start[rows] + dur[rows]
+        k = len(rows)
+        closed = np.searchsorted(np.sort(e), s, "right")        # ends <= each start
+        # zero-length slices at the same start that come at or after a slice are counted in
+        # `closed` though they are not before it: take them out again
+        zero = np.r_[np.cumsum((e == s)[::-1])[::-1], 0]
+        group_end = np.searchsorted(s, s, "right")
+        d = np.arange(k) - closed + (zero[:k] - zero[group_end])
+        d = np.maximum(d, 0)
+        depth[rows] = d
+        for level in range(1, int(d.max()) + 1 if k else 0):
+            here = np.flatnonzero(d == level)
+            above = np.flatnonzero(d == level - 1)
+            if len(here) and len(above):
+                at = np.searchsorted(above, here) - 1
+                ok = at >= 0
+                parent[rows[here[ok]]] = rows[above[at[ok]]]
+    return depth, parent
+
+
+# --------------------------------------------------------------------------- args
+
+def _json_text(v) -> str | None:
+    return None if v is None else dumps_strict(v).decode("utf-8")
+
+
+def _infer(values: list):
+    """Arrow type of a list of JSON values, and whether they go as JSON text."""
+    pa = _pa()
+    types = set(map(type, values)) - {type(None)}
+    if not types:
+        return pa.null(), False
+    if types == {str}:
+        return pa.string(), False
+    if types == {bool}:
+        return pa.bool_(), False
+    if types == {int}:
+        if all(-(1 << 63) <= v < (1 << 63) for v in values if v is not None):
+            return pa.int64(), False
+        return pa.string(), True
+    if types <= {int, float}:
+        return pa.float64(), False
+    return pa.string(), True
+
+
+def _column_type(col: ArgColumn):
+    pa = _pa()
+    v = col.values
+    if col.table is not None:
+        return pa.string(), False
+    if isinstance(v, np.ndarray):
+        kind = v.dtype.kind
+        base = {"i": pa.int64(), "u": pa.int64(), "f": pa.float64(), "b": pa.bool_(),
+                "U": pa.string()}.get(kind)
+        if base is None:
+            return pa.string(), True
+        if v.ndim == 2:
+            return pa.list_(base), False
+        if kind == "u" and len(v) and int(v.max()) >= 1 << 63:
+            return pa.string(), True
+        return base, False
+    return _infer(v)
+
+
+def _unite(a, b):
+    pa = _pa()
+    if a is None or a == b or pa.types.is_null(b):
+        return b if a is None or pa.types.is_null(a) else a
+    if pa.types.is_null(a):
+        return b
+    if {a, b} == {pa.int64(), pa.float64()}:
+        return pa.float64()
+    return pa.string()
+
+
+def _column_array(col: ArgColumn, rows: np.ndarray | None, typ, as_json: bool):
+    """One arg column (rows `rows` of it, None: all) as an Arrow array of type `typ`."""
+    pa = _pa()
+    v = col.values
+    mask = None
+    if col.present is not None:
+        mask = ~(col.present if rows is None else col.present[rows])
+    if col.table is not None:
+        ix = v if rows is None else v[rows]
+        arr = pa.array(col.table, pa.string()).take(pa.array(ix.astype(np.int64)))
+        if mask is not None and mask.any():
+            arr = pa.compute.if_else(pa.array(mask), pa.nulls(len(arr), pa.string()), arr)
+        return arr
+    if isinstance(v, np.ndarray):
+        sel = v if rows is None else v[rows]
+        if v.ndim == 2:
+            flat = pa.array(np.ascontiguousarray(sel).reshape(-1))
+            offsets = pa.array(np.arange(0, sel.size + 1, max(sel.shape[1], 1), dtype=np.int32)
+                               if sel.shape[1] else np.zeros(len(sel) + 1, np.int32))
+            arr = pa.ListArray.from_arrays(offsets, flat, mask=None if mask is None
+                                           else pa.array(mask))
+        elif as_json or v.dtype.kind == "u" and pa.types.is_string(typ):
+            arr = pa.array([str(x) for x in sel.tolist()], pa.string(), mask=mask)
+        else:
+            arr = pa.array(sel, mask=mask)
+        return arr if arr.type == typ else arr.cast(typ)
+    vals = v if rows is None else [v[r] for r in rows.tolist()]
+    if mask is not None:
+        vals = [None if m else x for x, m in zip(vals, mask.tolist())]
+    return _values_array(vals, typ, as_json)
+
+
+def _values_array(vals: list, typ, as_json: bool):
+    pa = _pa()
+    if as_json or (pa.types.is_string(typ) and any(type(x) not in (str, type(None))
+                                                   for x in vals)):
+        return pa.array([x if type(x) is str else _json_text(x) for x in vals], pa.string())
+    return pa.array(vals, typ)
+
+
+class _BlockArgs:
+    """The arg keys, types and values of one block (columns, then `extra_args` keys)."""
+
+    def __init__(self, block: SliceBlock) -> None:
+        self.block = block
+        self.types: dict[str, tuple] = {}
+        for col in block.args:
+            self.types[col.key] = _column_type(col)
+        self.extra: dict[str, list] = {}
+        if block.extra_args is not None:
+            keys = dict.fromkeys(k for d in block.extra_args if d for k in d)
+            for k in keys:
+                if k in self.types:
+                    continue
+                vals = [d.get(k) if d else None for d in block.extra_args]
+                self.extra[str(k)] = vals
+                self.types[str(k)] = _infer(vals)
+
+    def arrays(self, rows: np.ndarray | None, fields: dict[str, tuple]) -> list:
+        pa = _pa()
+        n = len(self.block) if rows is None else len(rows)
+        cols = {c.key: c for c in self.block.args}
+        out = []
+        for key, (typ, as_json) in fields.items():
+            if key in cols:
+                out.append(_column_array(cols[key], rows, typ, as_json))
+            elif key in self.extra:
+                vals = self.extra[key]
+                if rows is not None:
+                    vals = [vals[r] for r in rows.tolist()]
+                out.append(_values_array(vals, typ, as_json))
+            else:
+                out.append(pa.nulls(n, typ))
+        return out
+
+
+# --------------------------------------------------------------------------- tables
+
+def timeline_tables(timeline: Timeline, *, shard: int = 0) -> dict[str, list]:
+    """The timeline as Arrow tables: {table name: [(rank, pa.Table), ...]}, one table per
+    rank partition (rank None: rows of no rank). See the module docstring for ids."""
+    pa = _pa()
+    base = shard << SHARD_BITS
+    slice_base = shard << SLICE_SHARD_BITS
+    procs, tracks, counters = timeline.processes, timeline.tracks, timeline.counters
+    proc_ix = {id(p): i for i, p in enumerate(procs)}
+    track_ix = {id(t): i for i, t in enumerate(tracks)}
+    captures = timeline.metadata.get("captures") or []
+    by_source = {}
+    for c in captures:
+        for f in c.get("files", ()):
+            by_source.setdefault(f, c["capture"])
+    proc_rank = [p.rank for p in procs]
+    track_rank = [t.process.rank for t in tracks]
+    out: dict[str, list] = {name: [] for name in TABLES}
+
+    def split(table: str, ranks: list, columns: dict, schema=None) -> None:
+        """Rows of `columns` (all of one length) into one table per rank in `ranks`."""
+        key = np.array([-1 if r is None else r for r in ranks], np.int64)
+        columns = {"rank": pa.array(ranks, pa.int32()), **columns}
+        whole = pa.table(columns, schema=schema)
+        for r in sorted(set(ranks), key=lambda r: (r is not None, r or 0)):
+            sel = np.flatnonzero(key == (-1 if r is None else r))
+            out[table].append((r, whole if len(sel) == len(key) else whole.take(sel)))
+
+    split("process", proc_rank, {
+        "upid": pa.array([base + i for i in range(len(procs))], pa.int64()),
+        "pid": pa.array([p.pid for p in procs], pa.int64()),
+        "os_pid": pa.array([p.os_pid for p in procs], pa.int64()),
+        "name": pa.array([p.name for p in procs], pa.string()),
+        "sort_index": pa.array([p.sort_index for p in procs], pa.int64()),
+        "estimated": pa.array([bool(p.estimated) for p in procs], pa.bool_()),
+        "capture_id": pa.array([None if by_source.get(p.args.get("source")) is None
+                                else base + by_source[p.args.get("source")]
+                                if isinstance(p.args.get("source"), str) else None
+                                for p in procs], pa.int64()),
+        "args": pa.array([_json_text(p.args) for p in procs], pa.string()),
+    })
+    split("thread", track_rank, {
+        "utid": pa.array([base + i for i in range(len(tracks))], pa.int64()),
+        "tid": pa.array([t.tid for t in tracks], pa.int64()),
+        "os_tid": pa.array([t.os_tid for t in tracks], pa.int64()),
+        "name": pa.array([t.name for t in tracks], pa.string()),
+        "upid": pa.array([base + proc_ix[id(t.process)] for t in tracks], pa.int64()),
+        "sort_index": pa.array([t.sort_index for t in tracks], pa.int64()),
+        "is_thread": pa.array([t.os_tid is not None for t in tracks], pa.bool_()),
+    })
+    n_tracks = len(tracks)
+    split("counter_track", [c.process.rank for c in counters], {
+        "id": pa.array([base + n_tracks + j for j in range(len(counters))], pa.int64()),
+        "name": pa.array([c.name for c in counters], pa.string()),
+        "upid": pa.array([base + proc_ix[id(c.process)] for c in counters], pa.int64()),
+        "unit": pa.array([c.unit for c in counters], pa.string()),
+    })
+    for j, c in enumerate(counters):
+        n = len(c.ts_ns)
+        out["counter"].append((c.process.rank, pa.table({
+            "rank": pa.nulls(n, pa.int32()) if c.process.rank is None
+            else pa.array(np.full(n, c.process.rank, np.int32)),
+            "track_id": pa.array(np.full(n, base + n_tracks + j, np.int64)),
+            "ts": pa.array(c.ts_ns.astype(np.int64)),
+            "value": pa.array(c.values.astype(np.float64)),
+        })))
+    _slices(timeline, out, slice_base, base, track_ix, track_rank)
+    split("capture", [c.get("rank") for c in captures], {
+        "id": pa.array([base + c["capture"] for c in captures], pa.int64()),
+        "device": pa.array([c.get("device") for c in captures], pa.int64()),
+        "label": pa.array([c.get("label") for c in captures], pa.string()),
+        "directory": pa.array([c.get("directory") for c in captures], pa.string()),
+        "alignment": pa.array([c.get("alignment") for c in captures], pa.string()),
+        "method": pa.array([c.get("method") for c in captures], pa.string()),
+        "uncertainty_ns": pa.array([c.get("uncertainty_ns") for c in captures], pa.int64()),
+        "clock_freq_hz": pa.array([c.get("clock_freq_hz") for c in captures], pa.int64()),
+        "files": pa.array([c.get("files", []) for c in captures], pa.list_(pa.string())),
+    })
+    kernels = [(c.get("rank"), base + c["capture"], int(k), name) for c in captures
+               for k, name in (c.get("kernels") or {}).items()]
+    split("kernel", [k[0] for k in kernels], {
+        "capture_id": pa.array([k[1] for k in kernels], pa.int64()),
+        "kernel_id": pa.array([k[2] for k in kernels], pa.int64()),
+        "name": pa.array([k[3] for k in kernels], pa.string()),
+    })
+    meta = {k: v for k, v in timeline.metadata.items() if k != "captures"}
+    split("metadata", [None] * len(meta), {
+        "name": pa.array(list(meta), pa.string()),
+        "value": pa.array([_json_text(v) for v in meta.values()], pa.string()),
+    })
+    for name, schema in _empty_schemas().items():
+        if not out[name]:           # every table exists, so that queries of it work
+            out[name].append((None, schema.empty_table()))
+    return out
+
+
+def _empty_schemas() -> dict:
+    pa = _pa()
+    i64, i32, s = pa.int64(), pa.int32(), pa.string()
+    return {
+        "slice": pa.schema([("rank", i32), ("id", i64), ("ts", i64), ("dur", i64),
+                            ("track_id", i64), ("category", s), ("name", s), ("depth", i32),
+                            ("parent_id", i64)]),
+        "flow": pa.schema([("rank", i32), ("slice_out", i64), ("slice_in", i64),
+                           ("name", s), ("category", s)]),
+        "counter": pa.schema([("rank", i32), ("track_id", i64), ("ts", i64),
+                              ("value", pa.float64())]),
+    }
+
+
+def _slices(timeline: Timeline, out: dict, slice_base: int, base: int,
+            track_ix: dict[int, int], track_rank: list) -> None:
+    pa = _pa()
+    depth, parent = _nesting(timeline, track_ix)
+    rank_key = np.array([-1 if r is None else r for r in track_rank] or [0], np.int64)
+    offsets = {}
+    total = 0
+    for b in timeline.blocks:
+        offsets[id(b)] = total
+        total += len(b)
+    # arg fields per rank partition: the union over the blocks that have rows there
+    parts: dict[int, list] = {}
+    for b in timeline.blocks:
+        if not len(b):
+            continue
+        tix = np.array([track_ix[id(t)] for t in b.tracks], np.int64)[b.track]
+        key = rank_key[tix]
+        ranks = np.unique(key).tolist()
+        args = _BlockArgs(b)
+        for r in ranks:
+            rows = None if len(ranks) == 1 else np.flatnonzero(key == r)
+            parts.setdefault(r, []).append((b, args, tix, rows))
+    for r, blocks in sorted(parts.items()):
+        fields: dict[str, tuple] = {}
+        for _, args, _, _ in blocks:
+            for k, (typ, as_json) in args.types.items():
+                old = fields.get(k)
+                typ = _unite(old[0] if old else None, typ)
+                fields[k] = (typ, (old[1] if old else False) or as_json
+                             or (pa.types.is_string(typ) and old is not None
+                                 and not pa.types.is_string(old[0])))
+        fields = {k: (pa.string() if pa.types.is_null(t) else t, j)
+                  for k, (t, j) in fields.items()}
+        rank = None if r == -1 else r
+        tables = []
+        for b, args, tix, rows in blocks:
+            sel = np.arange(len(b)) if rows is None else rows
+            g = offsets[id(b)] + sel
+            n = len(sel)
+            par = parent[g]
+            cols = {
+                "rank": pa.nulls(n, pa.int32()) if rank is None
+                else pa.array(np.full(n, rank, np.int32)),
+                "id": pa.array(slice_base + g),
+                "ts": pa.array(b.start_ns[sel].astype(np.int64)),
+                "dur": pa.array(b.dur_ns[sel].astype(np.int64)),
+                "track_id": pa.array(base + tix[sel]),
+                "category": pa.array([b.cat], pa.string()).take(
+                    pa.array(np.zeros(n, np.int64))),
+                "name": pa.array(b.names, pa.string()).take(
+                    pa.array(b.name[sel].astype(np.int64))),
+                "depth": pa.array(depth[g]),
+                "parent_id": pa.array(slice_base + par, mask=par < 0),
+            }
+            if fields:
+                arrays = args.arrays(rows, fields)
+                cols["args"] = pa.StructArray.from_arrays(
+                    arrays, fields=[pa.field(k, t) for k, (t, _) in fields.items()])
+            tables.append(pa.table(cols))
+        json_keys = [k for k, (_, j) in fields.items() if j]
+        meta = {JSON_ARGS: dumps_strict(json_keys)} if json_keys else None
+        for t in tables:
+            out["slice"].append((rank, t.replace_schema_metadata(meta)))
+    _flows(timeline, out, slice_base, offsets, track_ix, rank_key)
+
+
+def _flows(timeline: Timeline, out: dict, slice_base: int, offsets: dict,
+           track_ix: dict[int, int], rank_key: np.ndarray) -> None:
+    pa = _pa()
+    for f in timeline.flows:
+        if not len(f):
+            continue
+        tix = np.array([track_ix[id(t)] for t in f.src.tracks], np.int64)[f.src.track[f.src_row]]
+        key = rank_key[tix]
+        src = slice_base + offsets[id(f.src)] + f.src_row.astype(np.int64)
+        dst = slice_base + offsets[id(f.dst)] + f.dst_row.astype(np.int64)
+        for r in np.unique(key).tolist():
+            sel = np.flatnonzero(key == r)
+            n = len(sel)
+            rank = None if r == -1 else r
+            out["flow"].append((rank, pa.table({
+                "rank": pa.nulls(n, pa.int32()) if rank is None
+                else pa.array(np.full(n, rank, np.int32)),
+                "slice_out": pa.array(src[sel]),
+                "slice_in": pa.array(dst[sel]),
+                "name": pa.array([f.name], pa.string()).take(pa.array(np.zeros(n, np.int64))),
+                "category": pa.array([f.cat], pa.string()).take(
+                    pa.array(np.zeros(n, np.int64))),
+            })))
+
+
+# --------------------------------------------------------------------------- files
+
+def write_tables(tables: dict[str, list], directory: str | os.PathLike, shard: int = 0) -> int:
+    """Write `timeline_tables` output under `directory` (which exists) as
+    `<table>/rank=<r>/part-<shard>.parquet`, each file atomically; -> bytes written."""
+    import pyarrow.parquet as pq
+
+    from pypto.compile_profiling.foundation.atomic_io import atomic_writer
+
+    root = Path(directory)
+    size = 0
+    for name, parts in tables.items():
+        by_rank: dict = {}
+        for rank, table in parts:
+            by_rank.setdefault(rank, []).append(table)
+        for rank, group in by_rank.items():
+            d = root / name / partition_name(rank)
+            d.mkdir(parents=True, exist_ok=True)
+            path = d / f"part-{shard:05d}.parquet"
+            schema = _common_schema(group)
+            with atomic_writer(path, "wb") as f, \
+                    pq.ParquetWriter(f, schema, compression="zstd") as w:
+                for t in group:
+                    if len(t):
+                        w.write_table(t.cast(schema) if t.schema != schema else t,
+                                      row_group_size=1 << 20)
+            size += path.stat().st_size
+    return size
+
+
+def _common_schema(tables: list):
+    """One schema for the tables of one file (the slice blocks of a partition already share
+    their args fields; metadata: the first one's)."""
+    schema = tables[0].schema
+    for t in tables[1:]:
+        if not t.schema.equals(schema, check_metadata=False):
+            pa = _pa()
+            schema = pa.unify_schemas([schema, t.schema], promote_options="permissive")
+    return schema
+
+
+def write_parquet_dataset(timeline: Timeline, directory: str | os.PathLike) -> int:
+    """Write `timeline` as a Parquet dataset directory; -> bytes written.
+
+    All or nothing: the dataset is written into a fresh hidden sibling directory and renamed
+    into place; a directory already there is replaced only when it is a dataset written by
+    this function (it holds `DATASET_MARKER`), anything else there is refused.
+    """
+    target = Path(directory)
+    if (target.exists() or target.is_symlink()) and (
+            target.is_symlink() or not target.is_dir() or not (target / DATASET_MARKER).exists()):
+        raise OutputPathError(target, "exists and is not a Parquet dataset written by "
+                                          "pypto (no " + DATASET_MARKER + " in it); not replaced")
+    parent = target.parent
+    parent.mkdir(parents=True, exist_ok=True)
+    stage = parent / f".{target.name}.pypto-tmp-{os.getpid()}-{os.urandom(4).hex()}"
+    try:
+        stage.mkdir()
+        (stage / DATASET_MARKER).write_text("pypto.compile_profiling.timeline.write_parquet\n")
+        size = write_tables(timeline_tables(timeline), stage)
+        if target.exists():
+            old = parent / f".{target.name}.pypto-old-{os.getpid()}-{os.urandom(4).hex()}"
+            os.rename(target, old)
+            os.rename(stage, target)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.rename(stage, target)
+    except OSError as e:
+        raise ProfileWriteError(f"{target}: cannot write: {e.strerror or e}") from e
+    finally:
+        if stage.exists():
+            shutil.rmtree(stage, ignore_errors=True)
+    return size
+
+
+def read_parquet_dataset(directory: str | os.PathLike) -> dict:
+    """{table name: pa.Table} of a dataset directory (every partition; args united)."""
+    import duckdb
+
+    con = duckdb.connect()
+    out = {}
+    for name in TABLES:
+        files = sorted(Path(directory, name).glob("*/*.parquet"))
+        if files:
+            out[name] = con.sql(
+                "select * from read_parquet(?, union_by_name = true, hive_partitioning = false)",
+                params=[[str(f) for f in files]]).to_arrow_table()
+    return out

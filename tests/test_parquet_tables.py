@@ -1,0 +1,129 @@
+"""The merged run as Parquet tables: a round trip through the dataset directory gives back
+the Timeline (counts, times, names, categories, args, flows, counters) on every real
+capture, with a compile trace around it; nesting (depth, parent) is the one the tracks hold."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pyarrow.parquet as pq
+import pytest
+from merge_inputs import CASES, FIXTURES, compile_trace_around
+
+from pypto.compile_profiling.timeline import format_for_path, write_timeline
+from pypto.compile_profiling.timeline.write_parquet import (
+    JSON_ARGS,
+    read_parquet_dataset,
+    write_parquet_dataset,
+)
+from pypto.compile_profiling.trace_merge import merge_traces
+from pypto.errors import OutputPathError
+
+
+def _merged(case, tmp_path):
+    trace = tmp_path / "trace.json"
+    compile_trace_around(FIXTURES / case, trace)
+    return merge_traces([str(trace), str(FIXTURES / case)]).timeline
+
+
+def _expected_args(args: dict) -> dict:
+    return {k: v for k, v in args.items() if v is not None}
+
+
+def _read_args(row_args: dict | None, json_keys: set) -> dict:
+    out = {}
+    for k, v in (row_args or {}).items():
+        if v is None:
+            continue
+        out[k] = json.loads(v) if k in json_keys else v
+    return out
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_round_trip_equals_the_timeline(case, tmp_path):
+    tl = _merged(case, tmp_path)
+    size = write_parquet_dataset(tl, tmp_path / "tables")
+    assert size > 0
+    got = read_parquet_dataset(tmp_path / "tables")
+    assert got["slice"].num_rows == tl.slice_count
+    assert got["flow"].num_rows == tl.flow_count
+    assert got["process"].num_rows == len(tl.processes)
+    assert got["thread"].num_rows == len(tl.tracks)
+    assert got["counter"].num_rows == sum(len(c.ts_ns) for c in tl.counters)
+    assert got["capture"].num_rows == 1
+    json_keys = set()
+    for f in (tmp_path / "tables" / "slice").glob("*/*.parquet"):
+        meta = pq.read_schema(f).metadata or {}
+        json_keys |= set(json.loads(meta.get(JSON_ARGS, b"[]")))
+    slices = {r["id"]: r for r in got["slice"].to_pylist()}
+    tracks = {r["utid"]: r for r in got["thread"].to_pylist()}
+    procs = {r["upid"]: r for r in got["process"].to_pylist()}
+    row = 0
+    for block in tl.blocks:
+        args = block.row_args()
+        for i in range(len(block)):
+            s = slices[row]
+            tr = block.tracks[block.track[i]]
+            assert (s["ts"], s["dur"], s["name"], s["category"]) == (
+                int(block.start_ns[i]), int(block.dur_ns[i]), block.names[block.name[i]],
+                block.cat)
+            assert tracks[s["track_id"]]["name"] == tr.name
+            assert procs[tracks[s["track_id"]]["upid"]]["name"] == tr.process.name
+            assert _read_args(s["args"], json_keys) == _expected_args(args[i])
+            row += 1
+    # nesting: a parent is on the same track, one level up, and holds its child
+    for s in slices.values():
+        if s["parent_id"] is None:
+            assert s["depth"] == 0
+        else:
+            p = slices[s["parent_id"]]
+            assert p["track_id"] == s["track_id"] and p["depth"] == s["depth"] - 1
+            assert p["ts"] <= s["ts"] and s["ts"] + s["dur"] <= p["ts"] + p["dur"]
+    offsets, total = {}, 0
+    for b in tl.blocks:
+        offsets[id(b)] = total
+        total += len(b)
+    want = sorted((offsets[id(f.src)] + int(a), offsets[id(f.dst)] + int(b), f.name, f.cat)
+                  for f in tl.flows for a, b in zip(f.src_row, f.dst_row))
+    assert sorted((r["slice_out"], r["slice_in"], r["name"], r["category"])
+                  for r in got["flow"].to_pylist()) == want
+    counters = got["counter"].to_pydict()
+    for j, c in enumerate(tl.counters):
+        at = [k for k, t in enumerate(counters["track_id"]) if t == len(tl.tracks) + j]
+        assert [counters["ts"][k] for k in at] == c.ts_ns.tolist()
+        assert [counters["value"][k] for k in at] == c.values.astype(float).tolist()
+
+
+def test_partitions_by_rank(tmp_path):
+    cases = ["hbg_vector_example_l4_depgen", "tmr_vector_example_l4_depgen"]
+    for r, case in enumerate(cases):
+        shutil.copytree(FIXTURES / case, tmp_path / "dfx_outputs" / f"rank{r}" / "d0")
+    tl = merge_traces([str(tmp_path / "dfx_outputs")]).timeline
+    write_parquet_dataset(tl, tmp_path / "tables")
+    parts = sorted(p.name for p in (tmp_path / "tables" / "slice").iterdir())
+    assert parts == ["rank=0", "rank=1"]
+    got = read_parquet_dataset(tmp_path / "tables")
+    cap = got["capture"].to_pydict()
+    assert sorted(zip(cap["rank"], cap["device"])) == [(0, 0), (1, 0)]
+    per_rank = dict(zip(*got["slice"].group_by("rank").aggregate(
+        [("id", "count")]).to_pydict().values()))
+    alone = [merge_traces([str(FIXTURES / c)]).timeline.slice_count for c in cases]
+    assert [per_rank[0], per_rank[1]] == alone
+
+
+def test_format_from_the_extension_and_refusals(tmp_path):
+    assert format_for_path("out/tables", "parquet") == "parquet"
+    assert format_for_path("out/run.parquet") == "parquet"
+    tl = merge_traces([str(FIXTURES / "tmr_vector_example_l1")]).timeline
+    out = tmp_path / "run.parquet"
+    assert write_timeline(tl, out) > 0
+    assert (out / "slice").is_dir()
+    write_timeline(tl, out)                  # a dataset of ours is replaced whole
+    other = tmp_path / "mine"
+    other.mkdir()
+    (other / "keep.txt").write_text("x")
+    with pytest.raises(OutputPathError):
+        write_timeline(tl, other, "parquet")
+    assert (other / "keep.txt").read_text() == "x"
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
