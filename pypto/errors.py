@@ -49,3 +49,11 @@ class TraceInputError(PyptoError):
 
     def __reduce__(self):  # rebuilt from its parts (e.g. raised in a forked helper process)
         return type(self), (self.path, self.problem)
+
+
+class MissingDependencyError(PyptoError):
+    """An optional dependency is not installed; the message names the pip command."""
+
+
+class QueryError(PyptoError):
+    """An SQL query over a run failed (DuckDB's message, one line)."""

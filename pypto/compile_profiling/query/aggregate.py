@@ -1,0 +1,114 @@
+"""Many runs at once (`pypto-profile aggregate PATH...`): per stage, pass and kernel, the
+count, total, mean, P50, P95 and max over every run found, sorted by total (what
+ClangBuildAnalyzer does for `-ftime-trace`, for our stages and kernels).
+
+A PATH is a run (a work dir, report dir, `pipeline_profile.json`, `trace.json`, a capture
+directory, a Parquet dataset) or a directory tree holding runs: every directory that is a
+run is taken whole and not searched further. Each run becomes the tables of `tables` and
+gives its instances (one row per stage and per AICore kernel execution); DuckDB then
+aggregates the instances of all runs. Stages are keyed by their path from the top (as
+`pypto-profile show` and `diff` match them), passes are the stages of category `pass`,
+kernels by name with their device time from the records' cycles.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pypto.compile_profiling.query import require
+from pypto.compile_profiling.query.presets import AICORE, STAGE_PATHS, with_path
+from pypto.compile_profiling.query.run import QueryResult
+from pypto.errors import TraceInputError
+
+__all__ = ["aggregate", "find_runs"]
+
+_INSTANCES = f"""
+with recursive {STAGE_PATHS.strip()},
+{AICORE.strip()}
+select case when category = 'pass' then 'pass' else 'stage' end as kind, path as name,
+       dur::double as ns
+from stage
+union all
+select 'kernel', coalesce(k.name, '(unknown kernel)'), a.device_ns
+from aicore a left join kernel k on k.capture_id = a.capture_id and k.kernel_id = a.kernel_id
+"""
+
+_STAGES_ONLY = f"""
+with recursive {STAGE_PATHS.strip()}
+select case when category = 'pass' then 'pass' else 'stage' end as kind, path as name,
+       dur::double as ns
+from stage
+"""
+
+_AGGREGATE = """
+select kind, name, count(*) as count, count(distinct run) as runs,
+       sum(ns) / 1e6 as total_ms, avg(ns) / 1e6 as mean_ms,
+       quantile_cont(ns, 0.5) / 1e6 as p50_ms, quantile_cont(ns, 0.95) / 1e6 as p95_ms,
+       max(ns) / 1e6 as max_ms
+from instances group by kind, name order by total_ms desc, kind, name
+"""
+
+
+def _is_run(p: Path) -> bool:
+    from pypto.compile_profiling.profile_load import is_profile_location
+    from pypto.compile_profiling.query.tables import dataset_dir
+    from pypto.compile_profiling.trace_merge.read_simpler import RECORD_FILE_NAMES
+
+    if not p.is_dir():
+        return p.is_file()
+    if dataset_dir(p) is not None or is_profile_location(p) or (p / "dfx_outputs").is_dir():
+        return True
+    return any((p / n).is_file() for n in RECORD_FILE_NAMES)
+
+
+def find_runs(paths: list[str | os.PathLike]) -> list[Path]:
+    """Every run at or below `paths`, in path order (see the module docstring)."""
+    runs: list[Path] = []
+    for raw in paths:
+        root = Path(raw)
+        if not root.exists():
+            raise TraceInputError(root, "no such file or directory")
+        if _is_run(root):
+            runs.append(root)
+            continue
+        found = []
+        for dirpath, dirnames, _ in os.walk(root):
+            d = Path(dirpath)
+            if _is_run(d):
+                found.append(d)
+                dirnames[:] = []
+            else:
+                dirnames.sort()
+        if not found:
+            raise TraceInputError(root, "no runs here (expected work dirs, report dirs, "
+                                        "profiles, capture directories or Parquet datasets)")
+        runs.extend(sorted(found))
+    return runs
+
+
+def aggregate(paths: list[str | os.PathLike], *, progress=None) -> tuple[QueryResult, int]:
+    """The aggregate table over every run found, and the number of runs."""
+    require("duckdb", "pyarrow")
+    import duckdb
+    import pyarrow as pa
+
+    from pypto.compile_profiling.query.presets import slice_arg_fields
+    from pypto.compile_profiling.query.run import run_query
+    from pypto.compile_profiling.query.tables import open_run
+
+    runs = find_runs(paths)
+    parts = []
+    for n, run in enumerate(runs):
+        if progress is not None:
+            progress(f"reading run {n + 1}/{len(runs)}: {run}")
+        con = open_run([run])
+        fields = slice_arg_fields(con)
+        kernels = {"core_id", "task_id", "kernel_id", "start_cycles", "end_cycles"} <= fields
+        sql = with_path(_INSTANCES if kernels else _STAGES_ONLY, fields)
+        table = con.sql(sql).to_arrow_table()
+        parts.append(table.append_column("run", pa.array([n] * len(table), pa.int64())))
+        con.close()
+    con = duckdb.connect()
+    con.register("instances", pa.concat_tables(parts))
+    return run_query(con, _AGGREGATE), len(runs)
