@@ -8,6 +8,9 @@ compile profiles.
     pypto-profile open TRACE [--offline] [--no-browser] [--port P] [--timeout S]
     pypto-profile kernels WORK_DIR [--format text|markdown|csv|json] [-o FILE]
     pypto-profile analyze PATH... [--format text|markdown|json] [--top N] [-o FILE]
+    pypto-profile query "SQL" PATH... [--format text|csv|json] [--limit N] [-o FILE]
+    pypto-profile query --preset NAME PATH...        (--preset list: the presets)
+    pypto-profile aggregate PATH... [--format text|csv|json] [-o FILE]
 
 PATH: a work dir, a report dir, `pipeline_profile.json` or `trace.json` (also `.gz`).
 Exit status: 0 success; 1 a regression found (`diff`), a trace not fetched in time
@@ -176,6 +179,32 @@ def _parser() -> argparse.ArgumentParser:
                    help="a producer counts as finished before its consumer started when it "
                         "ended at most N device cycles after (default 2, as Simpler's tool)")
     output_arg(a, "the report")
+
+    q = sub.add_parser("query", help="SQL over a run's tables (DuckDB)",
+                       description="Run SQL (DuckDB) over a run's tables: process, thread, "
+                                   "slice, flow, counter_track, counter, capture, kernel, "
+                                   "metadata (docs/tables.md). PATH: a Parquet dataset "
+                                   "(pypto-merge-traces --format parquet), or a merge's "
+                                   "inputs (work dir, dfx_outputs/, trace.json, profile), "
+                                   "read and placed as the merge does. Needs "
+                                   "'pypto[scale]'.")
+    q.add_argument("words", nargs="*", metavar="SQL PATH",
+                   help="the SQL, then the run's paths (with --preset: the paths only)")
+    q.add_argument("--preset", metavar="NAME",
+                   help="a ready-made query instead of SQL ('list' names them)")
+    q.add_argument("--format", choices=("text", "csv", "json"), default="text")
+    q.add_argument("--limit", type=_count, metavar="N", help="at most N rows")
+    output_arg(q, "the result")
+
+    g = sub.add_parser("aggregate", help="per stage, pass and kernel over many runs",
+                       description="Count, total, mean, P50, P95 and max of every stage, pass "
+                                   "and kernel over many runs (profiles, work dirs, capture "
+                                   "directories, Parquet datasets, or directory trees of "
+                                   "them), sorted by total. Needs 'pypto[scale]'.")
+    g.add_argument("paths", nargs="+", metavar="PATH")
+    g.add_argument("--format", choices=("text", "csv", "json"), default="text")
+    g.add_argument("--limit", type=_count, metavar="N", help="at most N rows")
+    output_arg(g, "the table")
     return p
 
 
@@ -400,6 +429,46 @@ def _kernels(args) -> int:
     return EXIT_OK
 
 
+def _query(args) -> int:
+    from pypto.compile_profiling.query.presets import PRESETS
+    from pypto.compile_profiling.query.run import format_result, run_preset, run_query
+    from pypto.compile_profiling.query.tables import open_run
+
+    if args.preset == "list":
+        text = "".join(f"{p.name:15s} {p.help}\n" for p in PRESETS.values())
+        write_output(args.output, text, [])
+        return EXIT_OK
+    words = list(args.words)
+    if args.preset is None:
+        if not words:
+            raise _Usage("query needs SQL and the run's PATH (or --preset NAME PATH)")
+        sql, paths = words[0], words[1:]
+    else:
+        if args.preset not in PRESETS:
+            raise _Usage(f"unknown preset {args.preset!r} (--preset list names them)")
+        sql, paths = None, words
+    if not paths:
+        raise _Usage("query needs the run's PATH (a Parquet dataset, work dir, dfx_outputs/, "
+                     "trace.json or profile)")
+    con = open_run(paths)
+    result = run_query(con, sql, args.limit) if sql is not None else \
+        run_preset(con, args.preset, args.limit)
+    write_output(args.output, format_result(result, args.format), paths)
+    return EXIT_OK
+
+
+def _aggregate(args) -> int:
+    from pypto.compile_profiling.query.aggregate import aggregate
+    from pypto.compile_profiling.query.run import QueryResult, format_result
+
+    result, runs = aggregate(args.paths)
+    if args.limit is not None:
+        result = QueryResult(result.columns, result.rows[:args.limit])
+    print(f"note: {runs} run(s)", file=sys.stderr)
+    write_output(args.output, format_result(result, args.format), args.paths)
+    return EXIT_OK
+
+
 def serve_trace(server, *, open_browser: bool = True, timeout_s: float | None = None,
                 out=None, err=None) -> int:
     """Print the URL, open the browser, serve until the trace was fetched (offline: until
@@ -490,7 +559,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     commands = {"show": _show, "html": _html, "open": _open, "kernels": _kernels,
-                "analyze": _analyze}
+                "analyze": _analyze, "query": _query, "aggregate": _aggregate}
     try:
         if args.command == "diff":
             return _diff(args, new_paths)
