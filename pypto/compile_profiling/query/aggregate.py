@@ -23,12 +23,19 @@ from pypto.errors import TraceInputError
 
 __all__ = ["aggregate", "find_runs"]
 
+# a pass: category `pass` (our traces), or a stage right under `passes` (durations-only
+# reports, whose stages the merge files all as `compile`); a durations-only report's stages
+# count by their recorded seconds (the merge lays them end to end and clips them)
+_STAGE_ROWS = """
+select case when category = 'pass' or regexp_matches(path, '(^|/)passes/[^/]+$')
+            then 'pass' else 'stage' end as kind, path as name,
+       coalesce(seconds * 1e9, dur::double) as ns
+from stage"""
+
 _INSTANCES = f"""
 with recursive {STAGE_PATHS.strip()},
 {AICORE.strip()}
-select case when category = 'pass' then 'pass' else 'stage' end as kind, path as name,
-       dur::double as ns
-from stage
+{_STAGE_ROWS.strip()}
 union all
 select 'kernel', coalesce(k.name, '(unknown kernel)'), a.device_ns
 from aicore a left join kernel k on k.capture_id = a.capture_id and k.kernel_id = a.kernel_id
@@ -36,9 +43,7 @@ from aicore a left join kernel k on k.capture_id = a.capture_id and k.kernel_id 
 
 _STAGES_ONLY = f"""
 with recursive {STAGE_PATHS.strip()}
-select case when category = 'pass' then 'pass' else 'stage' end as kind, path as name,
-       dur::double as ns
-from stage
+{_STAGE_ROWS.strip()}
 """
 
 _AGGREGATE = """

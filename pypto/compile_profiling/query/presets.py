@@ -10,11 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["AICORE", "PRESETS", "STAGE_CATEGORIES", "STAGE_PATHS", "Preset", "preset_sql",
+__all__ = ["AICORE", "PRESETS", "STAGE_PATHS", "Preset", "preset_sql",
            "slice_arg_fields"]
 
-STAGE_CATEGORIES = ("compile", "parse", "pass", "codegen", "device", "user")
-_STAGES = ", ".join(f"'{c}'" for c in STAGE_CATEGORIES)
 
 
 @dataclass(frozen=True)
@@ -101,12 +99,16 @@ from gaps g join capture c on c.id = g.capture_id
 group by g.rank, c.label, g.capture_id, g.core_type, g.core_id
 order by idle_us desc, g.rank, capture, g.core_id""")
 
-# every compile stage with its path from the top (`args.path` where our trace.json gave it,
-# else the names of the stages it nests in), as pypto-profile's stage tree has them
-STAGE_PATHS = f"""
+# every compile stage (the slices of the compile processes: those drawn from no capture,
+# less a run log's spans on them) with its path from the top (`args.path` where our
+# trace.json gave it, else the names of the stages it nests in), as pypto-profile's stage
+# tree has them
+STAGE_PATHS = """
 st as (
-  select id, ts, dur, ts + dur as te, name, category, parent_id, {{path}} as given_path
-  from slice where category in ({_STAGES})),
+  select s.id, s.ts, s.dur, s.ts + s.dur as te, s.name, s.category, s.parent_id,
+         {path} as given_path, {seconds} as seconds
+  from slice s join thread t on s.track_id = t.utid join process p on t.upid = p.upid
+  where p.capture_id is null and s.category not like 'simpler_host%'),
 tree(id, path) as (
   select id, coalesce(given_path, name) from st
   where parent_id is null or parent_id not in (select id from st)
@@ -160,5 +162,7 @@ def preset_sql(con, preset: Preset) -> str | None:
 
 
 def with_path(sql: str, fields: set[str]) -> str:
-    """`sql` with the stage path placeholder bound to `args.path` when slices have it."""
-    return sql.replace("{path}", "args.path" if "path" in fields else "null")
+    """`sql` with the stage placeholders bound to `args.path` / `args.seconds` (a
+    durations-only report's stages) when slices have them, else null."""
+    return sql.replace("{path}", "s.args.path" if "path" in fields else "null").replace(
+        "{seconds}", "s.args.seconds" if "seconds" in fields else "null")

@@ -247,6 +247,8 @@ def timeline_tables(timeline: Timeline, *, shard: int = 0) -> dict[str, list]:
         key = np.array([-1 if r is None else r for r in ranks], np.int64)
         columns = {"rank": pa.array(ranks, pa.int32()), **columns}
         whole = pa.table(columns, schema=schema)
+        if not ranks:                 # an empty table keeps its columns
+            out[table].append((None, whole))
         for r in sorted(set(ranks), key=lambda r: (r is not None, r or 0)):
             sel = np.flatnonzero(key == (-1 if r is None else r))
             out[table].append((r, whole if len(sel) == len(key) else whole.take(sel)))
