@@ -1,7 +1,8 @@
 """`pypto-merge-traces`: argument parsing, messages, exit codes and `--open` for `merge_traces`.
 
-    pypto-merge-traces INPUT... -o OUT [--format json|perfetto] [--offset-us US]
+    pypto-merge-traces INPUT... -o OUT [--format json|perfetto|parquet] [--offset-us US]
                        [--align clock|start] [--open]
+    pypto-merge-traces INPUT... --per-rank OUTDIR [--scheduler ADDRESS] [--merge-shards]
 
 Everything human goes to stderr: what was read and how each source was aligned, counts of
 what was written, warnings, and progress for steps slower than `PROGRESS_AFTER_S`. A bad
@@ -33,7 +34,13 @@ from pypto.compile_profiling.viewer.perfetto_ui import (
     VIEWER_EXTRA,
     port_number,
 )
-from pypto.errors import OutputPathError, ProfileWriteError, PyptoError, TraceInputError
+from pypto.errors import (
+    MissingDependencyError,
+    OutputPathError,
+    ProfileWriteError,
+    PyptoError,
+    TraceInputError,
+)
 
 PROGRESS_AFTER_S = 2.0
 EXIT_INPUT, EXIT_WRITE, EXIT_INTERRUPTED, EXIT_TERMINATED = 2, 1, 130, 143
@@ -91,15 +98,30 @@ def _parser() -> argparse.ArgumentParser:
                "dfx_outputs/ dir, chip_swimlane_records.json, l2_swimlane_records.json, "
                "merged_swimlane*.json, deps.json, name_map_*.json, Simpler run log.")
     p.add_argument("inputs", nargs="+", metavar="INPUT", help="files or directories to merge")
-    p.add_argument("-o", "--output", required=True, metavar="OUT",
+    p.add_argument("-o", "--output", metavar="OUT",
                    help="output file (.json -> Chrome JSON, .pftrace/.perfetto-trace -> "
-                        "protobuf); '-o -' writes to stdout (Chrome JSON unless --format). "
+                        "protobuf, .parquet -> a directory of Parquet tables, "
+                        "docs/tables.md); '-o -' writes to stdout (Chrome JSON unless --format). "
                         "OUT is written to a temp file beside it, then renamed into place: "
                         "an existing OUT that is a symlink is replaced by the new file (the "
                         "file it points to is left alone); an OUT that is one of the inputs, "
                         "a directory, FIFO, socket or device is refused")
-    p.add_argument("--format", choices=("json", "perfetto"),
-                   help="output format (default: from the extension of OUT)")
+    p.add_argument("--format", choices=("json", "perfetto", "parquet"),
+                   help="output format (default: from the extension of OUT); parquet needs "
+                        "'pypto[scale]'")
+    p.add_argument("--per-rank", metavar="OUTDIR",
+                   help="instead of -o: merge each rank as its own task on Dask distributed "
+                        "(after placing every clock), writing OUTDIR/tables/ (Parquet, one "
+                        "partition per rank) and OUTDIR/shards/*.pftrace (one per rank, plus "
+                        "the host inputs; `cat` them into one trace); needs 'pypto[scale]'")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="with --per-rank: the Dask scheduler to submit to (default: a local "
+                        "cluster of processes, one per usable CPU, each with a memory limit)")
+    p.add_argument("--workers", type=int, metavar="N",
+                   help="with --per-rank on the local cluster: N worker processes")
+    p.add_argument("--merge-shards", action="store_true",
+                   help="with --per-rank: also write OUTDIR/merged.pftrace, the shards "
+                        "concatenated")
     p.add_argument("--offset-us", type=_offset_us, metavar="US",
                    help="place device timelines without clock anchors US microseconds after "
                         "the start of the device_execution stage (after time 0 without one); "
@@ -280,6 +302,17 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str] | None, state: dict) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    if (args.output is None) == (args.per_rank is None):
+        parser.error("give -o OUT, or --per-rank OUTDIR")
+    if args.per_rank is None and (args.scheduler or args.merge_shards or args.workers):
+        parser.error("--scheduler, --workers and --merge-shards go with --per-rank")
+    if args.per_rank is not None:
+        if args.open or args.format:
+            parser.error("--per-rank writes Parquet tables and protobuf shards: no --format "
+                         "or --open")
+        state["output"] = args.per_rank
+        state["before"] = _identity(args.per_rank)
+        return _per_rank(args, state)
     to_stdout = args.output == "-"
     state["before"] = None if to_stdout else _identity(args.output)
     state["output"] = args.output
@@ -320,7 +353,18 @@ def _merge(args, state: dict, server) -> int:
     except ProfileWriteError as e:
         print(str(e), file=err)
         return EXIT_INPUT
-    if not to_stdout:
+    if fmt == "parquet":
+        from pypto.compile_profiling.query import require
+
+        try:
+            require("pyarrow", "duckdb")
+        except MissingDependencyError as e:
+            print(str(e), file=err)
+            return EXIT_INPUT
+        if to_stdout:
+            print("-: Parquet tables are a directory, not a stream (give -o DIR)", file=err)
+            return EXIT_INPUT
+    elif not to_stdout:
         try:
             check_output_path(args.output)   # a FIFO, device, directory...: before reading
         except ProfileWriteError as e:
@@ -360,14 +404,15 @@ def _merge(args, state: dict, server) -> int:
             for line in result.kernel_lines:
                 print(line, file=err)
         lanes = len(tl.tracks)
-        print(f"wrote {'to stdout' if to_stdout else args.output} "
-              f"({'Chrome JSON' if fmt == 'json' else 'Perfetto protobuf'}, "
+        kind = {"json": "Chrome JSON", "perfetto": "Perfetto protobuf",
+                "parquet": "Parquet tables"}[fmt]
+        print(f"wrote {'to stdout' if to_stdout else args.output} ({kind}, "
               f"{_size(size)}) in {elapsed:.1f} s: {tl.slice_count} slices, {tl.flow_count} "
               f"flows, {sum(len(c.ts_ns) for c in tl.counters)} counter samples, "
               f"{len(tl.processes)} processes, {lanes} lanes", file=err)
     for w in result.warnings:
         print(f"warning: {w}", file=err)
-    if server is not None:  # the same server as `pypto-profile open`
+    if server is not None and fmt != "parquet":  # the same server as `pypto-profile open`
         from pypto.compile_profiling.cli.profile import serve_trace
 
         try:
@@ -380,9 +425,60 @@ def _merge(args, state: dict, server) -> int:
         except TraceInputError as e:   # OUT was changed in place while it was served
             print(str(e), file=err)
             return EXIT_INPUT
-    elif not args.quiet and not to_stdout:
+    elif not args.quiet and not to_stdout and fmt != "parquet":
         print("open it: https://ui.perfetto.dev (Open trace file), or run again with --open",
               file=err)
+    elif not args.quiet and fmt == "parquet":
+        print(f"query it: pypto-profile query \"select ...\" {args.output} (or --preset list)",
+              file=err)
+    return 0
+
+
+def _per_rank(args, state: dict) -> int:
+    """--per-rank: `query.per_rank.merge_per_rank`, its summary and the cluster summary."""
+    logging.basicConfig(level=logging.ERROR, format="%(message)s")
+    err = sys.stderr
+    progress = StepProgress(err if err.isatty() else None)
+    t0 = time.perf_counter()
+    try:
+        from pypto.compile_profiling.query.per_rank import merge_per_rank
+
+        result = merge_per_rank(args.inputs, args.per_rank, scheduler=args.scheduler,
+                                workers=args.workers, merge_shards=args.merge_shards,
+                                offset_us=args.offset_us, views=args.views, flows=args.flows,
+                                align=args.align, progress=progress)
+    except MissingDependencyError as e:
+        print(str(e), file=err)
+        return EXIT_INPUT
+    except (TraceInputError, OutputPathError) as e:
+        print(str(e), file=err)
+        return EXIT_INPUT
+    except ProfileWriteError as e:
+        print(str(e), file=err)
+        return EXIT_WRITE
+    except PyptoError as e:
+        print(f"{args.per_rank}: {e}", file=err)
+        return EXIT_INPUT
+    except OSError as e:     # the scheduler address cannot be reached
+        print(f"{args.scheduler or 'local cluster'}: {e}", file=err)
+        return EXIT_INPUT
+    finally:
+        progress.stop()
+    state["written"] = True
+    c = result.counts
+    lines = result.summary_lines
+    if args.quiet:
+        lines = [ln for ln in lines if ln.startswith(("cluster", "slowest", "  r"))]
+    for line in lines:
+        print(line, file=err)
+    print(f"wrote {args.per_rank} in {time.perf_counter() - t0:.1f} s: {len(result.shards)} "
+          f"shards ({_size(c['pftrace_bytes'])} protobuf), tables {_size(c['parquet_bytes'])}; "
+          f"{c['slices']} slices, {c['flows']} flows, {c['counter_samples']} counter samples",
+          file=err)
+    for w in result.warnings:
+        print(f"warning: {w}", file=err)
+    if result.merged is not None:
+        print(f"one trace: {result.merged}", file=err)
     return 0
 
 

@@ -353,15 +353,15 @@ class _BlockRows:
 class _Flows:
     """Flow ids by global slice row (block offset + row), sorted for `searchsorted`."""
 
-    def __init__(self, timeline: Timeline, offsets: dict[int, int]) -> None:
+    def __init__(self, timeline: Timeline, offsets: dict[int, int], first_id: int = 1) -> None:
         src, dst, ids = [], [], []
-        next_id = 1
+        next_id = first_id
         for f in timeline.flows:
             src.append(offsets[id(f.src)] + f.src_row.astype(np.int64))
             dst.append(offsets[id(f.dst)] + f.dst_row.astype(np.int64))
             ids.append(np.arange(next_id, next_id + len(f), dtype=np.int64))
             next_id += len(f)
-        self.any = next_id > 1
+        self.any = next_id > first_id
         if self.any:
             src_all, dst_all, id_all = np.concatenate(src), np.concatenate(dst), np.concatenate(ids)
             o = np.argsort(src_all, kind="stable")
@@ -609,30 +609,43 @@ def _counter_slots(seq_id: int, k: int) -> tuple:
     return trace, packets, [p.track_event for p in packets]
 
 
-def _write(timeline: Timeline, out: BinaryIO, path: str | os.PathLike | None = None) -> int:
+SHARD_UUID_BITS = 32   # track uuids: shard << 32 | n
+SHARD_SEQ_BITS = 18    # packet sequence ids (uint32): shard << 18 | n, up to 16,383 shards
+SHARD_FLOW_BITS = 40   # flow ids: shard << 40 | n
+
+
+def _write(timeline: Timeline, out: BinaryIO, path: str | os.PathLike | None = None,
+           shard: int = 0, metadata: bool = True) -> int:
     """Write the trace to `out`; `path` (the final output path, when there is one) allows the
-    second writer process (`_SecondWriter`) for a big timeline."""
+    second writer process (`_SecondWriter`) for a big timeline. `shard`: the ids (track
+    uuids, packet sequence ids, flow ids) are drawn from that shard's own range, so shards
+    written apart concatenate into one trace; `metadata=False` leaves the metadata out."""
+    if shard and (len(timeline.tracks) + len(timeline.counters) >= 1 << SHARD_SEQ_BITS
+                  or shard >= 1 << (32 - SHARD_SEQ_BITS)):
+        raise ProfileWriteError(f"shard {shard}: too many tracks or shards for the id ranges")
     stream = _PacketStream(out)
     uuids: dict[int, int] = {}
+    uuid_base, seq_base = shard << SHARD_UUID_BITS, shard << SHARD_SEQ_BITS
     for obj in (*timeline.processes, *timeline.tracks, *timeline.counters):
-        uuids[id(obj)] = len(uuids) + 1
+        uuids[id(obj)] = uuid_base + len(uuids) + 1
     _descriptors(timeline, uuids, stream)
-    _metadata(timeline, stream)
+    if metadata:
+        _metadata(timeline, stream)
     offsets, total = {}, 0
     for block in timeline.blocks:
         offsets[id(block)] = total
         total += len(block)
     block_offsets = np.array([offsets[id(b)] for b in timeline.blocks], np.int64)
-    flows = _Flows(timeline, offsets)
+    flows = _Flows(timeline, offsets, (shard << SHARD_FLOW_BITS) + 1)
     by_track = _rows_by_track(timeline)
     jobs: list[tuple[int, Track | CounterTrack, list | None]] = []  # one per packet sequence
     for track in timeline.tracks:
         parts = by_track.pop(id(track), None)
         if parts:
-            jobs.append((len(jobs) + 1, track, parts))
+            jobs.append((seq_base + len(jobs) + 1, track, parts))
     for counter in timeline.counters:
         if len(counter.ts_ns):
-            jobs.append((len(jobs) + 1, counter, None))
+            jobs.append((seq_base + len(jobs) + 1, counter, None))
 
     def run(jobs: list, stream: _PacketStream) -> int:
         clipped = 0
@@ -826,18 +839,24 @@ def _copy(src: BinaryIO, dst: BinaryIO, size: int) -> None:
         raise ProfileWriteError(f"{src.name}: {size} bytes short")
 
 
-def write_perfetto_trace(timeline: Timeline, out: str | os.PathLike | BinaryIO) -> int:
+def write_perfetto_trace(timeline: Timeline, out: str | os.PathLike | BinaryIO, *,
+                         shard: int = 0, metadata: bool = True) -> int:
     """Write `timeline` as a Perfetto protobuf trace to `out`; return the bytes written.
 
     `out` is a path (written atomically: a temp file beside it, renamed when complete) or a
     binary stream (e.g. `sys.stdout.buffer`), which is written to and not closed. A slice
     before time 0 raises `ProfileWriteError` (protobuf timestamps are unsigned).
+
+    `shard` (> 0: one part of a trace written in parts, e.g. one rank each): its track uuids,
+    packet sequence ids and flow ids come from that shard's range, so the parts concatenate
+    byte for byte into one valid trace; `metadata=False` writes no metadata packet (one part
+    carries it). Shard 0 with metadata is the plain single trace, byte for byte.
     """
     if hasattr(out, "write"):
         try:
-            return _write(timeline, out)
+            return _write(timeline, out, None, shard, metadata)
         except OSError as e:
             raise ProfileWriteError(f"{getattr(out, 'name', '<stream>')}: cannot write: "
                                     f"{e.strerror or e}") from e
     with atomic_writer(out, "wb") as f:
-        return _write(timeline, f, out)
+        return _write(timeline, f, out, shard, metadata)

@@ -1,0 +1,373 @@
+"""`pypto-merge-traces INPUT... --per-rank OUTDIR`: a distributed run merged rank by rank on
+Dask distributed.
+
+1. The driver reads what placement needs (`placement_read`, one Dask task per capture
+   leaf: run logs, the records' metadata and time envelope) and the host inputs (compile
+   traces, profiles), and `trace_merge.place` decides every clock, as in one merge.
+2. Each rank is then an independent task: it reads its capture leaves whole, lays them out
+   under the driver's placement (`trace_merge.layout.lay_out` of a plan holding only that
+   rank's captures) and writes its Parquet partition (`tables/<table>/rank=<r>/`) and its
+   Perfetto protobuf shard (`shards/<shard>-r<r>.pftrace`). Shard 0 is the host inputs
+   (compile stages) and the trace metadata; it is written last, by the driver.
+3. Each shard draws its ids from a range of its own: track uuids, packet sequence ids and
+   flow ids (`write_proto`'s shard ranges), and fresh process/thread ids (a rank's device
+   views and lanes: `FRESH_ID_BASE + shard * FRESH_IDS_PER_SHARD + n`, above every Linux
+   pid); real OS pids and tids stay. So the shards concatenate byte for byte into one valid
+   trace (`cat OUTDIR/shards/*.pftrace`, or `--merge-shards` -> `OUTDIR/merged.pftrace`).
+4. A cluster summary closes the run: per rank its makespan (first to last AICore kernel),
+   busy share of its cores, and the slowest rank and by how much.
+
+What differs from one merge of the same inputs: the ids above, and what joins a rank to
+the host inputs: no `kernel_codegen -> first task` arrows, and a run log whose process is
+a compile process (an in-process run) is drawn as its own process of the same pid (the
+trace processor shows them as one process). Slices, arrows within a rank, counters and
+every time are the same (tests/test_per_rank.py).
+
+Tasks run on a local cluster of processes sized to the usable CPUs (one thread each, a
+memory limit per worker), or on the cluster at `scheduler` (its workers must see the inputs
+and OUTDIR at the same paths). The output directory is written as a hidden sibling and
+renamed into place when complete.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from pypto.compile_profiling.query import require
+from pypto.errors import OutputPathError, ProfileWriteError, TraceInputError
+
+__all__ = ["FRESH_IDS_PER_SHARD", "FRESH_ID_BASE", "OUTPUT_MARKER", "PerRankResult",
+           "RankStats", "cluster_summary", "merge_per_rank", "rank_stats"]
+
+FRESH_ID_BASE = 1 << 22            # above Linux's largest pid_max (4,194,304)
+FRESH_IDS_PER_SHARD = 1 << 16
+OUTPUT_MARKER = "_pypto_per_rank"
+MEMORY_SHARE = 0.9                 # of the machine's memory, split between the local workers
+
+
+@dataclass
+class RankStats:
+    """One rank's device time (AICore kernels), as the `makespan` preset computes it."""
+
+    label: str
+    rank: int | None
+    tasks: int
+    cores: int
+    first_ns: int
+    last_ns: int
+    busy_ns: int
+
+    @property
+    def makespan_ns(self) -> int:
+        return self.last_ns - self.first_ns
+
+    @property
+    def busy_share(self) -> float:
+        span = self.makespan_ns * self.cores
+        return self.busy_ns / span if span > 0 else 0.0
+
+
+@dataclass
+class PerRankResult:
+    out_dir: Path
+    shards: list[Path]
+    merged: Path | None
+    stats: list[RankStats]
+    summary_lines: list[str]
+    warnings: list[str]
+    counts: dict = field(default_factory=dict)     # slices, flows, counter samples, bytes
+    workers: dict = field(default_factory=dict)    # worker address -> peak RSS (bytes)
+
+
+# --------------------------------------------------------------------------- statistics
+
+def rank_stats(timeline, label: str, rank: int | None) -> RankStats | None:
+    """Makespan and busy time of a rank's AICore kernel bars (the union per core)."""
+    starts, ends, cores, tasks = [], [], [], []
+    for n, b in enumerate(timeline.blocks):
+        if b.cat != "aicore" or not len(b):
+            continue
+        col = {c.key: c for c in b.args}
+        starts.append(b.start_ns.astype(np.int64))
+        ends.append((b.start_ns + b.dur_ns).astype(np.int64))
+        cores.append(n * (1 << 20) + np.asarray(col["core_id"].values, np.int64))
+        tasks.append(np.asarray(col["task_id"].values, np.int64))   # one block per capture
+    if not starts:
+        return None
+    s, e, c = np.concatenate(starts), np.concatenate(ends), np.concatenate(cores)
+    busy = 0
+    order = np.lexsort((e, s, c))
+    s, e, c = s[order], e[order], c[order]
+    bounds = np.r_[0, np.flatnonzero(np.diff(c)) + 1, len(c)]
+    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        run_end = np.maximum.accumulate(e[lo:hi])
+        new = np.ones(hi - lo, bool)
+        new[1:] = s[lo + 1:hi] > run_end[:-1]
+        heads = np.flatnonzero(new)
+        tails = np.r_[heads[1:], hi - lo] - 1
+        busy += int((run_end[tails] - s[lo:hi][heads]).sum())
+    n_tasks = sum(len(np.unique(t)) for t in tasks)
+    return RankStats(label, rank, n_tasks, len(np.unique(c)), int(s.min()), int(e.max()), busy)
+
+
+def _ms(ns: float) -> str:
+    return f"{ns / 1e6:.3f} ms"
+
+
+def cluster_summary(stats: list[RankStats]) -> list[str]:
+    """Per rank makespan and busy share; the slowest rank and by how much."""
+    if not stats:
+        return ["cluster: no AICore kernels in any rank"]
+    lines = [f"cluster: {len(stats)} rank(s)"]
+    for st in sorted(stats, key=lambda x: (x.rank is None, x.rank or 0, x.label)):
+        lines.append(f"  {st.label}: makespan {_ms(st.makespan_ns)}, busy "
+                     f"{100 * st.busy_share:.1f}% of {st.cores} cores, {st.tasks} tasks")
+    spans = np.array([st.makespan_ns for st in stats], np.float64)
+    slow = stats[int(np.argmax(spans))]
+    fast = stats[int(np.argmin(spans))]
+    median = float(np.median(spans))
+    over = slow.makespan_ns - fast.makespan_ns
+    lines.append(f"slowest: {slow.label}, {_ms(slow.makespan_ns)}: {_ms(over)} "
+                 f"({100 * over / fast.makespan_ns if fast.makespan_ns else 0:.1f}%) longer "
+                 f"than the fastest ({fast.label}), "
+                 f"{100 * (slow.makespan_ns / median - 1) if median else 0:.1f}% over the median")
+    return lines
+
+
+# --------------------------------------------------------------------------- ids
+
+def _fresh_ids(timeline, shard: int) -> None:
+    """Move the shard's fresh process and lane ids into its own range (real ids stay)."""
+    base = FRESH_ID_BASE + shard * FRESH_IDS_PER_SHARD
+    n = 0
+    for p in timeline.processes:
+        if p.os_pid is None:
+            p.pid, n = base + n, n + 1
+    for t in timeline.tracks:
+        if t.os_tid is None:
+            t.tid, n = base + n, n + 1
+    if n >= FRESH_IDS_PER_SHARD:
+        raise ProfileWriteError(f"shard {shard}: {n} processes and lanes, more than the "
+                                f"{FRESH_IDS_PER_SHARD} ids of a shard")
+
+
+# --------------------------------------------------------------------------- tasks
+
+def _peak_rss() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def _write_shard(timeline, stage: Path, shard: int, label: str, metadata: bool) -> dict:
+    from pypto.compile_profiling.timeline.write_parquet import timeline_tables, write_tables
+    from pypto.compile_profiling.timeline.write_proto import write_perfetto_trace
+
+    _fresh_ids(timeline, shard)
+    pq_bytes = write_tables(timeline_tables(timeline, shard=shard), stage / "tables", shard)
+    shard_path = stage / "shards" / f"{shard:05d}-{label}.pftrace"
+    pf_bytes = write_perfetto_trace(timeline, shard_path, shard=shard, metadata=metadata)
+    return {"shard": str(shard_path), "parquet_bytes": pq_bytes, "pftrace_bytes": pf_bytes,
+            "slices": timeline.slice_count, "flows": timeline.flow_count,
+            "counter_samples": sum(len(c.ts_ns) for c in timeline.counters)}
+
+
+def _rank_task(shard: int, label: str, rank, plans: list, reference: tuple, sel,
+               stage: str) -> dict:
+    """One rank: read its leaves whole, lay them out as placed, write its shard."""
+    from pypto.compile_profiling.foundation.gc_pause import gc_paused
+    from pypto.compile_profiling.trace_merge import read_simpler as rs
+    from pypto.compile_profiling.trace_merge.layout import lay_out
+    from pypto.compile_profiling.trace_merge.place import Plan
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    with gc_paused():
+        for cp in plans:
+            files = cp.capture.files
+            cp.capture = rs.read_capture(files, converted=not files.records)
+        plan = Plan(reference[0], reference[1], captures=plans)
+        timeline, summary, warnings = lay_out(plan, sel)
+        stats = rank_stats(timeline, label, rank)
+        out = _write_shard(timeline, Path(stage), shard, label, metadata=False)
+    out.update(label=label, rank=rank, summary=summary, warnings=warnings, stats=stats,
+               sources=timeline.metadata.get("sources", []),
+               captures=timeline.metadata.get("captures", []),
+               wall_s=time.perf_counter() - t0, cpu_s=time.process_time() - c0,
+               peak_rss=_peak_rss(), pid=os.getpid())
+    return out
+
+
+# --------------------------------------------------------------------------- the driver
+
+def _split_inputs(inputs: list[str]) -> tuple[list[str], list]:
+    """(host inputs for read_inputs, capture leaves) of the given paths."""
+    from pypto.compile_profiling.foundation.input_files import stat_input
+    from pypto.compile_profiling.trace_merge import read_simpler as rs
+
+    host, leaves = [], []
+    for raw in inputs:
+        p = Path(raw)
+        st = stat_input(p)
+        if not os.path.isdir(p) or not st:
+            if rs.file_kind(p.name) not in (None, "listed_only") and \
+                    not p.name.endswith("trace.json"):
+                raise TraceInputError(p, "--per-rank takes capture directories (dfx_outputs/, "
+                                         "rank<r>/d<k>/, work dirs), not loose Simpler files")
+            host.append(str(p))
+            continue
+        report = next((d for d in (p, p / "report") if (d / "trace.json").exists()
+                       or (d / "pipeline_profile.json").exists()), None)
+        if report is not None:
+            host.append(str(report))
+        if report is None or (p / "dfx_outputs").is_dir():
+            leaves.extend(rs.discover_captures(p))
+    if not leaves:
+        raise TraceInputError(inputs[0], "no Simpler captures among the inputs (--per-rank "
+                                         "merges a distributed run rank by rank)")
+    return host, leaves
+
+
+def _check_out_dir(out: Path) -> None:
+    if out.is_symlink() or (out.exists() and not out.is_dir()):
+        raise OutputPathError(out, "exists and is not a directory; not replaced")
+    if out.is_dir() and any(out.iterdir()) and not (out / OUTPUT_MARKER).exists():
+        raise OutputPathError(out, "exists, is not empty and is not a --per-rank output "
+                                   f"(no {OUTPUT_MARKER}); not replaced")
+
+
+def _client(scheduler: str | None, workers: int | None):
+    """A Dask client: to `scheduler`, or to a new local cluster of processes."""
+    require("distributed", "pyarrow")
+    import logging
+
+    from distributed import Client, LocalCluster
+    from distributed.system import MEMORY_LIMIT
+
+    if scheduler is not None:
+        return Client(scheduler), None, {}
+    n = workers or (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                    else os.cpu_count() or 1)
+    limit = int(MEMORY_LIMIT * MEMORY_SHARE / n)
+    cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                           memory_limit=limit, host="127.0.0.1", dashboard_address=":0",
+                           scheduler_kwargs={"dashboard": False}, silence_logs=logging.ERROR)
+    return Client(cluster), cluster, {"workers": n, "memory_limit": limit}
+
+
+def merge_per_rank(inputs: list[str | os.PathLike], out_dir: str | os.PathLike, *,
+                   scheduler: str | None = None, workers: int | None = None,
+                   merge_shards: bool = False, offset_us: float | None = None,
+                   views=None, flows=None, progress=None) -> PerRankResult:
+    """Merge `inputs` rank by rank into `out_dir` (see the module docstring)."""
+    require("distributed", "pyarrow", "duckdb")
+    from pypto.compile_profiling.foundation.gc_pause import gc_paused
+    from pypto.compile_profiling.query.placement_read import placement_capture
+    from pypto.compile_profiling.timeline.write_parquet import DATASET_MARKER
+    from pypto.compile_profiling.trace_merge.layout import lay_out
+    from pypto.compile_profiling.trace_merge.place import Plan, place
+    from pypto.compile_profiling.trace_merge.read_inputs import Inputs, read_inputs
+    from pypto.compile_profiling.trace_merge.views import FLOWS, VIEWS, Selection, parse_names
+
+    say = progress or (lambda _msg: None)
+    sel = Selection(
+        frozenset(VIEWS) if views is None else parse_names(views, VIEWS, "views"),
+        frozenset(FLOWS) if flows is None else parse_names(flows, FLOWS, "flows"))
+    out = Path(out_dir)
+    _check_out_dir(out)
+    host_paths, leaves = _split_inputs([str(p) for p in inputs])
+    host = read_inputs(host_paths) if host_paths else Inputs()
+    stage = out.parent / f".{out.name}.pypto-tmp-{os.getpid()}-{os.urandom(4).hex()}"
+    client, cluster, local = _client(scheduler, workers)
+    try:
+        say(f"reading what placement needs of {len(leaves)} capture(s)")
+        envelopes = client.gather(client.map(placement_capture, leaves, pure=False))
+        inputs_ = Inputs(host.traces, host.reports, envelopes)
+        plan = place(inputs_, offset_us=offset_us)
+        groups: dict = {}
+        for cp in plan.captures:
+            f = cp.capture.files
+            key = ("rank", f.rank) if f.rank is not None else ("leaf", f.directory)
+            groups.setdefault(key, []).append(cp)
+        stage.mkdir(parents=True)
+        (stage / OUTPUT_MARKER).write_text("pypto-merge-traces --per-rank\n")
+        (stage / "tables").mkdir()
+        (stage / "tables" / DATASET_MARKER).write_text("pypto per-rank merge\n")
+        (stage / "shards").mkdir()
+        say(f"merging {len(groups)} rank(s) on {len(client.scheduler_info()['workers'])} "
+            "worker(s)")
+        futures = []
+        for shard, (key, cps) in enumerate(groups.items(), start=1):
+            rank = key[1] if key[0] == "rank" else None
+            label = f"r{rank}" if rank is not None else cps[0].label
+            futures.append(client.submit(_rank_task, shard, label, rank, cps,
+                                         (plan.reference_host, plan.reference_anchor), sel,
+                                         str(stage), pure=False))
+        results = client.gather(futures)
+        workers_rss = client.run(_peak_rss)
+        rss_by_pid = {}
+        for r in results:
+            rss_by_pid[r["pid"]] = max(rss_by_pid.get(r["pid"], 0), r["peak_rss"])
+        say("writing the host shard and the metadata")
+        with gc_paused():
+            host_plan = Plan(plan.reference_host, plan.reference_anchor, plan.traces,
+                             plan.reports, [], plan.warnings)
+            timeline, summary, warnings = lay_out(host_plan, sel)
+            stats = [r["stats"] for r in results if r["stats"] is not None]
+            lines = cluster_summary(stats)
+            timeline.metadata["sources"] = timeline.metadata.get("sources", []) + [
+                s for r in results for s in r["sources"]]
+            timeline.metadata["per_rank"] = {
+                "shards": [Path(r["shard"]).name for r in results],
+                "ranks": [{"label": s.label, "rank": s.rank, "makespan_ns": s.makespan_ns,
+                           "busy_share": round(s.busy_share, 6), "tasks": s.tasks,
+                           "cores": s.cores} for s in stats],
+                "cluster_summary": lines}
+            timeline.metadata["warnings"] = list(dict.fromkeys(
+                warnings + [w for r in results for w in r["warnings"]]))
+            host_out = _write_shard(timeline, stage, 0, "host", metadata=True)
+        shards = sorted((stage / "shards").glob("*.pftrace"))
+        if merge_shards:
+            _concatenate(shards, stage / "merged.pftrace")
+        if out.exists():
+            old = out.parent / f".{out.name}.pypto-old-{os.getpid()}-{os.urandom(4).hex()}"
+            os.rename(out, old)
+            os.rename(stage, out)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.rename(stage, out)
+    except OSError as e:
+        raise ProfileWriteError(f"{out}: cannot write: {e.strerror or e}") from e
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+        if stage.exists():
+            shutil.rmtree(stage, ignore_errors=True)
+    every = [host_out, *results]
+    counts = {k: sum(r[k] for r in every) for k in ("slices", "flows", "counter_samples",
+                                                     "parquet_bytes", "pftrace_bytes")}
+    summary_all = summary + [ln for r in results for ln in r["summary"]]
+    if local:
+        summary_all.append(f"local Dask cluster: {local['workers']} worker process(es), "
+                           f"memory limit {local['memory_limit'] / 2**30:.1f} GiB each")
+    return PerRankResult(out, [out / "shards" / p.name for p in shards],
+                         out / "merged.pftrace" if merge_shards else None, stats,
+                         summary_all + lines, timeline.metadata["warnings"], counts,
+                         {"tasks": [{k: r[k] for k in ("label", "pid", "wall_s", "cpu_s",
+                                                       "peak_rss")} for r in results],
+                          "workers_peak_rss": workers_rss})
+
+
+def _concatenate(shards: list[Path], target: Path) -> None:
+    """The shards, byte for byte one after the other (one valid trace)."""
+    from pypto.compile_profiling.foundation.atomic_io import atomic_writer
+
+    with atomic_writer(target, "wb") as f:
+        for p in shards:
+            with open(p, "rb") as src:
+                shutil.copyfileobj(src, f, 1 << 20)

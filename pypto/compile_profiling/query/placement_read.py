@@ -1,0 +1,154 @@
+"""What placement needs of a capture leaf, and nothing more (the per-rank driver's read).
+
+`trace_merge.place` decides a capture's clock from its run log, its records' metadata
+(frequency, clock anchors) and the time envelope of its device streams (earliest start,
+latest end of the AICore rows, the AICPU rows, the scheduler and orchestrator phases). This
+reads exactly that: the run log whole (small), the records file with the row arrays
+reduced to their extremes and the phases decoded into their two time fields only (the
+kinds, counters and lists of a phase are skipped by msgspec, never built into columns),
+and Simpler's converted traces as their time span. deps.json, name maps and host phase
+records are not opened. The result is a `Capture` whose streams are one-row envelopes:
+`place` reads the same extremes from it as from the whole capture, so its decisions are the
+same; the rank's task then reads the whole leaf for its layout.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import msgspec
+import numpy as np
+
+from pypto.compile_profiling.foundation.input_files import open_input
+from pypto.compile_profiling.trace_merge import read_simpler as rs
+from pypto.compile_profiling.trace_merge import simpler_schema as schema
+from pypto.compile_profiling.trace_merge.json_pieces import SEP_OBJECTS, SEP_ROWS, JsonPieces
+from pypto.compile_profiling.trace_merge.read_run_log import read_run_log
+from pypto.errors import TraceInputError
+
+__all__ = ["placement_capture"]
+
+_ROWS = msgspec.json.Decoder(list[list[int]])
+_WIDTHS = {"aicore_tasks": (5, 6), "aicpu_tasks": (4,)}
+
+
+def _times_decoder(spec: schema.PhaseSchema) -> msgspec.json.Decoder:
+    """A decoder of a phase list that keeps only the phase's start and end."""
+    record = msgspec.defstruct(f"{spec.record.__name__}Times",
+                               [(spec.start, int), (spec.end, int)], gc=False)
+    return msgspec.json.Decoder(list[record])
+
+
+_TIMES = {name: _times_decoder(spec) for name, spec in schema.PHASE_STREAMS.items()}
+
+
+def _envelope_rows(jp: JsonPieces, where: str, widths: tuple[int, ...], lo_cols, hi_cols):
+    """(min over `lo_cols` expressions, max over `hi_cols`) of an array of int rows."""
+    lo = hi = None
+    for _, rows in jp.array(where, _ROWS, SEP_ROWS):
+        if not rows:
+            continue
+        if {len(r) for r in rows} - set(widths):
+            raise TraceInputError(jp.path, f"{where}: rows of {sorted({len(r) for r in rows})} "
+                                           f"columns, expected {widths}")
+        a = np.array(rows, dtype=np.int64)
+        a_lo, a_hi = int(lo_cols(a).min()), int(hi_cols(a).max())
+        lo = a_lo if lo is None else min(lo, a_lo)
+        hi = a_hi if hi is None else max(hi, a_hi)
+    return lo, hi
+
+
+def _phase_envelope(jp: JsonPieces, name: str) -> list[rs.PhaseColumns]:
+    spec = schema.PHASE_STREAMS[name]
+    decoder = _TIMES[name]
+    where = f"$.{name}"
+
+    def one(thread: int, at: str) -> rs.PhaseColumns:
+        lo = hi = None
+        for _, items in jp.array(at, decoder, SEP_OBJECTS, 256 << 10):
+            if items:
+                s = [getattr(p, spec.start) for p in items]
+                e = [getattr(p, spec.end) for p in items]
+                lo = min(s) if lo is None else min(lo, min(s))
+                hi = max(e) if hi is None else max(hi, max(e))
+        start = np.array([] if lo is None else [lo], np.int64)
+        end = np.array([] if hi is None else [hi], np.int64)
+        return rs.PhaseColumns(thread, spec.clock, start, end, np.zeros(len(start), np.int32),
+                               [spec.default_kind])
+
+    if not spec.per_thread:
+        return [one(0, where)]
+    return [one(t, f"{where}[{t}]") for t in jp.items(where)]
+
+
+def _records_envelope(path: str) -> rs.SwimlaneRecords:
+    level = meta = raw = None
+    found: dict = {}
+    streams: dict = {}
+    with open_input(path) as f:
+        jp = JsonPieces(f, path)
+        for key in jp.members("a Simpler swimlane records file"):
+            where = f"$.{key}"
+            if key in schema.LEVEL_KEYS:
+                level = jp.value(where, schema.SwimlaneLevel)
+            elif key == "metadata":
+                raw = jp.value(where)
+                try:
+                    meta = msgspec.convert(raw, schema.SwimlaneMetadata)
+                except msgspec.ValidationError as exc:
+                    raise TraceInputError(path, f"{where}: {exc}") from None
+            elif key == "aicore_tasks":
+                found[key] = _envelope_rows(jp, where, _WIDTHS[key],
+                                            lambda a: a[:, 3] - (a[:, 5] if a.shape[1] > 5
+                                                                 else 0), lambda a: a[:, 4])
+            elif key == "aicpu_tasks":
+                found[key] = _envelope_rows(jp, where, _WIDTHS[key], lambda a: a[:, 2],
+                                            lambda a: a[:, 3])
+            elif key in schema.PHASE_STREAMS:
+                streams[key] = _phase_envelope(jp, key)
+            else:
+                jp.skip(where)
+    if level is None or meta is None:
+        raise TraceInputError(path, "not a Simpler swimlane records file (no level or metadata)")
+    for k in list(found) + list(streams):
+        if schema.STREAM_LEVEL[k] > level:
+            (found if k in found else streams).pop(k)
+
+    def rows(key: str, columns: tuple[str, ...], lo_col: str, hi_col: str) -> dict:
+        lo, hi = found.get(key, (None, None))
+        n = 0 if lo is None else 1
+        cols = {c: np.zeros(n, np.int64) for c in columns}
+        if n:
+            cols[lo_col][:] = lo
+            cols[hi_col][:] = hi
+        return cols
+
+    aicore = rows("aicore_tasks", schema.AICORE_COLUMNS, "start_cycles", "end_cycles")
+    aicpu = rows("aicpu_tasks", schema.AICPU_COLUMNS, "dispatch_cycles", "finish_cycles")
+    core_types = list(meta.core_types)
+    return rs.SwimlaneRecords(
+        path=path, level=level, level_key=schema.LEVEL_KEYS[0], freq_hz=meta.clock_freq_hz,
+        num_cores=meta.num_cores if meta.num_cores is not None else len(core_types),
+        core_types=core_types, core_to_thread=meta.core_to_thread,
+        clock_anchors=meta.clock_anchors,
+        host_timestamp_quantization_ns=meta.host_timestamp_quantization_ns,
+        orchestrator_source=meta.orchestrator_source,
+        host_orchestration_origin_ns=meta.host_orchestration_origin_ns,
+        metadata=raw, aicore=aicore, aicore_columns=6, aicpu=aicpu,
+        scheduler=streams.get("aicpu_scheduler_phases", []),
+        orchestrator=streams.get("aicpu_orchestrator_phases", []),
+        host_orchestrator=streams.get("host_orchestrator_phases", []),
+        host_uploads=streams.get("host_device_uploads", []))
+
+
+def placement_capture(files: rs.CaptureFiles) -> rs.Capture:
+    """The capture leaf `files` as placement reads it (see the module docstring)."""
+    cap = rs.Capture(files)
+    if files.records:
+        cap.records = _records_envelope(files.records)
+    elif files.converted:
+        cap.converted = [dataclasses.replace(rs.read_converted_trace(p), slices=[], flows=[],
+                                             counters=[]) for p in files.converted]
+    if files.run_logs:
+        cap.run_log = read_run_log(files.run_logs[0])
+    return cap

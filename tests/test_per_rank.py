@@ -1,0 +1,160 @@
+"""`pypto-merge-traces --per-rank` on a real Dask `LocalCluster` of 2 worker processes: a
+two-rank layout built from real captures (`rank0/d0` calibrated, `rank1/d0` estimated) gives
+the same slices, flows, counters and times as the single-process merge of the same inputs;
+its protobuf shards have ids of their own and concatenate into one trace that the offline
+Perfetto UI loads without an import error; the cluster summary is the makespan preset's."""
+
+from __future__ import annotations
+
+import collections
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from merge_inputs import FIXTURES, compile_trace_around
+from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
+
+from pypto.compile_profiling.cli.merge_traces import main as merge_main
+from pypto.compile_profiling.query.per_rank import merge_per_rank
+from pypto.compile_profiling.query.run import run_preset
+from pypto.compile_profiling.query.tables import open_run, tables_of
+from pypto.compile_profiling.timeline.write_parquet import read_parquet_dataset
+from pypto.compile_profiling.trace_merge import merge_traces
+
+RANKS = ["hbg_benchmark_bgemm_case0_l4_depgen", "tmr_bgemm_case0_l4_depgen"]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address=":0", scheduler_kwargs={"dashboard": False}) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def layout(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("ranks") / "dfx_outputs"
+    for r, case in enumerate(RANKS):
+        shutil.copytree(FIXTURES / case, root / f"rank{r}" / "d0")
+    return root
+
+
+@pytest.fixture(scope="module")
+def per_rank(layout, cluster, tmp_path_factory):
+    out = tmp_path_factory.mktemp("out") / "merged"
+    result = merge_per_rank([layout], out, scheduler=cluster.scheduler_address,
+                            merge_shards=True)
+    return result
+
+
+def _keyed(t: dict):
+    """Slices, flows and counters by what they are (names, times, args), not by id."""
+    procs = {r["upid"]: r["name"] for r in t["process"].to_pylist()}
+    tracks = {r["utid"]: (procs[r["upid"]], r["name"]) for r in t["thread"].to_pylist()}
+    key_of, slices = {}, collections.Counter()
+    for r in t["slice"].to_pylist():
+        args = {k: v for k, v in (r.get("args") or {}).items() if v is not None}
+        key = (*tracks[r["track_id"]], r["name"], r["category"], r["ts"], r["dur"],
+               r["depth"], json.dumps(args, sort_keys=True))
+        key_of[r["id"]] = key
+        slices[key] += 1
+    flows = collections.Counter((key_of[r["slice_out"]], key_of[r["slice_in"]], r["name"])
+                                for r in t["flow"].to_pylist())
+    names = {r["id"]: (procs[r["upid"]], r["name"]) for r in t["counter_track"].to_pylist()}
+    counters = collections.Counter((names[r["track_id"]], r["ts"], r["value"])
+                                   for r in t["counter"].to_pylist())
+    return slices, flows, counters
+
+
+def test_per_rank_equals_the_single_process_merge(layout, per_rank):
+    single = _keyed(tables_of(merge_traces([str(layout)]).timeline))
+    got = _keyed(read_parquet_dataset(per_rank.out_dir / "tables"))
+    for what, a, b in zip(("slices", "flows", "counters"), single, got):
+        assert sum(a.values()) > 1000, what
+        assert a == b, what
+    assert per_rank.counts["slices"] == sum(single[0].values())
+    parts = sorted(p.name for p in (per_rank.out_dir / "tables" / "slice").iterdir())
+    assert parts == ["rank=0", "rank=1", "rank=none"]     # none: the host shard (empty here)
+
+
+def _packets(path: Path):
+    trace = pb.Trace()
+    trace.ParseFromString(path.read_bytes())
+    return trace.packet
+
+
+def test_shards_have_their_own_ids_and_concatenate_byte_for_byte(per_rank):
+    shards = per_rank.shards
+    assert [p.name for p in shards] == ["00000-host.pftrace", "00001-r0.pftrace",
+                                        "00002-r1.pftrace"]
+    assert per_rank.merged.read_bytes() == b"".join(p.read_bytes() for p in shards)
+    seqs, uuids, pids, flows = [], [], [], []
+    for p in shards:
+        packets = _packets(p)
+        seqs.append({k.trusted_packet_sequence_id for k in packets
+                     if k.trusted_packet_sequence_id})
+        uuids.append({k.track_descriptor.uuid for k in packets if k.HasField("track_descriptor")})
+        pids.append({k.track_descriptor.process.pid for k in packets
+                     if k.track_descriptor.HasField("process")})
+        flows.append({f for k in packets for f in k.track_event.flow_ids})
+    for sets in (seqs, uuids, pids, flows):
+        assert all(not (a & b) for i, a in enumerate(sets) for b in sets[i + 1:])
+    assert sum(len(s) for s in flows) == per_rank.counts["flows"]
+    metadata = [p for p in shards if any(k.HasField("chrome_events") for k in _packets(p))]
+    assert [p.name for p in metadata] == ["00000-host.pftrace"]
+
+
+def test_cluster_summary_is_the_makespan_preset(per_rank):
+    rows = run_preset(open_run([per_rank.out_dir]), "makespan").records()
+    by_rank = {r["rank"]: r for r in rows}
+    assert sorted(by_rank) == [0, 1]
+    for st in per_rank.stats:
+        r = by_rank[st.rank]
+        assert r["makespan_ms"] == pytest.approx(st.makespan_ns / 1e6, rel=1e-12)
+        assert r["busy_share"] == pytest.approx(st.busy_share, rel=1e-9)
+        assert (r["tasks"], r["cores"]) == (st.tasks, st.cores)
+    slowest = max(per_rank.stats, key=lambda s: s.makespan_ns)
+    line = next(ln for ln in per_rank.summary_lines if ln.startswith("slowest:"))
+    assert line.startswith(f"slowest: r{slowest.rank}, ")
+    assert rows[0]["rank"] == slowest.rank and rows[0]["behind_fastest_ms"] > 0
+
+
+def test_the_cli_with_a_compile_trace_and_the_scheduler(layout, cluster, tmp_path, capsys):
+    trace = tmp_path / "trace.json"
+    compile_trace_around(FIXTURES / RANKS[0], trace)
+    out = tmp_path / "out"
+    code = merge_main([str(trace), str(layout), "--per-rank", str(out), "--scheduler",
+                       cluster.scheduler_address])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "cluster: 2 rank(s)" in err and "slowest: r" in err
+    host = read_parquet_dataset(out / "tables")
+    categories = host["slice"]["category"].to_pylist()
+    assert categories.count("compile") == 1 and categories.count("device") == 1
+    assert categories.count("codegen") >= 2
+    with pytest.raises(SystemExit) as exc:
+        merge_main([str(layout), "--per-rank", str(out), "-o", str(tmp_path / "x.json")])
+    assert exc.value.code == 2
+    (tmp_path / "taken").mkdir()
+    (tmp_path / "taken" / "keep.txt").write_text("x")
+    code = merge_main([str(layout), "--per-rank", str(tmp_path / "taken"), "--scheduler",
+                       cluster.scheduler_address])
+    err = capsys.readouterr().err
+    assert code == 2 and err.strip().splitlines()[-1].startswith(str(tmp_path / "taken"))
+    assert (tmp_path / "taken" / "keep.txt").read_text() == "x"
+
+
+@pytest.mark.perfetto_ui
+def test_concatenated_shards_load_in_the_perfetto_ui(per_rank, perfetto_ui):
+    t = perfetto_ui.load(per_rank.merged)
+    assert t.import_errors() == []
+    assert t.slice_count() == per_rank.counts["slices"]
+    assert t.flow_count() == per_rank.counts["flows"]
+    names = t.process_names()
+    assert any(n.startswith("Device r0") for n in names)
+    assert any(n.startswith("Device r1") for n in names)
+    assert len([n for n in names if n.startswith("Device ")]) == len(
+        {p for p in names if p.startswith("Device ")})
