@@ -466,10 +466,7 @@ def _per_rank(args, state: dict) -> int:
         progress.stop()
     state["written"] = True
     c = result.counts
-    lines = result.summary_lines
-    if args.quiet:
-        lines = [ln for ln in lines if ln.startswith(("cluster", "slowest", "  r"))]
-    for line in lines:
+    for line in result.cluster_lines if args.quiet else result.summary_lines:
         print(line, file=err)
     print(f"wrote {args.per_rank} in {time.perf_counter() - t0:.1f} s: {len(result.shards)} "
           f"shards ({_size(c['pftrace_bytes'])} protobuf), tables {_size(c['parquet_bytes'])}; "

@@ -80,7 +80,8 @@ class PerRankResult:
     shards: list[Path]
     merged: Path | None
     stats: list[RankStats]
-    summary_lines: list[str]
+    summary_lines: list[str]          # every line, the cluster summary's last
+    cluster_lines: list[str]          # the cluster summary alone
     warnings: list[str]
     counts: dict = field(default_factory=dict)     # slices, flows, counter samples, bytes
     workers: dict = field(default_factory=dict)    # worker address -> peak RSS (bytes)
@@ -248,14 +249,17 @@ def _client(scheduler: str | None, workers: int | None):
     from distributed import Client, LocalCluster
     from distributed.system import MEMORY_LIMIT
 
+    # distributed logs at INFO through its own loggers, which reach a root handler whatever
+    # the root's level: only its errors are for the user
+    logging.getLogger("distributed").setLevel(logging.ERROR)
     if scheduler is not None:
         return Client(scheduler), None, {}
     n = workers or (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
                     else os.cpu_count() or 1)
     limit = int(MEMORY_LIMIT * MEMORY_SHARE / n)
     cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                           memory_limit=limit, host="127.0.0.1", dashboard_address=":0",
-                           scheduler_kwargs={"dashboard": False}, silence_logs=logging.ERROR)
+                           memory_limit=limit, host="127.0.0.1", dashboard_address=None,
+                           silence_logs=logging.ERROR)
     return Client(cluster), cluster, {"workers": n, "memory_limit": limit}
 
 
@@ -357,7 +361,7 @@ def merge_per_rank(inputs: list[str | os.PathLike], out_dir: str | os.PathLike, 
                            f"memory limit {local['memory_limit'] / 2**30:.1f} GiB each")
     return PerRankResult(out, [out / "shards" / p.name for p in shards],
                          out / "merged.pftrace" if merge_shards else None, stats,
-                         summary_all + lines, timeline.metadata["warnings"], counts,
+                         summary_all + lines, lines, timeline.metadata["warnings"], counts,
                          {"tasks": [{k: r[k] for k in ("label", "pid", "wall_s", "cpu_s",
                                                        "peak_rss")} for r in results],
                           "workers_peak_rss": workers_rss})
