@@ -105,6 +105,8 @@ def test_shards_have_their_own_ids_and_concatenate_byte_for_byte(per_rank):
     assert sum(len(s) for s in flows) == per_rank.counts["flows"]
     metadata = [p for p in shards if any(k.HasField("chrome_events") for k in _packets(p))]
     assert [p.name for p in metadata] == ["00000-host.pftrace"]
+    names = read_parquet_dataset(per_rank.out_dir / "tables")["metadata"]["name"].to_pylist()
+    assert len(names) == len(set(names)) and "per_rank" in names
 
 
 def test_cluster_summary_is_the_makespan_preset(per_rank):
