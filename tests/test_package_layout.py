@@ -31,9 +31,10 @@ MAY_IMPORT = {
     "profile_data": {"profile_data", "foundation", "core"},
     "core": {"core", "profile_data", "timeline", "foundation"},
     "viewer": {"viewer", "foundation"},
+    "query": {"query", "trace_merge", "timeline", "profile_data", "foundation"},
     "profile_tool": {"profile_tool", "core", "profile_data", "trace_merge", "timeline",
                      "foundation"},
-    "cli": {"cli", "viewer", "profile_tool", "analysis", "core", "profile_data",
+    "cli": {"cli", "viewer", "profile_tool", "analysis", "query", "core", "profile_data",
             "trace_merge", "timeline", "foundation"},
 }
 

@@ -69,7 +69,7 @@ def _cell(v) -> str:
 def format_result(result: QueryResult, fmt: str = "text") -> str:
     """`text` (aligned columns, numbers right-aligned), `csv` or `json` (a list of rows)."""
     if fmt == "json":
-        from pypto.compile_profiling.timeline.write_json import dumps_strict
+        from pypto.compile_profiling.timeline.json_values import dumps_strict
 
         return dumps_strict(result.records()).decode("utf-8") + "\n"
     if fmt == "csv":

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from pypto.compile_profiling.timeline.model import ArgColumn, SliceBlock, Timeline
-from pypto.compile_profiling.timeline.write_json import dumps_strict
+from pypto.compile_profiling.timeline.json_values import dumps_strict
 from pypto.errors import OutputPathError, ProfileWriteError
 
 __all__ = ["DATASET_MARKER", "TABLES", "partition_name", "read_parquet_dataset",
