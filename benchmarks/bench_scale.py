@@ -128,8 +128,30 @@ def _load() -> str:
     return "load average " + " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
+_READS = """
+import sys, time
+from pypto.compile_profiling.trace_merge import read_simpler as rs
+from pypto.compile_profiling.query.placement_read import placement_capture
+files = rs.discover_captures(sys.argv[1])[0]
+for _ in range(2):
+    for name, read in (("placement", placement_capture), ("whole", rs.read_capture)):
+        t = time.process_time()
+        read(files)
+        print(name, time.process_time() - t)
+"""
+
+
 def section_ranks(base: Path, ranks: int, tasks: int) -> None:
     root = build_ranks(base, ranks, tasks)
+    r = subprocess.run([sys.executable, "-c", _READS, str(root / "rank0" / "d0")],
+                       capture_output=True, text=True, check=True, cwd=REPO)
+    best: dict = {}
+    for line in r.stdout.split("\n"):
+        if line:
+            name, cpu = line.split()
+            best[name] = min(best.get(name, 1e9), float(cpu))
+    print(f"one rank read for placement {best['placement']:.2f} s CPU, whole "
+          f"{best['whole']:.2f} s ({best['placement'] / best['whole']:.2f}x; min of 2)")
     print(f"  before: {_load()}")
     single = measured(merge_cmd(root, "-o", base / "merged.pftrace"))
     size = (base / "merged.pftrace").stat().st_size / 1e6

@@ -127,3 +127,29 @@ def test_format_from_the_extension_and_refusals(tmp_path):
         write_timeline(tl, other, "parquet")
     assert (other / "keep.txt").read_text() == "x"
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_a_tabled_column_with_absent_rows_reads_back_null():
+    import numpy as np
+
+    from pypto.compile_profiling.timeline.model import (
+        ArgColumn,
+        Process,
+        SliceBlock,
+        Timeline,
+        Track,
+    )
+    from pypto.compile_profiling.timeline.write_parquet import timeline_tables
+
+    p = Process(1, "p", 0)
+    t = Track(2, p, "t", 0)
+    block = SliceBlock("c", [t], np.zeros(3, np.int32), np.array([0, 10, 20]),
+                       np.array([5, 5, 5]), ["a"], np.zeros(3, np.int32),
+                       [ArgColumn("k", np.array([0, 1, 0]), np.array([True, False, True]),
+                                  table=["x", "y"]),
+                        ArgColumn("list", [{"a": 1}, None, [1, "b"]])])
+    got = timeline_tables(Timeline([p], [t], [block]))["slice"][0][1]
+    assert got.column("args").to_pylist() == [{"k": "x", "list": '{"a":1}'},
+                                              {"k": None, "list": None},
+                                              {"k": "x", "list": '[1,"b"]'}]
+    assert json.loads(got.schema.metadata[JSON_ARGS]) == ["list"]

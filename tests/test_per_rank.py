@@ -160,3 +160,18 @@ def test_concatenated_shards_load_in_the_perfetto_ui(per_rank, perfetto_ui):
     assert any(n.startswith("Device r1") for n in names)
     assert len([n for n in names if n.startswith("Device ")]) == len(
         {p for p in names if p.startswith("Device ")})
+
+
+def test_a_bad_capture_is_one_line_and_nothing_written(cluster, tmp_path, capsys):
+    leaf = tmp_path / "dfx_outputs" / "rank0" / "d0"
+    shutil.copytree(FIXTURES / "tmr_vector_example_l1", leaf)
+    records = leaf / "chip_swimlane_records.json"
+    records.chmod(0o644)
+    records.write_text('{"chip_swimlane_level": 1, "metadata": {"clock_freq_hz": "x"}}')
+    code = merge_main([str(tmp_path / "dfx_outputs"), "--per-rank", str(tmp_path / "out"),
+                       "--scheduler", cluster.scheduler_address])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.strip().splitlines() == [
+        f"{records}: $.metadata.clock_freq_hz: expected int, got str"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dfx_outputs"]

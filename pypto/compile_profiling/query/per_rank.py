@@ -34,6 +34,7 @@ from __future__ import annotations
 import os
 import resource
 import shutil
+import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -216,10 +217,8 @@ def _split_inputs(inputs: list[str]) -> tuple[list[str], list]:
     host, leaves = [], []
     for raw in inputs:
         p = Path(raw)
-        st = stat_input(p)
-        if not os.path.isdir(p) or not st:
-            if rs.file_kind(p.name) not in (None, "listed_only") and \
-                    not p.name.endswith("trace.json"):
+        if not stat.S_ISDIR(stat_input(p).st_mode):    # special files refused here
+            if rs.file_kind(p.name) not in (None, "listed_only"):
                 raise TraceInputError(p, "--per-rank takes capture directories (dfx_outputs/, "
                                          "rank<r>/d<k>/, work dirs), not loose Simpler files")
             host.append(str(p))
@@ -262,7 +261,7 @@ def _client(scheduler: str | None, workers: int | None):
     limit = int(MEMORY_LIMIT * MEMORY_SHARE / n)
     cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
                            memory_limit=limit, host="127.0.0.1", dashboard_address=None,
-                           silence_logs=logging.ERROR)
+                           silence_logs=logging.CRITICAL)   # a failed task is ours to tell
     return Client(cluster), cluster, {"workers": n, "memory_limit": limit}
 
 

@@ -22,7 +22,12 @@ import numpy as np
 from pypto.compile_profiling.foundation.input_files import open_input
 from pypto.compile_profiling.trace_merge import read_simpler as rs
 from pypto.compile_profiling.trace_merge import simpler_schema as schema
-from pypto.compile_profiling.trace_merge.json_pieces import SEP_OBJECTS, SEP_ROWS, JsonPieces
+from pypto.compile_profiling.trace_merge.json_pieces import (
+    SEP_OBJECTS,
+    SEP_ROWS,
+    JsonPieces,
+    word_error,
+)
 from pypto.compile_profiling.trace_merge.read_run_log import read_run_log
 from pypto.errors import TraceInputError
 
@@ -96,7 +101,7 @@ def _records_envelope(path: str) -> rs.SwimlaneRecords:
                 try:
                     meta = msgspec.convert(raw, schema.SwimlaneMetadata)
                 except msgspec.ValidationError as exc:
-                    raise TraceInputError(path, f"{where}: {exc}") from None
+                    raise TraceInputError(path, word_error(exc, where, doc=raw)) from None
             elif key == "aicore_tasks":
                 found[key] = _envelope_rows(jp, where, _WIDTHS[key],
                                             lambda a: a[:, 3] - (a[:, 5] if a.shape[1] > 5

@@ -25,8 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from pypto.compile_profiling.timeline.model import ArgColumn, SliceBlock, Timeline
 from pypto.compile_profiling.timeline.json_values import dumps_strict
+from pypto.compile_profiling.timeline.model import ArgColumn, SliceBlock, Timeline
 from pypto.errors import OutputPathError, ProfileWriteError
 
 __all__ = ["DATASET_MARKER", "TABLES", "partition_name", "read_parquet_dataset",
@@ -153,12 +153,9 @@ def _column_array(col: ArgColumn, rows: np.ndarray | None, typ, as_json: bool):
     mask = None
     if col.present is not None:
         mask = ~(col.present if rows is None else col.present[rows])
-    if col.table is not None:
+    if col.table is not None:       # null indices take nulls
         ix = v if rows is None else v[rows]
-        arr = pa.array(col.table, pa.string()).take(pa.array(ix.astype(np.int64)))
-        if mask is not None and mask.any():
-            arr = pa.compute.if_else(pa.array(mask), pa.nulls(len(arr), pa.string()), arr)
-        return arr
+        return pa.array(col.table, pa.string()).take(pa.array(ix.astype(np.int64), mask=mask))
     if isinstance(v, np.ndarray):
         sel = v if rows is None else v[rows]
         if v.ndim == 2:
