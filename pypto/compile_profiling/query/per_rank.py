@@ -167,14 +167,12 @@ def _peak_rss() -> int:
 
 
 def _write_shard(timeline, stage: Path, shard: int, label: str, metadata: bool) -> dict:
-    from pypto.compile_profiling.timeline.write_parquet import timeline_tables, write_tables
+    from pypto.compile_profiling.timeline.write_parquet import write_tables
     from pypto.compile_profiling.timeline.write_proto import write_perfetto_trace
 
     _fresh_ids(timeline, shard)
-    tables = timeline_tables(timeline, shard=shard)
-    if not metadata:      # one shard (the host's) holds the run's metadata, for all ranks
-        tables["metadata"] = [(None, tables["metadata"][0][1].slice(0, 0))]
-    pq_bytes = write_tables(tables, stage / "tables", shard)
+    # one shard (the host's) holds the run's metadata, for all ranks
+    pq_bytes = write_tables(timeline, stage / "tables", shard, keep_metadata=metadata)
     shard_path = stage / "shards" / f"{shard:05d}-{label}.pftrace"
     pf_bytes = write_perfetto_trace(timeline, shard_path, shard=shard, metadata=metadata)
     return {"shard": str(shard_path), "parquet_bytes": pq_bytes, "pftrace_bytes": pf_bytes,

@@ -221,9 +221,24 @@ class _BlockArgs:
 
 # --------------------------------------------------------------------------- tables
 
+class _Tables(dict):
+    """{table name: [(rank, pa.Table), ...]}: what `_emit` gives, kept in memory."""
+
+    def add(self, name: str, rank: int | None, table) -> None:
+        self.setdefault(name, []).append((rank, table))
+
+
 def timeline_tables(timeline: Timeline, *, shard: int = 0) -> dict[str, list]:
-    """The timeline as Arrow tables: {table name: [(rank, pa.Table), ...]}, one table per
-    rank partition (rank None: rows of no rank). See the module docstring for ids."""
+    """The timeline as Arrow tables: {table name: [(rank, pa.Table), ...]}, a slice block
+    or more per rank partition (rank None: rows of no rank). See the module docstring."""
+    out = _Tables()
+    _emit(timeline, out, shard)
+    return dict(out)
+
+
+def _emit(timeline: Timeline, out, shard: int) -> None:
+    """Every table of `timeline`, one piece at a time, to `out.add(name, rank, table)`:
+    a slice block's table is made, handed on and dropped before the next is made."""
     pa = _pa()
     base = shard << SHARD_BITS
     slice_base = shard << SLICE_SHARD_BITS
@@ -237,7 +252,11 @@ def timeline_tables(timeline: Timeline, *, shard: int = 0) -> dict[str, list]:
             by_source.setdefault(f, c["capture"])
     proc_rank = [p.rank for p in procs]
     track_rank = [t.process.rank for t in tracks]
-    out: dict[str, list] = {name: [] for name in TABLES}
+    made: set[str] = set()
+
+    def add(name: str, rank, table) -> None:
+        made.add(name)
+        out.add(name, rank, table)
 
     def split(table: str, ranks: list, columns: dict, schema=None) -> None:
         """Rows of `columns` (all of one length) into one table per rank in `ranks`."""
@@ -245,10 +264,10 @@ def timeline_tables(timeline: Timeline, *, shard: int = 0) -> dict[str, list]:
         columns = {"rank": pa.array(ranks, pa.int32()), **columns}
         whole = pa.table(columns, schema=schema)
         if not ranks:                 # an empty table keeps its columns
-            out[table].append((None, whole))
+            add(table, None, whole)
         for r in sorted(set(ranks), key=lambda r: (r is not None, r or 0)):
             sel = np.flatnonzero(key == (-1 if r is None else r))
-            out[table].append((r, whole if len(sel) == len(key) else whole.take(sel)))
+            add(table, r, whole if len(sel) == len(key) else whole.take(sel))
 
     split("process", proc_rank, {
         "upid": pa.array([base + i for i in range(len(procs))], pa.int64()),
@@ -281,14 +300,14 @@ def timeline_tables(timeline: Timeline, *, shard: int = 0) -> dict[str, list]:
     })
     for j, c in enumerate(counters):
         n = len(c.ts_ns)
-        out["counter"].append((c.process.rank, pa.table({
+        add("counter", c.process.rank, pa.table({
             "rank": pa.nulls(n, pa.int32()) if c.process.rank is None
             else pa.array(np.full(n, c.process.rank, np.int32)),
             "track_id": pa.array(np.full(n, base + n_tracks + j, np.int64)),
             "ts": pa.array(c.ts_ns.astype(np.int64)),
             "value": pa.array(c.values.astype(np.float64)),
-        })))
-    _slices(timeline, out, slice_base, base, track_ix, track_rank)
+        }))
+    _slices(timeline, add, slice_base, base, track_ix, track_rank)
     split("capture", [c.get("rank") for c in captures], {
         "id": pa.array([base + c["capture"] for c in captures], pa.int64()),
         "device": pa.array([c.get("device") for c in captures], pa.int64()),
@@ -313,9 +332,8 @@ def timeline_tables(timeline: Timeline, *, shard: int = 0) -> dict[str, list]:
         "value": pa.array([_json_text(v) for v in meta.values()], pa.string()),
     })
     for name, schema in _empty_schemas().items():
-        if not out[name]:           # every table exists, so that queries of it work
-            out[name].append((None, schema.empty_table()))
-    return out
+        if name not in made:        # every table exists, so that queries of it work
+            add(name, None, schema.empty_table())
 
 
 def _empty_schemas() -> dict:
@@ -332,7 +350,7 @@ def _empty_schemas() -> dict:
     }
 
 
-def _slices(timeline: Timeline, out: dict, slice_base: int, base: int,
+def _slices(timeline: Timeline, add, slice_base: int, base: int,
             track_ix: dict[int, int], track_rank: list) -> None:
     pa = _pa()
     depth, parent = _nesting(timeline, track_ix)
@@ -366,7 +384,8 @@ def _slices(timeline: Timeline, out: dict, slice_base: int, base: int,
         fields = {k: (pa.string() if pa.types.is_null(t) else t, j)
                   for k, (t, j) in fields.items()}
         rank = None if r == -1 else r
-        tables = []
+        json_keys = [k for k, (_, j) in fields.items() if j]
+        meta = {JSON_ARGS: dumps_strict(json_keys)} if json_keys else None
         for b, args, tix, rows in blocks:
             sel = np.arange(len(b)) if rows is None else rows
             g = offsets[id(b)] + sel
@@ -390,15 +409,11 @@ def _slices(timeline: Timeline, out: dict, slice_base: int, base: int,
                 arrays = args.arrays(rows, fields)
                 cols["args"] = pa.StructArray.from_arrays(
                     arrays, fields=[pa.field(k, t) for k, (t, _) in fields.items()])
-            tables.append(pa.table(cols))
-        json_keys = [k for k, (_, j) in fields.items() if j]
-        meta = {JSON_ARGS: dumps_strict(json_keys)} if json_keys else None
-        for t in tables:
-            out["slice"].append((rank, t.replace_schema_metadata(meta)))
-    _flows(timeline, out, slice_base, offsets, track_ix, rank_key)
+            add("slice", rank, pa.table(cols).replace_schema_metadata(meta))
+    _flows(timeline, add, slice_base, offsets, track_ix, rank_key)
 
 
-def _flows(timeline: Timeline, out: dict, slice_base: int, offsets: dict,
+def _flows(timeline: Timeline, add, slice_base: int, offsets: dict,
            track_ix: dict[int, int], rank_key: np.ndarray) -> None:
     pa = _pa()
     for f in timeline.flows:
@@ -412,7 +427,7 @@ def _flows(timeline: Timeline, out: dict, slice_base: int, offsets: dict,
             sel = np.flatnonzero(key == r)
             n = len(sel)
             rank = None if r == -1 else r
-            out["flow"].append((rank, pa.table({
+            add("flow", rank, pa.table({
                 "rank": pa.nulls(n, pa.int32()) if rank is None
                 else pa.array(np.full(n, rank, np.int32)),
                 "slice_out": pa.array(src[sel]),
@@ -420,48 +435,59 @@ def _flows(timeline: Timeline, out: dict, slice_base: int, offsets: dict,
                 "name": pa.array([f.name], pa.string()).take(pa.array(np.zeros(n, np.int64))),
                 "category": pa.array([f.cat], pa.string()).take(
                     pa.array(np.zeros(n, np.int64))),
-            })))
+            }))
 
 
 # --------------------------------------------------------------------------- files
 
-def write_tables(tables: dict[str, list], directory: str | os.PathLike, shard: int = 0) -> int:
-    """Write `timeline_tables` output under `directory` (which exists) as
-    `<table>/rank=<r>/part-<shard>.parquet`, each file atomically; -> bytes written."""
-    import pyarrow.parquet as pq
+class _Files:
+    """Tables written as `_emit` makes them: a Parquet writer per (table, rank) file, opened
+    at its first piece (whose schema it takes), each file atomic: leaving `stack` renames
+    them into place, or on an exception removes them. Tables named in `empty` are written
+    with their columns and no rows."""
 
-    from pypto.compile_profiling.foundation.atomic_io import atomic_writer
+    def __init__(self, directory: Path, shard: int, empty: set[str]) -> None:
+        import contextlib
 
-    root = Path(directory)
-    size = 0
-    for name, parts in tables.items():
-        by_rank: dict = {}
-        for rank, table in parts:
-            by_rank.setdefault(rank, []).append(table)
-        for rank, group in by_rank.items():
-            d = root / name / partition_name(rank)
+        self.root, self.shard, self.empty = directory, shard, empty
+        self.stack = contextlib.ExitStack()
+        self.writers: dict = {}
+        self.paths: list[Path] = []
+
+    def add(self, name: str, rank: int | None, table) -> None:
+        import pyarrow.parquet as pq
+
+        from pypto.compile_profiling.foundation.atomic_io import atomic_writer
+
+        if name in self.empty:
+            table = table.slice(0, 0)
+        w = self.writers.get((name, rank))
+        if w is None:
+            d = self.root / name / partition_name(rank)
             d.mkdir(parents=True, exist_ok=True)
-            path = d / f"part-{shard:05d}.parquet"
-            schema = _common_schema(group)
-            with atomic_writer(path, "wb") as f, \
-                    pq.ParquetWriter(f, schema, compression="zstd") as w:
-                for t in group:
-                    if len(t):
-                        w.write_table(t.cast(schema) if t.schema != schema else t,
-                                      row_group_size=1 << 20)
-            size += path.stat().st_size
-    return size
+            path = d / f"part-{self.shard:05d}.parquet"
+            f = self.stack.enter_context(atomic_writer(path, "wb"))
+            w = self.writers[(name, rank)] = pq.ParquetWriter(f, table.schema,
+                                                               compression="zstd")
+            self.stack.callback(w.close)
+            self.paths.append(path)
+        if len(table):
+            if not table.schema.equals(w.schema, check_metadata=False):
+                table = table.cast(w.schema)
+            w.write_table(table.replace_schema_metadata(w.schema.metadata),
+                          row_group_size=1 << 20)
 
 
-def _common_schema(tables: list):
-    """One schema for the tables of one file (the slice blocks of a partition already share
-    their args fields; metadata: the first one's)."""
-    schema = tables[0].schema
-    for t in tables[1:]:
-        if not t.schema.equals(schema, check_metadata=False):
-            pa = _pa()
-            schema = pa.unify_schemas([schema, t.schema], promote_options="permissive")
-    return schema
+def write_tables(timeline: Timeline, directory: str | os.PathLike, shard: int = 0,
+                 *, keep_metadata: bool = True) -> int:
+    """Write `timeline`'s tables under `directory` (which exists) as
+    `<table>/rank=<r>/part-<shard>.parquet`, each slice block written as it is made, each
+    file atomically; -> bytes written. `keep_metadata=False`: the `metadata` table is
+    written empty (another shard holds the run's)."""
+    sink = _Files(Path(directory), shard, set() if keep_metadata else {"metadata"})
+    with sink.stack:
+        _emit(timeline, sink, shard)
+    return sum(p.stat().st_size for p in sink.paths)
 
 
 def write_parquet_dataset(timeline: Timeline, directory: str | os.PathLike) -> int:
@@ -482,7 +508,7 @@ def write_parquet_dataset(timeline: Timeline, directory: str | os.PathLike) -> i
     try:
         stage.mkdir()
         (stage / DATASET_MARKER).write_text("pypto.compile_profiling.timeline.write_parquet\n")
-        size = write_tables(timeline_tables(timeline), stage)
+        size = write_tables(timeline, stage)
         if target.exists():
             old = parent / f".{target.name}.pypto-old-{os.getpid()}-{os.urandom(4).hex()}"
             os.rename(target, old)
