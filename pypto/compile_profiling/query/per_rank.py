@@ -31,6 +31,7 @@ renamed into place when complete.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import resource
 import shutil
@@ -180,24 +181,28 @@ def _write_shard(timeline, stage: Path, shard: int, label: str, metadata: bool) 
             "counter_samples": sum(len(c.ts_ns) for c in timeline.counters)}
 
 
-def _rank_task(shard: int, label: str, rank, plans: list, reference: tuple, sel,
+def _rank_task(shard: int, label: str, rank, plans: list, template, sel,
                stage: str) -> dict:
-    """One rank: read its leaves whole, lay them out as placed, write its shard."""
+    """One rank: read its leaves whole, lay them out as placed (`template`: the driver's
+    plan without its sources, holding every decision that is not a capture's own), write
+    its shard."""
+    import dataclasses
+
     from pypto.compile_profiling.foundation.gc_pause import gc_paused
     from pypto.compile_profiling.trace_merge import read_simpler as rs
     from pypto.compile_profiling.trace_merge.layout import lay_out
-    from pypto.compile_profiling.trace_merge.place import Plan
 
     t0, c0 = time.perf_counter(), time.process_time()
     with gc_paused():
         for cp in plans:
             files = cp.capture.files
             cp.capture = rs.read_capture(files, converted=not files.records)
-        plan = Plan(reference[0], reference[1], captures=plans)
-        timeline, summary, warnings = lay_out(plan, sel)
+        plan = dataclasses.replace(template, captures=plans)
+        timeline, summary, warnings, kernel_lines = lay_out(plan, sel)
         stats = rank_stats(timeline, label, rank)
         out = _write_shard(timeline, Path(stage), shard, label, metadata=False)
-    out.update(label=label, rank=rank, summary=summary, warnings=warnings, stats=stats,
+    out.update(label=label, rank=rank, summary=summary + kernel_lines, warnings=warnings,
+               stats=stats,
                sources=timeline.metadata.get("sources", []),
                captures=timeline.metadata.get("captures", []),
                wall_s=time.perf_counter() - t0, cpu_s=time.process_time() - c0,
@@ -266,20 +271,29 @@ def _client(scheduler: str | None, workers: int | None):
 def merge_per_rank(inputs: list[str | os.PathLike], out_dir: str | os.PathLike, *,
                    scheduler: str | None = None, workers: int | None = None,
                    merge_shards: bool = False, offset_us: float | None = None,
-                   views=None, flows=None, progress=None) -> PerRankResult:
+                   views=None, flows=None, align: str = "clock",
+                   progress=None) -> PerRankResult:
     """Merge `inputs` rank by rank into `out_dir` (see the module docstring)."""
     require("distributed", "pyarrow", "duckdb")
     from pypto.compile_profiling.foundation.gc_pause import gc_paused
     from pypto.compile_profiling.query.placement_read import placement_capture
     from pypto.compile_profiling.timeline.write_parquet import DATASET_MARKER
     from pypto.compile_profiling.trace_merge.layout import lay_out
-    from pypto.compile_profiling.trace_merge.place import Plan, place
+    from pypto.compile_profiling.trace_merge.place import place
     from pypto.compile_profiling.trace_merge.read_inputs import Inputs, read_inputs
-    from pypto.compile_profiling.trace_merge.views import FLOWS, VIEWS, Selection, parse_names
+    from pypto.compile_profiling.trace_merge.views import (
+        DERIVED_VIEWS,
+        FLOWS,
+        VIEWS,
+        Selection,
+        parse_names,
+    )
 
     say = progress or (lambda _msg: None)
+    # the analysis's views (critical path, overhead) are not drawn per rank
     sel = Selection(
-        frozenset(VIEWS) if views is None else parse_names(views, VIEWS, "views"),
+        (frozenset(VIEWS) if views is None else parse_names(views, VIEWS, "views"))
+        - frozenset(DERIVED_VIEWS),
         frozenset(FLOWS) if flows is None else parse_names(flows, FLOWS, "flows"))
     out = Path(out_dir)
     _check_out_dir(out)
@@ -291,7 +305,7 @@ def merge_per_rank(inputs: list[str | os.PathLike], out_dir: str | os.PathLike, 
         say(f"reading what placement needs of {len(leaves)} capture(s)")
         envelopes = client.gather(client.map(placement_capture, leaves, pure=False))
         inputs_ = Inputs(host.traces, host.reports, envelopes)
-        plan = place(inputs_, offset_us=offset_us)
+        plan = place(inputs_, offset_us=offset_us, align=align)
         groups: dict = {}
         for cp in plan.captures:
             f = cp.capture.files
@@ -304,12 +318,12 @@ def merge_per_rank(inputs: list[str | os.PathLike], out_dir: str | os.PathLike, 
         (stage / "shards").mkdir()
         say(f"merging {len(groups)} rank(s) on {len(client.scheduler_info()['workers'])} "
             "worker(s)")
+        template = dataclasses.replace(plan, traces=[], reports=[], captures=[], warnings=[])
         futures = []
         for shard, (key, cps) in enumerate(groups.items(), start=1):
             rank = key[1] if key[0] == "rank" else None
             label = f"r{rank}" if rank is not None else cps[0].label
-            futures.append(client.submit(_rank_task, shard, label, rank, cps,
-                                         (plan.reference_host, plan.reference_anchor), sel,
+            futures.append(client.submit(_rank_task, shard, label, rank, cps, template, sel,
                                          str(stage), pure=False))
         results = client.gather(futures)
         workers_rss = client.run(_peak_rss)
@@ -318,9 +332,8 @@ def merge_per_rank(inputs: list[str | os.PathLike], out_dir: str | os.PathLike, 
             rss_by_pid[r["pid"]] = max(rss_by_pid.get(r["pid"], 0), r["peak_rss"])
         say("writing the host shard and the metadata")
         with gc_paused():
-            host_plan = Plan(plan.reference_host, plan.reference_anchor, plan.traces,
-                             plan.reports, [], plan.warnings)
-            timeline, summary, warnings = lay_out(host_plan, sel)
+            host_plan = dataclasses.replace(plan, captures=[])
+            timeline, summary, warnings, _ = lay_out(host_plan, sel)
             stats = [r["stats"] for r in results if r["stats"] is not None]
             lines = cluster_summary(stats)
             timeline.metadata["sources"] = timeline.metadata.get("sources", []) + [
