@@ -49,6 +49,22 @@ def test_ci_lower_bounds_pin_exactly_each_runtime_lower_bound():
     assert "-c .ci/lower-bounds.txt" in CI_RUN
 
 
+def test_ci_installs_the_scale_extra_at_its_lower_bounds():
+    pins = {}
+    for line in (REPO / ".ci" / "lower-bounds-scale.txt").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            req = Requirement(line)
+            (spec,) = req.specifier
+            pins[req.name] = (spec.operator, Version(spec.version), req.extras)
+    want = {}
+    for text in PROJECT["optional-dependencies"]["scale"]:
+        req = Requirement(text)
+        assert sorted(s.operator for s in req.specifier) == ["<", ">="], text
+        want[req.name] = ("==", Version(lower_bound(req)), req.extras)
+    assert pins == want
+    assert "-r .ci/lower-bounds-scale.txt" in CI_RUN
+
+
 def test_test_extra_is_pinned_exactly():
     for text in PROJECT["optional-dependencies"]["test"]:
         req = Requirement(text)
