@@ -60,7 +60,7 @@ from pypto.compile_profiling.trace_merge.json_pieces import (
 )
 from pypto.errors import TraceInputError
 
-__all__ = ["PhaseColumns", "SwimlaneRecords", "read_records"]
+__all__ = ["PhaseColumns", "SwimlaneRecords", "check_clock_range", "read_records"]
 
 ABSENT = schema.ABSENT
 _TODAY_KEYS = ("scheduler_tasks", "scheduler_records", "aicpu_lifecycle_records")
@@ -228,16 +228,17 @@ def _check_rows(path, aicore: dict, cpu: dict, cpu_where: str, ncores: int) -> N
     _check_order(path, cpu_where, cpu, "finish_cycles", "dispatch_cycles")
 
 
-def _check_clock_range(path, where: str, values: np.ndarray, limit: int, what: str,
-                       index=None) -> None:
-    """The one range rule: every value converted to ns must stay under MAX_CLOCK_NS.
-    `index(i)`: the JSON path suffix of element i (default `[i]`)."""
+def check_clock_range(path, where: str, values: np.ndarray, limit: int, what: str,
+                      index=None) -> None:
+    """The one range rule: every value converted to ns must stay under MAX_CLOCK_NS
+    (`limit`: `schema.max_cycles(freq)` for device cycles, `MAX_CLOCK_NS` for ns). Shared
+    with the run-log reader. `index(i)`: the path suffix of element i (default `[i]`)."""
     if len(values) and int(values.max()) >= limit:
         i = int(np.argmax(values >= limit))
         at = index(i) if index else f"[{i}]"
+        clock = "" if limit == schema.MAX_CLOCK_NS else f"; at this clock, below {limit}"
         raise TraceInputError(path, f"{where}{at}: {what} {int(values[i])} is out of range "
-                                    f"(device and host times must stay under 2^62 ns; at "
-                                    f"this clock, below {limit})")
+                                    f"(device and host times must stay under 2^62 ns{clock})")
 
 
 # --------------------------------------------------------------------------- record columns
@@ -792,14 +793,14 @@ def _check_ranges(path, freq: int, aicore: dict, aicpu: dict, cpu_where: str,
     """The one range rule on every device cycle value (host ns are bounded by type)."""
     limit = schema.max_cycles(freq)
     for key, col in (("start_cycles", 3), ("end_cycles", 4)):
-        _check_clock_range(path, "$.aicore_tasks", aicore[key], limit, key,
-                           lambda i, c=col: f"[{i}][{c}]")
+        check_clock_range(path, "$.aicore_tasks", aicore[key], limit, key,
+                          lambda i, c=col: f"[{i}][{c}]")
     for key, col in (("dispatch_cycles", 2), ("finish_cycles", 3)):
-        _check_clock_range(path, cpu_where, aicpu[key], limit, key,
-                           lambda i, c=col: f"[{i}][{c}]")
+        check_clock_range(path, cpu_where, aicpu[key], limit, key,
+                          lambda i, c=col: f"[{i}][{c}]")
     for s in device_streams:
         # end >= start was checked per record, so the end is the one to bound
-        _check_clock_range(path, s.source, s.end, limit, "end_cycles")
+        check_clock_range(path, s.source, s.end, limit, "end_cycles")
 
 
 def _run_epoch(meta, aicore: dict, aicpu: dict, streams: list[PhaseColumns]) -> int | None:
