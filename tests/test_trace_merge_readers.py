@@ -588,6 +588,37 @@ def test_run_log_bad_lines(tmp_path):
         assert _error(read_run_log, p) == problem
 
 
+def test_run_log_is_kept_as_columns_not_an_object_per_span(tmp_path):
+    """Issue 22: the reader held about 9x the log's size (an object, a dict and a dozen ints
+    per span). Its spans are columns now: what a read keeps, counted by tracemalloc (bytes
+    allocated, not timing), is under 120 bytes a span (an object per span kept ~600), and
+    the columns say what the lines say, the spans handed out one at a time included."""
+    import tracemalloc
+
+    text = (BGEMM / "host_log.txt").read_text()
+    lines = [ln for ln in text.splitlines() if "[STRACE] " in ln]
+    n = 20 * len(lines) * 100
+    p = tmp_path / "host_log.txt"
+    p.write_text("\n".join(lines * (n // len(lines))) + "\n")
+    tracemalloc.start()
+    try:
+        log = read_run_log(p)
+        kept = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert len(log.spans) == n and kept / n < 120, kept / n
+    want = [ln[ln.index("[STRACE] ") + 9:].split() for ln in lines]
+    for i in (0, len(lines) - 1, n - 1):
+        f = dict(x.split("=", 1) for x in want[i % len(lines)])
+        assert (int(log.ts_ns[i]), int(log.dur_ns[i]), int(log.pid[i]), log.names[log.name[i]],
+                bool(log.device_clock[i])) == (int(f["ts"]), int(f["dur"]), int(f["pid"]),
+                                               f["name"], f.get("clk") == "dev")
+        sp = log.spans[i]
+        assert (sp.ts_ns, sp.name, sp.inv, sp.hid, sp.line) == (
+            int(f["ts"]), f["name"], int(f["inv"]), f["hid"], i + 1)
+    assert [s.ts_ns for s in log.spans] == log.ts_ns.tolist()
+
+
 def test_run_log_parsing_is_linear_in_line_length(tmp_path):
     """Issue 11: a backtracking pattern took 25 s on one 50,000-character token. Measured as
     a ratio in one run: 10x the characters must cost about 10x, not 100x."""

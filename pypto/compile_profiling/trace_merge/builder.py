@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from pypto.compile_profiling.timeline.model import Process, SliceBlock, Timeline, Track
 from pypto.compile_profiling.trace_merge.place import CapturePlan, DeviceClock, Plan
 
@@ -73,9 +75,9 @@ class TimelineBuilder:
             real.update(trace.pid)
             real.update(trace.tid)
         for capture_plan in plan.captures:
-            if capture_plan.capture.run_log is not None:
-                for sp in capture_plan.capture.run_log.spans:
-                    real.update((sp.pid, sp.tid))
+            log = capture_plan.capture.run_log
+            if log is not None:
+                real.update(np.unique(np.concatenate([log.pid, log.tid])).tolist())
             for batch in capture_plan.capture.host_phases:
                 real.add(batch.pid)
                 real.update(batch.tid[batch.tid >= 0].tolist())

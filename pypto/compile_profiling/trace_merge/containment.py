@@ -27,8 +27,11 @@ only an empty join or device work wider than `runner_run` refuses (`NotOneRun`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from fractions import Fraction
+
+import numpy as np
 
 from pypto.compile_profiling.trace_merge.read_run_log import RunLog, StraceSpan
 
@@ -74,7 +77,7 @@ class HostWindow:
     run_epoch: int | None
     aicpu_launch_ns: int | None
     launch_problem: str | None                 # why a marker present was not usable
-    spans: list[StraceSpan] = field(default_factory=list)
+    spans: Sequence[StraceSpan] = ()               # its spans, in log order
 
     @property
     def end_ns(self) -> int:
@@ -167,10 +170,6 @@ class Containment:
 
 # --------------------------------------------------------------------------- host windows
 
-def _root_of(names: dict[str, StraceSpan]) -> str | None:
-    return next((r for r in RUN_ROOTS if r + RUNNER in names), None)
-
-
 def _identity(span: StraceSpan | None) -> tuple[int, int, int, int] | None:
     """The dispatch the root span names; None when a field is missing or not an integer, or
     on a synchronous launch (run_id and dispatch_id both 0), as Simpler reads it."""
@@ -187,23 +186,32 @@ def _identity(span: StraceSpan | None) -> tuple[int, int, int, int] | None:
 
 def host_windows(log: RunLog) -> list[HostWindow]:
     """The log's invocations that launched device work: those with both `runner_run` (host
-    clock) and `device_wall` (clk=dev), in (pid, inv) order."""
-    groups: dict[tuple[int, int | None], dict[str, StraceSpan]] = {}
-    members: dict[tuple[int, int | None], list[StraceSpan]] = {}
-    for sp in log.spans:
-        key = (sp.pid, sp.inv)
-        groups.setdefault(key, {}).setdefault(sp.name, sp)
-        members.setdefault(key, []).append(sp)
+    clock) and `device_wall` (clk=dev), in (pid, inv) order. Grouped on the log's columns:
+    only the spans a window names become `StraceSpan`s, its members stay rows."""
+    n = len(log)
+    if not n:
+        return []
+    order = np.lexsort((np.arange(n), log.inv, log.pid))    # by (pid, inv), then log order
+    pid, inv = log.pid[order], log.inv[order]
+    cut = np.flatnonzero((pid[1:] != pid[:-1]) | (inv[1:] != inv[:-1])) + 1
     out = []
-    for key in sorted(groups, key=lambda k: (k[0], -1 if k[1] is None else k[1])):
-        named = groups[key]
-        root = _root_of(named)
+    for rows in np.split(order, cut):
+        named: dict[str, StraceSpan] = {}
+        first: dict[int, int] = {}
+        for r, k in zip(rows.tolist(), log.name[rows].tolist()):
+            first.setdefault(k, r)
+        names = {log.names[k]: r for k, r in first.items()}
+        root = next((x for x in RUN_ROOTS if x + RUNNER in names), None)
         if root is None:
             continue
+        prefix = root + DEVICE_WALL + "."
+        for name, r in names.items():
+            if name in (root, root + RUNNER, root + DEVICE_WALL, root + AICPU_LAUNCH) \
+                    or name.startswith(prefix):
+                named[name] = log.span(r)
         runner, wall = named[root + RUNNER], named.get(root + DEVICE_WALL)
         if runner.device_clock or wall is None or not wall.device_clock:
             continue
-        prefix = root + DEVICE_WALL + "."
         phases = {name[len(prefix):]: (sp.ts_ns, sp.dur_ns) for name, sp in named.items()
                   if name.startswith(prefix) and sp.device_clock and sp.dur_ns > 0
                   and "." not in name[len(prefix):]}
@@ -218,10 +226,10 @@ def host_windows(log: RunLog) -> list[HostWindow]:
                 launch_ns = launch.ts_ns
         root_span = named.get(root)
         epoch = root_span.attrs.get("run_epoch", "") if root_span is not None else ""
-        out.append(HostWindow(log, key[0], key[1], root, runner.ts_ns, runner.dur_ns,
+        out.append(HostWindow(log, runner.pid, runner.inv, root, runner.ts_ns, runner.dur_ns,
                               wall.dur_ns, phases, _identity(root_span),
                               int(epoch) if epoch.isascii() and epoch.isdigit() else None,
-                              launch_ns, problem, members[key]))
+                              launch_ns, problem, log.spans_at(rows)))
     return out
 
 

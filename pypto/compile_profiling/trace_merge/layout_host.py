@@ -135,7 +135,7 @@ def add_run_log(builder: TimelineBuilder, capture_plan: CapturePlan, warnings: l
             start = sp.ts_ns + host_clock.offset_ns
             added += 1
         rows.add(track, start, start + sp.dur_ns, sp.name, "simpler_host", args)
-    skipped = sum(1 for sp in log.spans if sp.device_clock) - dev
+    skipped = int(log.device_clock.sum()) - dev
     extra = (f", {dev} clk=dev spans on the run's device-clock lane ({'; '.join(labels)})"
              if dev else "")
     if skipped:

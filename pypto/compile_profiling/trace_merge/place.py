@@ -321,12 +321,12 @@ def _own_run_pid(cap: rs.Capture) -> int | None:
     log = cap.run_log
     if log is None:
         return None
-    for sp in log.spans:
-        if not sp.device_clock and sp.name.endswith(RUNNER_RUN_SUFFIX):
-            return sp.pid
+    runner = log.rows_named(lambda n: n.endswith(RUNNER_RUN_SUFFIX), device_clock=False)
+    if len(runner):
+        return int(log.pid[runner[0]])
     if log.clock_anchors:
         return log.clock_anchors[0].pid
-    return log.spans[0].pid if log.spans else None
+    return int(log.pid[0]) if len(log) else None
 
 
 def _run_stage(capture_plan: CapturePlan, stages: list, unmatched: list) -> tuple[float, float] | None:
@@ -757,10 +757,11 @@ def _capture_extent(capture_plan: CapturePlan) -> tuple[int, int] | None:
         points += [min(t.start_ns for t in cap.converted) + o,
                    max(t.end_ns for t in cap.converted) + o]
     if cap.run_log is not None:
-        host = [sp for sp in cap.run_log.spans if not sp.device_clock]
-        if host:
-            points += [min(sp.ts_ns for sp in host) + off,
-                       max(sp.ts_ns + sp.dur_ns for sp in host) + off]
+        log = cap.run_log
+        host = ~log.device_clock
+        if host.any():
+            points += [int(log.ts_ns[host].min()) + off,
+                       int((log.ts_ns + log.dur_ns)[host].max()) + off]
     for batch in cap.host_phases:
         if len(batch.start_ns):
             points += [int(batch.start_ns.min()) + off, int(batch.end_ns.max()) + off]
