@@ -522,6 +522,50 @@ def test_known_hostile_field(sources, case):
         assert word in err, err
 
 
+# ---------------------------------------------------------------- run-log times: one range rule
+
+MAX_NS = 1 << 62        # the records reader's rule (simpler_schema.MAX_CLOCK_NS)
+BIND_ARGS = r"(name=chip\.run\.bind\.args ts=)(\d+)( dur=)(\d+)"
+WALL = r"(name=chip\.run\.runner_run\.device_wall ts=)(\d+)( dur=)(\d+)"
+ANCHOR = r"(\[CLOCK_ANCHOR\] v=1 pid=\d+ mono_ns=)(\d+)( wall_ns=)(\d+)"
+
+# id -> (the line's pattern, the new groups 2 and 4, the one-line problem's end)
+RUN_LOG_TIMES = {
+    # Issue 22: an OverflowError in the layout once ts + dur passed int64
+    "ts_near_int64_max": (BIND_ARGS, (2**63 - 1000, 448_444),
+                          (f"[STRACE] ts {2**63 - 1000} is out of range (device and host times "
+                           "must stay under 2^62 ns)")),
+    "ts_plus_dur_past_the_rule": (BIND_ARGS, (MAX_NS - 10, 100),
+                                  (f"[STRACE] ts + dur {MAX_NS + 90} is out of range (device "
+                                   "and host times must stay under 2^62 ns)")),
+    "dur_past_the_rule": (BIND_ARGS, (5, MAX_NS), f"[STRACE] dur {MAX_NS} is out of range"),
+    "clk_dev_ts_past_the_rule": (WALL, (MAX_NS, 5), f"[STRACE] ts {MAX_NS} is out of range"),
+    "anchor_mono_past_the_rule": (ANCHOR, (MAX_NS, 1_795_979_133_262_674_619),
+                                  f"[CLOCK_ANCHOR] mono_ns {MAX_NS} is out of range"),
+    "anchor_wall_past_the_rule": (ANCHOR, (874_229_009_130, -MAX_NS),
+                                  f"[CLOCK_ANCHOR] |wall_ns| {MAX_NS} is out of range"),
+    # integers over 4,300 digits (Python's int parser refuses them): still one line
+    "ts_of_5000_digits": (BIND_ARGS, ("9" * 5000, 448_444),
+                          "[STRACE] ts='" + "9" * 40 + "' is not a non-negative 64-bit "
+                          "integer"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(RUN_LOG_TIMES))
+def test_run_log_times_obey_the_records_range_rule(sources, case):
+    """Every time a run log gives reaches a clock conversion, so each is checked at the
+    reader with the records reader's rule (under 2^62 ns; `ts + dur` too), naming its line."""
+    pattern, (a, b), problem = RUN_LOG_TIMES[case]
+    files, mutated, args = sources["host_log"]
+    text = files[mutated].decode("utf-8")
+    m = re.search(pattern, text)
+    assert m, pattern
+    line = text.count("\n", 0, m.start()) + 1
+    text = text[:m.start()] + f"{m[1]}{a}{m[3]}{b}" + text[m.end():]
+    _, err = merge_changed(files, args, mutated, text.encode("utf-8"), expect="reject")
+    assert f": line {line}: {problem}" in err, err
+
+
 # ---------------------------------------------------------------- file kinds
 
 def _fifo(p: Path) -> None:

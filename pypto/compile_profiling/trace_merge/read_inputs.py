@@ -28,6 +28,7 @@ from pypto.compile_profiling.trace_merge.clock_alignment import (
     WallClockAnchor,
     wall_anchor_from_other_data,
 )
+from pypto.compile_profiling.trace_merge.simpler_schema import MAX_CLOCK_NS
 from pypto.errors import TraceInputError
 
 CLOCK = "CLOCK_MONOTONIC"
@@ -221,7 +222,7 @@ def _stages(raw: object, path, where: str, depth: int) -> list[StageDurations]:
 
 # --------------------------------------------------------------------------- trace.json
 
-_MAX_NS = 1 << 62     # beyond ~146 years of uptime: not a CLOCK_MONOTONIC time
+_MAX_NS = MAX_CLOCK_NS    # the records reader's range rule, per event (floats, not columns)
 
 
 def _time_ns(ev: dict, key: str, path, i: int, default=None) -> int:

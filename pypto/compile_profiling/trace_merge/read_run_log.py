@@ -18,6 +18,10 @@ value printable ASCII) is cut by one pattern and its integers checked and conver
 block of lines at a time; any other line takes the general path, with the same result.
 The file is read a block at a time; a NUL byte or a line longer than `MAX_LINE_BYTES`
 means it is not a text log, and is rejected at once.
+
+Every time in the log reaches a clock conversion, so every one is range-checked here with
+the records reader's rule (`read_records.check_clock_range`: under 2^62 ns, `ts + dur`
+included; `|wall_ns|` too), and nothing downstream can overflow.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ import numpy as np
 from pypto.compile_profiling.foundation.input_files import open_input
 from pypto.compile_profiling.trace_merge import simpler_schema as schema
 from pypto.compile_profiling.trace_merge.json_pieces import JsonPieces, safe_str
+from pypto.compile_profiling.trace_merge.read_records import check_clock_range
 from pypto.errors import TraceInputError
 
 __all__ = ["LOG_VERSIONS", "MAX_LINE_BYTES", "HostPhaseBatch", "LogClockAnchor", "RunLog",
@@ -409,7 +414,29 @@ def read_run_log(path: str | os.PathLike) -> RunLog:
     log = cols.finish(RunLog(str(path), clock_anchors=anchors))
     if not len(log) and not anchors:
         raise TraceInputError(path, "no [STRACE] or [CLOCK_ANCHOR] lines: not a Simpler run log")
+    _check_ranges(log)
     return log
+
+
+def _check_ranges(log: RunLog) -> None:
+    """The records reader's range rule on every time of the log: each under 2^62 ns, and
+    so `ts + dur` (no sum can overflow once both are), `mono_ns` and `|wall_ns|`."""
+    path, limit = log.path, schema.MAX_CLOCK_NS
+
+    def at(lines):
+        return lambda i: f"line {int(lines[i])}"
+
+    check_clock_range(path, "", log.ts_ns, limit, "[STRACE] ts", at(log.line))
+    check_clock_range(path, "", log.dur_ns, limit, "[STRACE] dur", at(log.line))
+    check_clock_range(path, "", log.ts_ns + log.dur_ns, limit, "[STRACE] ts + dur",
+                      at(log.line))
+    if log.clock_anchors:
+        a = log.clock_anchors
+        lines = [x.line for x in a]
+        for what, values in (("mono_ns", [x.mono_ns for x in a]),
+                             ("|wall_ns|", [abs(x.wall_ns) for x in a])):
+            check_clock_range(path, "", np.array(values, dtype=np.uint64), limit,
+                              f"[CLOCK_ANCHOR] {what}", at(lines))
 
 
 # --------------------------------------------------------------------------- host phases
