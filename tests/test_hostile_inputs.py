@@ -566,6 +566,20 @@ def test_run_log_times_obey_the_records_range_rule(sources, case):
     assert f": line {line}: {problem}" in err, err
 
 
+def test_a_5000_digit_integer_in_host_phase_records_is_called_what_it_is(tmp_path):
+    """Python's int parser refuses over 4,300 digits: the reader says what is wrong (an
+    integer too big), not "invalid JSON", which the line is not."""
+    cap = tmp_path / "cap"
+    shutil.copytree(FIXTURES / CALIBRATED, cap)
+    p = cap / "host_phase_records.jsonl"
+    text, n = re.subn(r'"start_ns": \d+', '"start_ns": ' + "9" * 5000, p.read_text(), count=1)
+    assert n == 1
+    p.write_text(text)
+    code, err = run_main(cap, "-o", tmp_path / "m.json", "-q")
+    assert code == 2
+    assert err == f"{p}:1: $: holds an integer of over 4,300 digits, too big for any field\n"
+
+
 # ---------------------------------------------------------------- file kinds
 
 def _fifo(p: Path) -> None:

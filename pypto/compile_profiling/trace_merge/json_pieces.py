@@ -276,7 +276,7 @@ class JsonPieces:
             data = memoryview(self.buf)[self.pos:self.pos + window]
             at_end = self.eof and self.pos + len(data) == len(self.buf)
             try:
-                obj, used = self._decode_prefix(data, at_end)
+                obj, used = self._decode_prefix(data, at_end, where)
             except _MisCut:
                 pass
             except _Suspect as s:
@@ -304,14 +304,21 @@ class JsonPieces:
             raise self._syntax(s.at, s.msg) from None
         return (s.at, s.msg) if end - s.at > _TOKEN_BYTES else None
 
-    def _decode_prefix(self, data, at_end: bool) -> tuple[object, int]:
-        """(value, bytes used) of the JSON value at the start of `data`; `_MisCut` when
-        `data` may end inside it, `_Suspect` for an error a longer `data` may not have."""
+    def _decode_prefix(self, data, at_end: bool, where: str) -> tuple[object, int]:
+        """(value, bytes used) of the JSON value at the start of `data` (at JSON path
+        `where`); `_MisCut` when `data` may end inside it, `_Suspect` for an error a longer
+        `data` may not have."""
         try:
             obj = _untyped.decode(data)
             if not at_end:
                 raise _MisCut                 # a number may go on
             return obj, len(data)
+        except msgspec.ValidationError:
+            # valid JSON holding an integer of over 4,300 digits (Python's limit, which
+            # msgspec keeps): more text only makes a number longer, so it is bad wherever
+            # the cut falls; the untyped decoder cannot say which member holds it
+            raise self.error(f"{where}: holds an integer of over 4,300 digits, too big for "
+                             "any field") from None
         except msgspec.DecodeError as exc:
             msg = str(exc)
             m = _TRAILING.search(msg)
