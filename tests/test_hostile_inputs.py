@@ -486,6 +486,13 @@ def _deep(n):
     return Raw('{"a":' * n + "1" + "}" * n)
 
 
+def _thread_name_of_a_new_pid(doc):
+    """A `thread_name` event for a pid no other event has (found by fuzzing: a KeyError)."""
+    doc["traceEvents"].append({"ph": "M", "name": "thread_name", "pid": 4_000_001, "tid": 7,
+                               "args": {"name": "orphan"}})
+    return doc
+
+
 # id -> (target, mutation, expected outcome, word the one-line problem must contain)
 KNOWN = {
     "trace_ts_nan": ("trace", _set_first_x("ts", Raw("NaN")), "reject", "ts"),
@@ -508,6 +515,8 @@ KNOWN = {
     "name_map_control_chars": ("name_map", _first_name("a\x00\x1b[31mb"), "accept", ""),
     "stage_name_lone_surrogate": ("profile", _stage_name("pa\udcffrse"), "accept", ""),
     "trace_args_1000_deep": ("trace", _set_first_x("args", _deep(1_000)), "either", ""),
+    "trace_thread_name_of_a_pid_with_no_event": ("trace", _thread_name_of_a_new_pid,
+                                                 "accept", ""),
 }
 
 

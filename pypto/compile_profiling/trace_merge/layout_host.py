@@ -20,7 +20,8 @@ from pypto.compile_profiling.trace_merge.read_inputs import CompileTrace
 
 
 def add_compile_trace(builder: TimelineBuilder, trace: CompileTrace, host_clock: HostClock) -> None:
-    pids = sorted(set(trace.pid) | set(trace.process_names),
+    # every pid any event names (a thread_name alone makes a process, as in trace.json)
+    pids = sorted(set(trace.pid) | set(trace.process_names) | {p for p, _ in trace.thread_names},
                   key=lambda p: (trace.process_sort.get(p, 1 << 30), p))
     procs = {}
     for pid in pids:
