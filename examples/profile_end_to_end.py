@@ -67,7 +67,9 @@ def main(argv: list[str] | None = None) -> int:
     except PyptoError as e:
         print(f"merge: {e}", file=sys.stderr)
         return 2
-    for line in merged.summary_lines:
+    # the kernel line names three kernels; the rest are in `pypto-profile kernels`
+    kernels_hint = f" (all {{n}}: pypto-profile kernels {shlex.quote(str(work_dir))})"
+    for line in merged.summary(kernels_hint):
         print(line)
     for path in outputs:
         print(f"wrote {path} ({path.stat().st_size:,} bytes)")

@@ -33,3 +33,22 @@ def test_main_job_profiles_runs_and_merges_into_json_and_protobuf(tmp_path):
     open_line = out.strip().splitlines()[-1].strip()
     assert open_line.startswith("pypto-merge-traces ") and open_line.endswith(" --open")
     assert str(tmp_path / "merged.pftrace") in open_line
+
+
+def test_the_kernel_line_points_where_this_program_lists_the_rest(tmp_path, capsys):
+    """Issue 22: the library-based example printed the CLI's hint "(all 64: --kernels)",
+    an option it does not have. The library gives the line; each printer says where the
+    other kernels are: here the `pypto-profile kernels` command, which lists all 64."""
+    from pypto.compile_profiling.cli.profile import main as profile_main
+
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "profile_end_to_end.py"),
+         "--example", "many_kernels", "--out", str(tmp_path)],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    work = tmp_path / "many_kernels"
+    (line,) = [ln for ln in proc.stdout.splitlines() if ln.startswith("  r0: 64 kernels, ")]
+    assert line.endswith(f"(all 64: pypto-profile kernels {work})"), line
+    assert "--kernels" not in proc.stdout
+    assert profile_main(["kernels", str(work), "--format", "json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["kernels"]) == 64

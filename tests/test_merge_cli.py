@@ -482,7 +482,14 @@ def test_kernels_in_one_line_by_default_every_kernel_with_kernels(tmp_path, caps
     (brief,) = [line for line in err.splitlines() if " 5 kernels, 7 tasks, " in line]
     named = re.findall(r"(\w+) \((?:AIC|AIV)\) [\d.]+ [mu]?s", brief.split("; most: ", 1)[1])
     assert named == [k["kernel"] for k in kernels[:3]]
-    assert brief.endswith(" (all 5: --kernels)")
+    assert brief.endswith(" (all 5: --kernels)")      # the CLI's own hint...
+    from pypto.compile_profiling.trace_merge import merge_traces
+
+    result = merge_traces([work / "dfx_outputs"])            # ...not the library's
+    (line,) = [ln for ln in result.summary_lines if " 5 kernels, 7 tasks, " in ln]
+    assert line == brief[:-len(" (all 5: --kernels)")]
+    assert [ln for ln in result.summary(" ({n} in all: see X)") if ln.startswith(line)] == [
+        line + " (5 in all: see X)"]
     assert " kernel kernel_" not in err                  # no line per kernel
     code, _, err = cli(capsys, work / "dfx_outputs", "-o", out, "--kernels")
     assert code == 0, err

@@ -398,7 +398,7 @@ def _merge(args, state: dict, server) -> int:
         progress.stop()
     elapsed = time.perf_counter() - t0
     if not args.quiet:
-        for line in result.summary_lines:
+        for line in result.summary("" if args.kernels else " (all {n}: --kernels)"):
             print(line, file=err)
         if args.kernels:
             for line in result.kernel_lines:

@@ -2,7 +2,7 @@
 
     result = merge_traces(["build/report/trace.json", "build/work"])
     write_timeline(result.timeline, "merged.pftrace")      # pypto.compile_profiling.timeline
-    print("\\n".join(result.summary_lines))
+    print("\\n".join(result.summary()))
 
 One direction, one module per step:
 `read_inputs` (every input read and checked, Simpler files through `read_simpler`) ->
@@ -36,6 +36,16 @@ class MergeResult:
     summary_lines: list[str]
     warnings: list[str]
     kernel_lines: list[str] = field(default_factory=list)
+
+    def summary(self, more_kernels: str = "") -> list[str]:
+        """`summary_lines`, with `more_kernels.format(n=<its kernels>)` after each capture's
+        kernel line that names only some of them: where the rest are, in the printer's
+        words (`pypto-merge-traces`: `" (all {n}: --kernels)"`)."""
+        if not more_kernels:
+            return list(self.summary_lines)
+        return [line + more_kernels.format(n=line.kernels)
+                if getattr(line, "kernels", 0) > getattr(line, "named", 0) else line
+                for line in self.summary_lines]
 
 
 def merge_traces(inputs: Iterable[str | os.PathLike], *, offset_us: float | None = None,

@@ -121,12 +121,23 @@ def kernel_summary(capture, rows: DeviceRows) -> tuple[str, list[str], list[dict
     return _brief(label, table), lines, table
 
 
-def _brief(label: str, table: list[dict]) -> str:
+class KernelBrief(str):
+    """A capture's one summary line about its kernels. It names `named` of its `kernels`;
+    where the others are listed depends on who prints it (the CLI: `--kernels`), so the
+    printer says so (`MergeResult.summary`), not the line."""
+
+    kernels: int
+    named: int
+
+
+def _brief(label: str, table: list[dict]) -> KernelBrief:
     """`r0d0: 64 kernels, 1000 tasks, 1.2 ms device time; most: A (AIV) 0.3 ms, ...`."""
     total = sum(k["total_ns"] for k in table)
     top = ", ".join(f"{k['kernel']} ({'+'.join(t.upper() for t in k['core_types'])}) "
                     f"{fmt_ns(k['total_ns'])}" for k in table[:BRIEF_KERNELS])
-    more = (f" (all {len(table)}: --kernels)" if len(table) > BRIEF_KERNELS else "")
     n = len(table)
-    return (f"  {label}: {n} kernel{'s' * (n != 1)}, {sum(k['tasks'] for k in table)} tasks, "
-            f"{fmt_ns(total)} device time; most: {top}{more}")
+    line = KernelBrief(f"  {label}: {n} kernel{'s' * (n != 1)}, "
+                       f"{sum(k['tasks'] for k in table)} tasks, {fmt_ns(total)} device time; "
+                       f"most: {top}")
+    line.kernels, line.named = n, min(n, BRIEF_KERNELS)
+    return line
