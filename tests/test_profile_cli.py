@@ -430,15 +430,37 @@ def test_write_failures_exit_1_and_refused_outputs_2(work_dir, tmp_path):
         r = subprocess.run(show, stdout=full, stderr=subprocess.PIPE, text=True, env=env,
                            timeout=60, check=False)
     assert r.returncode == 1
-    assert r.stderr == "-: cannot write to stdout: No space left on device\n"
+    assert r.stderr == "stdout: cannot write: No space left on device\n"
     r = subprocess.run(show, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                        env=env, timeout=60, check=False, close_fds=True,
                        preexec_fn=lambda: os.close(1))
-    assert (r.returncode, r.stderr) == (1, "-: cannot write to stdout: it is closed\n")
+    assert (r.returncode, r.stderr) == (1, "stdout: cannot write: standard output is closed\n")
     r = subprocess.run([*show, "-o", str(tmp_path)], capture_output=True, text=True, env=env,
                        timeout=60, check=False)
     assert r.returncode == 2 and r.stderr.endswith("exists and is not a regular file; not "
                                                    "replaced\n")
+
+
+@pytest.mark.parametrize("command", [
+    ["show", "{w}"], ["diff", "{w}", "{w}"], ["kernels", "{w}"], ["analyze", "{w}"],
+    ["query", "select name from slice", "{w}"], ["html", "{w}", "-o", "-"],
+])
+def test_a_reader_that_went_away_ends_it_quietly_with_141(work_dir, command):
+    """Issue 22: `pypto-profile show ... | head -c 100` as `pypto-merge-traces -o - | head`
+    does (one shared `cli.stdout`): status 141 as for a tool stopped by SIGPIPE, nothing on
+    stderr. The pipe's read end is closed before the command starts, so every write fails
+    with EPIPE whatever the output's size."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "pypto.compile_profiling",
+                               *(a.format(w=work_dir) for a in command)],
+                              stdout=w, stderr=subprocess.PIPE, text=True, env=env,
+                              timeout=120, check=False)
+    finally:
+        os.close(w)
+    assert (proc.returncode, proc.stderr) == (141, ""), proc.stderr
 
 
 def test_help_of_every_command_loads_no_numpy_or_merge():

@@ -28,6 +28,7 @@ import threading
 import time
 
 import pypto
+from pypto.compile_profiling.cli.stdout import check_open, reader_gone, writing
 from pypto.compile_profiling.viewer.perfetto_ui import (
     DEFAULT_PORT,
     PERFETTO_UI,
@@ -44,7 +45,6 @@ from pypto.errors import (
 
 PROGRESS_AFTER_S = 2.0
 EXIT_INPUT, EXIT_WRITE, EXIT_INTERRUPTED, EXIT_TERMINATED = 2, 1, 130, 143
-EXIT_PIPE = 128 + signal.SIGPIPE   # 141: what a shell reports for a tool stopped by SIGPIPE
 
 
 class _Terminated(BaseException):
@@ -218,34 +218,15 @@ def _size(n: int) -> str:
 
 def _write_to_stdout(timeline, fmt: str, write_timeline, state: dict) -> int:
     """`-o -`: render to a private temp file first (nothing half-written reaches stdout when
-    rendering fails), then copy it to stdout; return its size. A reader that went away
-    (`| head`) raises `BrokenPipeError`; any other write error `ProfileWriteError`."""
+    rendering fails), then copy it to stdout (`cli.stdout`: a reader that went away raises
+    `BrokenPipeError`, any other write error `ProfileWriteError`); return its size."""
     with tempfile.TemporaryDirectory(prefix="pypto-merge-") as tmp:
         path = os.path.join(tmp, "merged")
         size = write_timeline(timeline, path, fmt)
         state["stdout_started"] = True
-        try:
-            sys.stdout.flush()
-            with open(path, "rb") as f:
-                shutil.copyfileobj(f, sys.stdout.buffer, 1 << 20)
-            sys.stdout.buffer.flush()
-        except BrokenPipeError:
-            raise
-        except OSError as e:
-            _drop_stdout()
-            raise ProfileWriteError(f"stdout: cannot write: {e.strerror or e}") from None
+        with writing() as out, open(path, "rb") as f:
+            shutil.copyfileobj(f, out.buffer, 1 << 20)
     return size
-
-
-def _drop_stdout() -> None:
-    """Point fd 1 at /dev/null, so what stdout still buffers is dropped at exit instead of
-    failing a second time ("Exception ignored ... BrokenPipeError")."""
-    try:
-        fd = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(fd, sys.stdout.fileno())
-        os.close(fd)
-    except (OSError, AttributeError, ValueError):
-        pass
 
 
 def _identity(path: str) -> tuple | None:
@@ -292,8 +273,7 @@ def main(argv: list[str] | None = None) -> int:
         print(_interrupted(state, name), file=sys.stderr)
         return code
     except BrokenPipeError:
-        _drop_stdout()
-        return EXIT_PIPE
+        return reader_gone()
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
@@ -316,9 +296,12 @@ def _main(argv: list[str] | None, state: dict) -> int:
     to_stdout = args.output == "-"
     state["before"] = None if to_stdout else _identity(args.output)
     state["output"] = args.output
-    if to_stdout and sys.stdout is None:   # `>&-`: say so before reading anything
-        print("stdout: cannot write: standard output is closed", file=sys.stderr)
-        return EXIT_WRITE
+    if to_stdout:                          # `>&-`: say so before reading anything
+        try:
+            check_open()
+        except ProfileWriteError as e:
+            print(str(e), file=sys.stderr)
+            return EXIT_WRITE
     if to_stdout and args.open:
         parser.error("--open needs an output file, not '-o -'")
     for name in ("offline", "no_browser"):

@@ -16,7 +16,7 @@ PATH: a work dir, a report dir, `pipeline_profile.json` or `trace.json` (also `.
 Exit status: 0 success; 1 a regression found (`diff`), a trace not fetched in time
 (`open --timeout`), or the output could not be written (disk full, no permission); 2 bad
 input or a refused output path (one line `<path>: <problem>` on stderr); 130 interrupted
-(Ctrl-C).
+(Ctrl-C); 141 the reader of stdout stopped early (`| head`; `cli.stdout`).
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ import sys
 import webbrowser
 
 import pypto
+from pypto.compile_profiling.cli.stdout import reader_gone, writing
 from pypto.errors import OutputPathError, ProfileWriteError, PyptoError, TraceInputError
 
 PROG = "pypto-profile"
@@ -215,15 +216,8 @@ def write_output(path: str, text: str, inputs: list[str]) -> None:
     Refuses a path that exists and is not a regular file, and any file an input stands for
     (see `_input_files`)."""
     if path is None or path == "-":
-        if sys.stdout is None:   # started with stdout closed (`>&-`)
-            raise ProfileWriteError("-: cannot write to stdout: it is closed")
-        try:
-            sys.stdout.write(text)
-            sys.stdout.flush()
-        except BrokenPipeError:
-            raise
-        except OSError as e:   # `> /dev/full`, a closed stdout
-            raise ProfileWriteError(f"-: cannot write to stdout: {e.strerror or e}") from None
+        with writing() as out:     # as pypto-merge-traces -o -: cli.stdout
+            out.write(text)
         return
     from pypto.compile_profiling.foundation.atomic_io import atomic_write_bytes
 
@@ -580,9 +574,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except BrokenPipeError:  # `pypto-profile show ... | head`
-        sys.stderr.close()
-        return EXIT_OK
+    except BrokenPipeError:  # `pypto-profile show ... | head`: quietly, as SIGPIPE would
+        return reader_gone()
 
 
 if __name__ == "__main__":

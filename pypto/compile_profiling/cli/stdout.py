@@ -1,0 +1,68 @@
+"""A command's result written to standard output as a Unix tool writes it (both commands).
+
+- a reader that goes away early (`| head -c 100`) ends the command quietly with status 141
+  (128 + SIGPIPE), as SIGPIPE ends a C tool: `main` catches `BrokenPipeError` and returns
+  `reader_gone()`;
+- any other write error (`> /dev/full`) is one `stdout: cannot write: <why>` line and exit 1
+  (a `ProfileWriteError`);
+- a stdout closed from the start (`>&-`) is the same line, raised before anything is read
+  when the command checks it first (`check_open`).
+
+After a failed write fd 1 points at /dev/null, so the interpreter's flush at exit cannot fail
+a second time ("Exception ignored ... BrokenPipeError").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+from collections.abc import Iterator
+from typing import TextIO
+
+from pypto.errors import ProfileWriteError
+
+__all__ = ["EXIT_PIPE", "check_open", "reader_gone", "writing"]
+
+EXIT_PIPE = 128 + signal.SIGPIPE   # 141: what a shell reports for a tool stopped by SIGPIPE
+
+
+def check_open() -> None:
+    """`ProfileWriteError` when the process was started with stdout closed (`>&-`)."""
+    if sys.stdout is None:
+        raise ProfileWriteError("stdout: cannot write: standard output is closed")
+
+
+@contextlib.contextmanager
+def writing() -> Iterator[TextIO]:
+    """`sys.stdout` to write the result to (text, or bytes to its `.buffer`), flushed on
+    the way out; a write error becomes the rules of the module docstring."""
+    check_open()
+    try:
+        sys.stdout.flush()
+        yield sys.stdout
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _drop_stdout()
+        raise
+    except OSError as e:
+        _drop_stdout()
+        raise ProfileWriteError(f"stdout: cannot write: {e.strerror or e}") from None
+
+
+def reader_gone() -> int:
+    """The exit status of a command whose stdout reader went away (`BrokenPipeError`)."""
+    _drop_stdout()
+    return EXIT_PIPE
+
+
+def _drop_stdout() -> None:
+    """Point fd 1 at /dev/null, so what stdout still buffers is dropped at exit instead of
+    failing a second time."""
+    try:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(fd, sys.stdout.fileno())
+        os.close(fd)
+    except (OSError, AttributeError, ValueError):
+        pass
