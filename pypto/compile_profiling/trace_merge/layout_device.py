@@ -3,8 +3,9 @@ AICore" (worker lanes, one per core: the receive -> start wait, then the kernel 
 "· Scheduler view" (per core, scheduler dispatch to finish), "· AICPU scheduler" (one lane
 per scheduler thread, `Sched_<n>`, and per resolution thread, `Sched_<n> (resolution)`;
 "· AICore scheduler" with `Scheduler_<worker>` lanes when AICores schedule, as on a5),
-"· Orchestrator" (AICPU orchestrator in device cycles, host orchestrator and H2D uploads in
-host ns), "· AICPU lifecycle" (today's per-AICPU-thread control phases). Columns in,
+"· Orchestrator" (the AICPU orchestrator, device cycles), "<label> · Host Orchestrator" (the
+host orchestrator's submits and H2D uploads, host ns: Simpler's name), "· AICPU lifecycle"
+(today's per-AICPU-thread control phases). Columns in,
 columns out: the capture's arrays become `SliceBlock` columns, and a `DeviceRows` keeps what
 the arrows (`device_flows`) and counters (`device_counters`) need, row-aligned with the
 AICore rows.
@@ -121,13 +122,10 @@ def add_capture(
             warnings.append(f"{rec.path}: {outside} device timestamps lie outside the clock-"
                             "anchor window; they are extrapolated, not calibrated")
 
-    def view_process(name: str, proc_args: dict = args, device_clock: bool = True) -> Process:
+    def view_process(name: str) -> Process:
         """A device view, its name saying how its device clock was placed."""
-        return builder.process(
-            f"Device {capture_plan.label}{SEP}{name}{tag if device_clock else ''}",
-            args=proc_args,
-            estimated=estimated and device_clock,
-        )
+        return builder.process(f"Device {capture_plan.label}{SEP}{name}{tag}", args=args,
+                               estimated=estimated)
 
     sched_streams = [s for s in rec.scheduler if len(s.start)]
     assigned = {t for t in rec.core_to_thread or () if t >= 0}
@@ -186,35 +184,27 @@ def add_capture(
     uploads = [s for s in rec.host_uploads if len(s.start)]
     dev_orch = [s for s in rec.orchestrator if len(s.start)]
     submits = []
-    if (dev_orch or host_streams or uploads) and selection.view("orchestrator"):
-        oargs = dict(args) if dev_orch else {
-            "alignment": {"status": "exact", "method": "host_monotonic_ns"}, "source": rec.path}
-        proc = view_process("Orchestrator", oargs, bool(dev_orch))
+    if dev_orch and selection.view("orchestrator"):     # the AICPU's, on the device clock
+        proc = view_process("Orchestrator")
+        for s in dev_orch:
+            submits.append(_phase_rows(builder, proc, f"Orch_{s.thread}", s.thread, s,
+                                       dev.to_ns, "orchestrator", _submit_names))
+    if (host_streams or uploads) and selection.view("orchestrator"):
+        # the host's own submits and H2D uploads (host ns, exact): Simpler's "Host
+        # Orchestrator" process, with its Host_<n> and H2D lanes; host work, so not "Device"
+        proc = builder.process(f"{capture_plan.label}{SEP}Host Orchestrator", args={
+            "alignment": {"status": "exact", "method": "host_monotonic_ns"}, "source": rec.path})
 
         def host_ns(v: np.ndarray) -> np.ndarray:
             return v.astype(np.int64) + capture_plan.host.offset_ns
 
-        for s in dev_orch:
-            submits.append(
-                _phase_rows(
-                    builder,
-                    proc,
-                    f"Orch_{s.thread}",
-                    s.thread,
-                    s,
-                    dev.to_ns,
-                    "orchestrator",
-                    _submit_names,
-                )
-            )
         for s in host_streams:
-            submits.append(_phase_rows(builder, proc, f"Host_{s.thread}", 50 + s.thread, s, host_ns,
-                                       "host_orchestrator", _submit_names))
+            submits.append(_phase_rows(builder, proc, f"Host_{s.thread}", 50 + s.thread, s,
+                                       host_ns, "host_orchestrator", _submit_names))
         for s in uploads:
-            moved += _phase_rows(builder, proc, "H2D", 99 + s.thread, s, host_ns, "host_h2d", None)[
-                1
-            ]
-        moved += sum(m for _, m in submits)
+            moved += _phase_rows(builder, proc, "H2D", 99 + s.thread, s, host_ns, "host_h2d",
+                                 None)[1]
+    moved += sum(m for _, m in submits)
     counts["orchestrator_phases"] = sum(len(s.start) for s in dev_orch)
     counts["host_orchestrator_phases"] = sum(len(s.start) for s in host_streams)
     counts["host_device_uploads"] = sum(len(s.start) for s in uploads)

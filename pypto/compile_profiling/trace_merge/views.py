@@ -23,7 +23,8 @@ VIEW_HELP = {
                       "AICPU's dispatch to the AICPU seeing it finish",
     "scheduler": '"· AICPU scheduler": a lane per scheduler thread (and per resolution '
                  'thread), a bar per phase ("· AICore scheduler" when AICores schedule)',
-    "orchestrator": '"· Orchestrator": submit bars (AICPU or host orchestrator), H2D uploads',
+    "orchestrator": '"· Orchestrator": the AICPU orchestrator\'s submit bars; "<rank> · Host '
+                    'Orchestrator": the host orchestrator\'s submits and H2D uploads',
     "ready-queue": "counters of the shared ready queue's depth (AIC, AIV, MIX)",
     "utilisation": "per-core busy fraction over time (counters)",
     "critical-path": '"· Critical path": the observed critical path as one track, a slice per '
