@@ -294,6 +294,24 @@ def test_a_multi_rank_tree_pairs_each_rank_by_its_dispatch_identity(tmp_path):
     assert len(lanes) == 4 and sum("contained" in n for n in lanes) == 2
 
 
+def test_each_simpler_host_process_says_which_rank_it_ran(tmp_path):
+    """Issue 22: "Simpler host (pid N)" said nothing of its rank. Each process is named
+    after the captures its runs made (the one whose invocation a capture was paired with),
+    in its name and args; a process that ran no capture keeps the plain name."""
+    want = multi_rank_tree(tmp_path)
+    tl = merge_traces([tmp_path]).timeline
+    hosts = {p.os_pid: p for p in tl.processes if p.name.startswith("Simpler host")}
+    assert {pid: p.name for pid, p in hosts.items()} == {
+        want[r]["pid"]: f"Simpler host r{r}d0 (pid {want[r]['pid']})" for r in want}
+    assert all(p.args["ranks"] == [f"r{r}d0"] for r in want for p in [hosts[want[r]["pid"]]])
+    alone = tmp_path / "alone"                # its run log without a capture: no rank
+    alone.mkdir()
+    shutil.copy(FIXTURES / RANK_CASES[0] / "host_log.txt", alone)
+    (p,) = [p for p in merge_traces([alone / "host_log.txt"]).timeline.processes
+            if p.name.startswith("Simpler host")]
+    assert p.name == f"Simpler host (pid {want[0]['pid']})" and "ranks" not in p.args
+
+
 def test_the_sidecar_names_the_invocation_not_the_timing(tmp_path):
     """Rank 0's sidecar names its process's second dispatch: it lands there, 2 s later."""
     want = multi_rank_tree(tmp_path)

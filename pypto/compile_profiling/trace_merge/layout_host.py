@@ -183,11 +183,26 @@ def add_host_phases(builder: TimelineBuilder, capture_plan: CapturePlan, warning
 def _simpler_host(builder: TimelineBuilder, capture_plan: CapturePlan, os_pid: int, source: str):
     """The Simpler host process `os_pid` of this capture's run, the same one for its run log
     and its host phase records: on the host of the compile process with that pid (else the
-    reference host) when the run's clock needed no offset, else on "<label> host"."""
-    host_clock = capture_plan.host
-    host = f"{capture_plan.label} host" if host_clock.offset_ns else _compile_host(builder, os_pid)
-    return builder.process(f"Simpler host (pid {os_pid})", os_pid=os_pid, host=host,
-                     args={"os_pid": os_pid, "source": source, "alignment": host_clock.how})
+    reference host) when the run's clock needed no offset, else on "<label> host". Its name
+    says which captures (ranks) that process ran: "Simpler host r0d0 (pid 16547)"."""
+    host = _host_of(builder, capture_plan, os_pid)
+    ranks = list(dict.fromkeys(
+        cp.label for cp in builder.plan.captures
+        if cp.run_pid == os_pid and (cp.capture.records is not None or cp.capture.converted)
+        and _host_of(builder, cp, os_pid) == host))
+    args = {"os_pid": os_pid, "source": source, "alignment": capture_plan.host.how}
+    name = "Simpler host"
+    if ranks:
+        args["ranks"] = ranks
+        name += " " + ", ".join(ranks)
+    return builder.process(f"{name} (pid {os_pid})", os_pid=os_pid, host=host, args=args)
+
+
+def _host_of(builder: TimelineBuilder, capture_plan: CapturePlan, os_pid: int) -> str | None:
+    """The host a capture's Simpler process `os_pid` is drawn on (see `_simpler_host`)."""
+    if capture_plan.host.offset_ns:
+        return f"{capture_plan.label} host"
+    return _compile_host(builder, os_pid)
 
 
 def _compile_host(builder: TimelineBuilder, os_pid: int) -> str | None:
