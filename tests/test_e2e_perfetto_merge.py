@@ -69,12 +69,15 @@ def test_calibrated_merge_device_slices_inside_device_execution(perfetto_ui, tmp
     assert any(n.startswith("AIC_") for n in lanes) and any(n.startswith("AIV_") for n in lanes)
     assert any(n.startswith("Sched_") for n in lanes)
     assert all("calibrated ±" in p for p in t.process_names() if "AICore" in p)
-    # kernel_codegen -> first task of that kernel, as Perfetto links them
+    # kernel_codegen -> every task of that kernel (one arrow a task), as Perfetto links them
     by_id = {r["id"]: r for r in rows}
-    kflows = [(by_id[f["slice_out"]]["name"], by_id[f["slice_in"]]["name"]) for f in t.flows()
+    aicore = {r["id"]: r for r in device if r["category"] == "aicore"}
+    kflows = [(by_id[f["slice_out"]]["name"], f["slice_in"]) for f in t.flows()
               if by_id[f["slice_out"]]["name"].startswith("kernel_codegen:")]
-    assert sorted(k for k, _ in kflows) == [f"kernel_codegen:{k}" for k in info["kernels"]]
-    assert all(task.startswith(k.split(":")[1] + "(") for k, task in kflows)
+    assert sorted({k for k, _ in kflows}) == [f"kernel_codegen:{k}" for k in info["kernels"]]
+    assert all(aicore[i]["name"].startswith(k.split(":")[1] + "(") for k, i in kflows)
+    tasks = {r["name"] for r in aicore.values()}
+    assert len({aicore[i]["name"] for _, i in kflows}) == len(kflows) == len(tasks)
     # task labels as Simpler names them, with their args
     assert any(r["name"].startswith("GEMM(") for r in device)
 
@@ -181,7 +184,7 @@ def test_real_run_on_the_simulator_merges_and_loads(perfetto_ui, tmp_path, runti
         kernels = [x for x in device if "AICore" in x["process_name"] and x["category"] == "aicore"]
         assert len(kernels) == 5
         kflows = sum(len(f) for f in tl.flows if f.cat == "kernel_codegen")
-        assert kflows == 3  # add, add_scalar, mul: each to its first task
+        assert kflows == 5  # add, add_scalar, mul: an arrow to each of their 5 tasks
         for x in device:       # calibrated or contained: inside its run's device_execution
             assert ex["ts"] <= x["ts"] and x["ts"] + x["dur"] <= ex["ts"] + ex["dur"], x
         if calibrated:

@@ -23,7 +23,7 @@ def test_main_job_profiles_runs_and_merges_into_json_and_protobuf(tmp_path):
     # the run's host log (today's span names): span containment checks the calibration
     assert re.search(r"dfx_outputs/host\.\d+\.log: run log, 3 \[STRACE\] host spans", out)
     assert re.search(r"span containment in \S+/host\.\d+\.log \(pid \d+ inv 1\) agrees", out)
-    assert "linked 3 kernel_codegen stage(s) to their first device task" in out
+    assert "linked 3 kernel_codegen stage(s) to their kernels' 5 device task(s)" in out
     merged = json.loads((tmp_path / "merged.json").read_text())
     names = {e["args"]["name"] for e in merged["traceEvents"]
              if e.get("ph") == "M" and e.get("name") == "process_name"}

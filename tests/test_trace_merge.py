@@ -21,6 +21,7 @@ from merge_inputs import (
 from pypto.compile_profiling.profile_timeline import profile_to_timeline
 from pypto.compile_profiling.timeline import format_for_path, write_timeline
 from pypto.compile_profiling.trace_merge import merge_traces
+from pypto.compile_profiling.trace_merge.views import FLOWS
 from pypto.errors import ProfileWriteError, TraceInputError
 
 pytestmark = pytest.mark.skipif(not CASES, reason="no Simpler fixtures on this machine")
@@ -196,15 +197,22 @@ def test_calibrated_capture_lands_inside_device_execution_with_codegen_flows(tmp
     order = sorted(tl.processes, key=lambda p: p.sort_index)
     assert order[0].name == "PyPTO compile"
     assert order[-1].name == f"{case} · Host Orchestrator"    # the capture's, host clock
+    # issue 22: an arrow from each kernel's codegen stage to every task of that kernel (to
+    # its earliest block), not to its first task only
     kflows = [f for f in tl.flows if f.cat == "kernel_codegen"]
     kernels = kernel_names(FIXTURES / case)
-    assert sum(len(f) for f in kflows) == len(kernels)
-    for f in kflows:
-        for sr_, dr in zip(f.src_row.tolist(), f.dst_row.tolist()):
-            kernel = f.src.names[f.src.name[sr_]].split(":", 1)[1]
-            assert f.dst.names[f.dst.name[dr]].startswith(kernel + "(")
-            same = [s for s in rows if s.name.startswith(kernel + "(")]
-            assert f.dst.start_ns[dr] == min(s.start_ns for s in same)
+    tasks = {s.name for s in rows if s.name.split("(")[0] in kernels}
+    got = [(f.src.names[f.src.name[sr_]].split(":", 1)[1], f.dst.names[f.dst.name[dr]],
+            int(f.dst.start_ns[dr])) for f in kflows
+           for sr_, dr in zip(f.src_row.tolist(), f.dst_row.tolist())]
+    assert sorted(task for _, task, _ in got) == sorted(tasks)
+    for kernel, task, start in got:
+        assert task.startswith(kernel + "(")
+        assert start == min(s.start_ns for s in rows if s.name == task)
+    assert {k for k, _, _ in got} == set(kernels)
+    if kernels:          # a capture without a name map has no kernel names to link
+        assert f"linked {len(kernels)} kernel_codegen stage(s) to their kernels' " \
+               f"{len(tasks)} device task(s)" in r.summary_lines
     src = {m["kind"]: m for m in tl.metadata["sources"]}
     assert src["swimlane_records"]["estimated"] is False
     assert 0 < src["swimlane_records"]["uncertainty_ns"] < 1000
@@ -213,6 +221,20 @@ def test_calibrated_capture_lands_inside_device_execution_with_codegen_flows(tmp
     assert comp.pid == info["pid"] == comp.os_pid
     assert {s.name for s in tl.slices() if s.process is comp} >= {"device_execution", "chip.run"}
     check_nesting(tl)
+
+
+def test_kernel_codegen_arrows_are_a_flow_kind_to_leave_out(tmp_path):
+    """One arrow per task is many at scale: `--flows` without `kernel-codegen` leaves them
+    out (and only them)."""
+    case = FIXTURES / "hbg_benchmark_bgemm_case0_l4_depgen"
+    compile_trace_around(case, tmp_path / "trace.json")
+    every = merge_traces([tmp_path / "trace.json", case]).timeline
+    assert sum(len(f) for f in every.flows if f.cat == "kernel_codegen") == 1000
+    kinds = [k for k in FLOWS if k != "kernel-codegen"]
+    r = merge_traces([tmp_path / "trace.json", case], flows=kinds)
+    assert not [f for f in r.timeline.flows if f.cat == "kernel_codegen"]
+    assert sum(map(len, r.timeline.flows)) == sum(map(len, every.flows)) - 1000
+    assert not any("kernel_codegen stage(s)" in line for line in r.summary_lines)
 
 
 @pytest.mark.parametrize("case", ESTIMATED)

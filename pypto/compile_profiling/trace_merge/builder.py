@@ -90,7 +90,8 @@ class TimelineBuilder:
         self.sources: list[dict] = []
         self.codegen_rows: list[int] = []          # host rows of kernel_codegen:* stages
         self.host_index: dict[int, tuple[SliceBlock, int]] = {}   # host row -> block, row
-        self.first_task: list[tuple[str, SliceBlock, int, int]] = []  # kernel, block, row, ts
+        # per kernel of each capture: (kernel, its worker block, the row of each of its tasks)
+        self.kernel_tasks: list[tuple[str, SliceBlock, np.ndarray]] = []
         self.order: list[Process] = []
 
     # ---- processes and threads

@@ -6,13 +6,11 @@ run log's process is the compile process itself when it has the same pid on the 
 host), then per capture (rank order) its device views. Where two sources bring the same
 pid from different hosts, the later gets a fresh id and its name says so. Each kind of
 source has its module (`layout_host`, `layout_device`, `layout_converted`); this one runs
-them in order and adds what joins sources: one flow from each `kernel_codegen:<name>` stage
-to the first device task of that kernel, and the timeline's metadata.
+them in order and adds what joins sources: a flow from each `kernel_codegen:<name>` stage to
+every device task of that kernel, and the timeline's metadata.
 """
 
 from __future__ import annotations
-
-import bisect
 
 import numpy as np
 
@@ -84,7 +82,8 @@ def lay_out(plan: Plan, selection: Selection = ALL, derived: DerivedViews | None
                             "swimlane records: nothing to draw them on")
     if derived is not None and any(selection.view(v) for v in DERIVED_VIEWS):
         derived(builder, plan, drawn, selection, warnings)
-    n_flows = _kernel_codegen_flows(builder)
+    n_stages, n_flows = (_kernel_codegen_flows(builder) if selection.flow("kernel-codegen")
+                         else (0, 0))
     for n, p in enumerate(builder.order):
         p.sort_index = n
     captures = _captures(builder, plan.captures, {id(capture_plan): {
@@ -108,9 +107,8 @@ def lay_out(plan: Plan, selection: Selection = ALL, derived: DerivedViews | None
             "wall_ns": plan.reference_anchor.wall_ns,
         }
     if n_flows:
-        builder.summary.append(
-            f"linked {n_flows} kernel_codegen stage(s) to their first device task"
-        )
+        builder.summary.append(f"linked {n_stages} kernel_codegen stage(s) to their kernels' "
+                               f"{n_flows} device task(s)")
     return builder.tl, builder.summary, warnings, builder.kernel_lines
 
 
@@ -184,33 +182,32 @@ def _add_device_views(
     return rows
 
 
-def _kernel_codegen_flows(builder: TimelineBuilder) -> int:
-    """One arrow from each kernel's `kernel_codegen:<name>` stage (the last one that
-    started before the task) to the first device task of that kernel."""
+def _kernel_codegen_flows(builder: TimelineBuilder) -> tuple[int, int]:
+    """An arrow from a kernel's `kernel_codegen:<name>` stage (the last one that started
+    before the task, else the first) to every task of that kernel (to its earliest block,
+    for a task on several cores) -> (stages linked, arrows)."""
     rows = builder.host_rows
     by_kernel: dict[str, list[tuple[int, int]]] = {}
     for i in builder.codegen_rows:
         by_kernel.setdefault(rows.name[i][len(KERNEL_CODEGEN_PREFIX):], []).append(
             (rows.start[i], i))
-    groups: dict[tuple[int, int], tuple[SliceBlock, SliceBlock, list[int], list[int]]] = {}
-    for kname, block, r, ts in builder.first_task:
+    groups: dict[tuple[int, int], tuple[SliceBlock, SliceBlock, list, list]] = {}
+    linked: set[int] = set()
+    for kname, block, task_rows in builder.kernel_tasks:
         cands = sorted(by_kernel.get(kname, ()))
         if not cands:
             continue
-        k = max(bisect.bisect_right([c[0] for c in cands], ts) - 1, 0)
-        src_block, src_row = builder.host_index[cands[k][1]]
-        group = groups.setdefault((id(src_block), id(block)), (src_block, block, [], []))
-        group[2].append(src_row)
-        group[3].append(r)
+        starts = np.array([c[0] for c in cands], dtype=np.int64)
+        k = np.maximum(np.searchsorted(starts, block.start_ns[task_rows], side="right") - 1, 0)
+        for c in np.unique(k).tolist():
+            src_block, src_row = builder.host_index[cands[c][1]]
+            linked.add(cands[c][1])
+            group = groups.setdefault((id(src_block), id(block)), (src_block, block, [], []))
+            dst = task_rows[k == c]
+            group[2].append(np.full(len(dst), src_row, dtype=np.int64))
+            group[3].append(dst)
     for src_block, dst_block, src_rows, dst_rows in groups.values():
-        builder.tl.flows.append(
-            FlowBlock(
-                "kernel_codegen→first task",
-                "kernel_codegen",
-                src_block,
-                np.array(src_rows, dtype=np.int64),
-                dst_block,
-                np.array(dst_rows, dtype=np.int64),
-            )
-        )
-    return sum(len(g[2]) for g in groups.values())
+        builder.tl.flows.append(FlowBlock("kernel_codegen→task", "kernel_codegen", src_block,
+                                          np.concatenate(src_rows), dst_block,
+                                          np.concatenate(dst_rows).astype(np.int64)))
+    return len(linked), sum(len(r) for g in groups.values() for r in g[2])

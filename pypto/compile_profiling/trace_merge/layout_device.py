@@ -582,11 +582,15 @@ def _worker_blocks(builder: TimelineBuilder, rows: DeviceRows, cap, setup: bool)
                     ],
                 )
             )
-    # first row of each kernel (for kernel_codegen flows)
-    for f in np.unique(rows.func[rows.func >= 0]).tolist():
-        sel = np.flatnonzero(rows.func == f)
-        r = int(sel[np.argmin(rows.start[sel])])
-        builder.first_task.append((kernel_name(f, names_map), block, r, int(rows.start[r])))
+    # each task's first row (its earliest block), by kernel: the kernel_codegen arrows' ends
+    sel = np.flatnonzero(rows.func >= 0)
+    if len(sel):
+        order = sel[np.lexsort((rows.start[sel], rows.task[sel]))]
+        task = rows.task[order]
+        first = order[np.r_[True, task[1:] != task[:-1]]]
+        for f in np.unique(rows.func[first]).tolist():
+            builder.kernel_tasks.append((kernel_name(f, names_map), block,
+                                         first[rows.func[first] == f]))
     return moved
 
 

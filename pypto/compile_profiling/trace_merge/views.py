@@ -44,6 +44,8 @@ FLOW_HELP = {
     "submit-dispatch": "the orchestrator's submit -> the dispatch phase that dispatched it",
     "complete-ready": "the complete phase that released a task's last input -> the "
                       "dispatch phase that dispatched it",
+    "kernel-codegen": "a kernel's kernel_codegen:<kernel> compile stage -> every device task "
+                      "of that kernel (with a compile trace; one arrow per task)",
 }
 VIEWS = tuple(VIEW_HELP)
 # Drawn by `pypto.compile_profiling.analysis` (which imports the merge, never the other way):
