@@ -517,6 +517,14 @@ KNOWN = {
     "trace_args_1000_deep": ("trace", _set_first_x("args", _deep(1_000)), "either", ""),
     "trace_thread_name_of_a_pid_with_no_event": ("trace", _thread_name_of_a_new_pid,
                                                  "accept", ""),
+    # the records reader's range rule on the trace's own clock anchor (issue 22, item 3)
+    "trace_anchor_monotonic_past_the_rule": (
+        "trace", _set_path("otherData", "clock_anchor", "monotonic_ns", 2**63 - 1), "reject",
+        (f"otherData.clock_anchor: monotonic_ns {2**63 - 1} is out of range (device and "
+         "host times must stay under 2^62 ns)")),
+    "trace_anchor_wall_past_the_rule": (
+        "trace", _set_path("otherData", "clock_anchor", "wall_ns", -(2**62)), "reject",
+        f"otherData.clock_anchor: |wall_ns| {2**62} is out of range"),
 }
 
 

@@ -18,6 +18,8 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from pypto.compile_profiling.foundation.input_files import (
     load_json_input,
     refuse_output_among_inputs,
@@ -28,6 +30,7 @@ from pypto.compile_profiling.trace_merge.clock_alignment import (
     WallClockAnchor,
     wall_anchor_from_other_data,
 )
+from pypto.compile_profiling.trace_merge.read_records import check_clock_range
 from pypto.compile_profiling.trace_merge.simpler_schema import MAX_CLOCK_NS
 from pypto.errors import TraceInputError
 
@@ -244,7 +247,12 @@ def compile_trace_from_doc(path: str | os.PathLike, doc: dict) -> CompileTrace:
     """Our trace.json's parsed document -> `CompileTrace` (checked; errors name `path`)."""
     other = doc["otherData"]
     host = other.get("host") if isinstance(other.get("host"), str) else None
-    ct = CompileTrace(str(path), host, wall_anchor_from_other_data(other, str(path)), other)
+    anchor = wall_anchor_from_other_data(other, str(path))
+    if anchor is not None:         # the records' range rule, as on a run log's anchors
+        for what, value in (("monotonic_ns", anchor.mono_ns), ("|wall_ns|", abs(anchor.wall_ns))):
+            check_clock_range(path, "otherData.clock_anchor", np.array([value], dtype=np.uint64),
+                              MAX_CLOCK_NS, what, lambda i: "")
+    ct = CompileTrace(str(path), host, anchor, other)
     for i, ev in enumerate(doc["traceEvents"]):
         if not isinstance(ev, dict):
             raise TraceInputError(path, f"traceEvents[{i}]: expected an object")
