@@ -18,7 +18,7 @@ Dask distributed.
    busy share of its cores, and the slowest rank and by how much.
 
 What differs from one merge of the same inputs: the ids above, and what joins a rank to
-the host inputs: no `kernel_codegen -> first task` arrows, and a run log whose process is
+the host inputs: no `kernel_codegen -> its tasks` arrows, and a run log whose process is
 a compile process (an in-process run) is drawn as its own process of the same pid (the
 trace processor shows them as one process). Slices, arrows within a rank, counters and
 every time are the same (tests/test_per_rank.py).
