@@ -36,7 +36,9 @@ __all__ = ["CATEGORIES", "EndToEnd", "Segment", "device_segments", "end_to_end"]
 
 CATEGORIES = ("compile", "host preparation", "launch", "device compute",
               "device stall: data-wait", "device stall: core-wait", "unexplained")
-COMPILE_CATS = ("parse", "pass", "codegen", "compile")
+# categories of stages that are compile time; `import` is a first call's lazy imports
+# (`import:<module>` stages), paid by the compile that triggered them
+COMPILE_CATS = ("parse", "pass", "codegen", "compile", "import")
 FOLD_OVER = 16           # host phases with more records than this are drawn as their hull
 
 
