@@ -941,8 +941,8 @@ from pypto.compile_profiling.timeline import write_json
 ready = int(sys.argv[1])
 real_texts = write_json._event_texts
 
-def texts_then_wait(timeline, columnar):
-    it = real_texts(timeline, columnar)
+def texts_then_wait(timeline):
+    it = real_texts(timeline)
     yield next(it)
     os.write(ready, b"R")
     while True:

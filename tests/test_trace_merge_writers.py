@@ -16,7 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
-from pypto.compile_profiling.timeline import json_rows, write_json, write_proto
+from pypto.compile_profiling.timeline import write_json, write_proto
+from pypto.compile_profiling.timeline.arg_values import arg_key, json_text
+from pypto.compile_profiling.timeline.json_values import safe_text
 from pypto.compile_profiling.timeline.model import (
     ArgColumn,
     CounterTrack,
@@ -276,29 +278,63 @@ def test_json_many_rows_span_several_chunks(monkeypatch):
     assert sorted(e["id"] for e in events if e["ph"] == "s") == list(range(1, n))
 
 
-# ---------------------------------------------------------------- Chrome JSON: columns as text
+# ---------------------------------------------------------------- Chrome JSON: what the model holds
 
-def same_as_dict_path(tl: Timeline) -> dict:
-    """Write `tl` with `json_rows` and through dicts: the same document, key order too."""
-    fast, plain = io.BytesIO(), io.BytesIO()
-    write_chrome_json(tl, fast)
-    write_chrome_json(tl, plain, columnar=False)
-    got, want = load_json(fast.getvalue()), load_json(plain.getvalue())
-    assert got == want
-    for a, b in zip(got["traceEvents"], want["traceEvents"], strict=True):
-        assert list(a) == list(b) and list(a.get("args", ())) == list(b.get("args", ()))
-    json.loads(fast.getvalue())  # and the standard parser agrees it is JSON
-    return got
+def us_of(ns_: int) -> decimal.Decimal:
+    """Integer ns as the exact decimal microseconds the JSON holds."""
+    return decimal.Decimal(ns_) / 1000
 
 
-def test_json_columns_as_text_match_the_dict_path():
-    tl = sample_timeline()
-    assert [json_rows.block_supported(b) for b in tl.blocks] == [False, True, True]  # extras
-    assert all(json_rows.counter_supported(c) for c in tl.counters)
-    same_as_dict_path(tl)
+def model_events(tl: Timeline) -> list[dict]:
+    """The events `tl` holds, as the JSON must read back: slices in block and row order with
+    `row_args` rendered by `arg_values`, then each arrow's `s` and `f`, then the counters."""
+    events: list[dict] = []
+    for b in tl.blocks:
+        for r in Timeline(blocks=[b]).slices():
+            e = {"ph": "X", "pid": r.track.process.pid, "tid": r.track.tid,
+                 "ts": us_of(r.start_ns), "dur": us_of(r.dur_ns), "name": safe_text(r.name),
+                 "cat": safe_text(r.cat)}
+            if r.args:
+                e["args"] = {arg_key(k): load_json(json_text(v)) for k, v in r.args.items()}
+            events.append(e)
+    next_id = 1
+    for f in tl.flows:
+        for s_row, d_row in zip(f.src_row.tolist(), f.dst_row.tolist()):
+            for ph, b, row in (("s", f.src, s_row), ("f", f.dst, d_row)):
+                t = b.tracks[b.track[row]]
+                e = {"ph": ph} | ({"bp": "e"} if ph == "f" else {})
+                events.append(e | {"id": next_id, "pid": t.process.pid, "tid": t.tid,
+                                   "ts": us_of(int(b.start_ns[row])), "name": safe_text(f.name),
+                                   "cat": safe_text(f.cat)})
+            next_id += 1
+    for c in tl.counters:
+        for ts, v in zip(c.ts_ns.tolist(), list(c.values)):
+            events.append({"ph": "C", "pid": c.process.pid, "tid": 0, "name": safe_text(c.name),
+                           "ts": us_of(ts), "args": {safe_text(c.unit or "value"):
+                                                     load_json(json_text(v))}})
+    return events
 
 
-def test_json_columns_as_text_extremes_and_hostile_text(monkeypatch):
+def same_as_model(tl: Timeline) -> dict:
+    """Write `tl` as JSON: it reads back as the events the model holds, keys in order."""
+    out = io.BytesIO()
+    write_chrome_json(tl, out)
+    doc = load_json(out.getvalue())
+    events = [e for e in doc["traceEvents"] if e["ph"] != "M"]
+    want = model_events(tl)
+    assert events == want
+    for got, expected in zip(events, want, strict=True):
+        assert list(got) == list(expected)
+        assert list(got.get("args", ())) == list(expected.get("args", ()))
+    json.loads(out.getvalue())  # and the standard parser agrees it is JSON
+    return doc
+
+
+def test_json_of_the_sample_timeline_is_what_the_model_holds():
+    same_as_model(sample_timeline())
+
+
+def test_json_extremes_and_hostile_text_are_what_the_model_holds(monkeypatch):
     monkeypatch.setattr(write_json, "CHUNK_ROWS", 3)  # chunks of different widths
     big = (1 << 63) - 1
     host = Process(-7, "p", 0)
@@ -316,17 +352,27 @@ def test_json_columns_as_text_extremes_and_hostile_text(monkeypatch):
             ArgColumn("f32", np.linspace(-1, 1, n, dtype=np.float32)),
             ArgColumn('k"ey\n', np.arange(n) % 2 == 0, np.arange(n) % 4 != 1),
             ArgColumn("pair", np.arange(2 * n, dtype=np.int64).reshape(n, 2) - n),
+            ArgColumn("fpair", np.array([[0.5, math.nan]] * n)),
+            ArgColumn("flags", np.arange(2 * n).reshape(n, 2) % 3 == 0),
             ArgColumn("none", np.zeros((n, 0), np.int64)),
             ArgColumn("s", [hostile[i % len(hostile)] for i in range(n)],
-                      np.arange(n) % 5 != 0)]
+                      np.arange(n) % 5 != 0),
+            ArgColumn("mixed", ([None, 1 << 80, -(1 << 70), "x\udc80", [1, None],
+                                 {"a": math.nan, 3: "k"}, 2.5, True] * 2)[:n]),
+            ArgColumn("unicode", np.array(hostile * 3)[:n]),
+            ArgColumn("objects", np.array([{"k": 1}, None, 5] * 5, dtype=object)[:n]),
+            ArgColumn(7, np.arange(n, dtype=np.int32) % 3, table=[1 << 70, None, "t\udc81"])]
     b = SliceBlock("c\udcff", lanes, np.arange(n, dtype=np.int32) % 2, np.array(ns_, np.int64),
                    np.abs(np.array(ns_[::-1], np.int64)) // 3, names,
                    np.arange(n, dtype=np.int32) % len(names), cols)
-    # rows with none of their args: only columns with `present`, none present in some rows
+    # rows with none of their args: only columns with `present`, none present in some rows;
+    # extra args after the columns, some rows without, one repeating a column's key
     sparse = SliceBlock("s", lanes, np.zeros(n, np.int32), np.arange(n, dtype=np.int64),
                         np.ones(n, np.int64), ["n"], np.zeros(n, np.int32),
                         [ArgColumn("a", np.arange(n), np.arange(n) % 3 == 1),
-                         ArgColumn("b", ["x"] * n, np.arange(n) % 3 == 2)])
+                         ArgColumn("b", ["x"] * n, np.arange(n) % 3 == 2)],
+                        [None, {}, {"e": 1}, {"a": "again"}, {"n": np.int64(4), 5: [1 << 90]}]
+                        * 3)
     empty = SliceBlock("e", lanes, np.zeros(0, np.int32), np.zeros(0, np.int64),
                        np.zeros(0, np.int64), [], np.zeros(0, np.int32),
                        [ArgColumn("a", np.zeros(0, np.int64))])
@@ -337,70 +383,106 @@ def test_json_columns_as_text_extremes_and_hostile_text(monkeypatch):
                              np.linspace(-1e20, 1e20, n), unit='u"'),
                 CounterTrack(host, "b", np.array(ns_[:2], np.int64), np.array([True, False]))]
     tl = Timeline([host], lanes, [b, sparse, empty], flows, counters)
-    assert all(json_rows.block_supported(x) for x in tl.blocks)
-    doc = same_as_dict_path(tl)
+    doc = same_as_model(tl)
     xs = [e for e in doc["traceEvents"] if e["ph"] == "X"]
     assert [ns(e["ts"]) for e in xs[:n]] == ns_
-    assert [e.get("args") for e in xs[n:n + 3]] == [None, {"a": 1}, {"b": "x"}]
+    assert [e.get("args") for e in xs[n:n + 5]] == [None, {"a": 1}, {"b": "x", "e": 1},
+                                                    {"a": "again"}, {"a": 4, "n": 4,
+                                                                     "5": [str(1 << 90)]}]
+    assert xs[0]["args"]["mixed"] is None and xs[1]["args"]["mixed"] == str(1 << 80)
+    assert xs[0]["args"]["7"] == str(1 << 70)
+
+
+# hostile values the random blocks are made of (drawn by a seeded NumPy generator: hypothesis
+# chooses the shape of a case, which is what shrinks well, and drawing every value through
+# it made the test several times slower)
+INTS = [-(1 << 63), -(1 << 62), -1500, -1, 0, 1, 7, 999, 1000, 1001, 10**8, 10**16 + 5,
+        (1 << 52) + 1, (1 << 63) - 1]
+UINTS = [0, 1, (1 << 63) - 1, 1 << 63, (1 << 64) - 1]
+FLOATS = [0.1, -2.5, 3.0, -0.0, 1e-300, 2.5e300, 5e-324, math.nan, math.inf, -math.inf]
+TEXTS = ["", "a", 'q"uote', "\\", "new\nline", "\udc80 lone", "\x00\x1f", "編譯 \u2028", "é",
+         "x" * 40]
+VALUES = [None, True, False, 0, -(1 << 63), 1 << 63, 1 << 70, -(1 << 80), *FLOATS, *TEXTS,
+          [], [1, "a", None], [[1 << 80]], {"k": [1, 2]}, {"n": math.nan, 3: "int key"},
+          (1, 2), np.int64(5), np.uint64((1 << 64) - 1), np.float32(0.1), np.bool_(True),
+          np.str_("t \udc85"), np.arange(3)]
 
 
 @st.composite
 def column_blocks(draw):
-    """A block of random columns of every kind json_rows writes, and flows and counters."""
+    """A block of columns of every kind a `Timeline` may hold, extra args, flows and counters."""
     n = draw(st.integers(0, 12))
-    i64 = st.integers(-(1 << 63), (1 << 63) - 1)
-    ints = st.lists(st.one_of(i64, st.integers(-2000, 2000)), min_size=n, max_size=n)
-    text = st.one_of(st.text(max_size=6), st.sampled_from(['"', "\\", "\n", "\udc80", "é"]))
-    maybe = st.one_of(st.none(), st.lists(st.booleans(), min_size=n, max_size=n).map(np.array))
-    host = Process(draw(st.integers(-5, 1 << 62)), "p", 0)
-    lanes = [Track(draw(st.integers(0, 1 << 62)), host, "l", 0) for _ in range(2)]
-    names = draw(st.lists(text, min_size=1, max_size=4))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+
+    def pick(pool: list, k: int = n) -> list:
+        return [pool[i] for i in rng.integers(0, len(pool), k)]
+
+    def maybe_present():
+        return rng.random(n) < 0.6 if draw(st.booleans()) else None
+
+    host = Process(draw(st.sampled_from([-5, 0, 1 << 62])), "p", 0)
+    lanes = [Track(t, host, "l", 0) for t in draw(st.sampled_from([(0, 1), (7, 1 << 62)]))]
+    names = pick(TEXTS, draw(st.integers(1, 4)))
     cols = []
-    for k in range(draw(st.integers(0, 5))):
-        kind = draw(st.sampled_from(["int", "uint", "float", "bool", "2d", "str", "table"]))
+    for k, kind in enumerate(draw(st.lists(st.sampled_from(
+            ["int", "int8", "uint", "float", "float32", "bool", "2d", "2d float", "2d bool",
+             "str", "table", "values", "unicode", "objects"]), max_size=5))):
         table = None
         if kind == "int":
-            values = np.array(draw(ints), np.int64)
+            values = np.array(pick(INTS), np.int64)
+        elif kind == "int8":
+            values = rng.integers(-128, 128, n).astype(np.int8)
         elif kind == "uint":
-            values = np.array(draw(st.lists(st.integers(0, (1 << 64) - 1), min_size=n,
-                                            max_size=n)), np.uint64)
+            values = np.array(pick(UINTS), np.uint64)
         elif kind == "float":
-            values = np.array(draw(st.lists(st.floats(), min_size=n, max_size=n)), np.float64)
+            values = np.array(pick(FLOATS), np.float64)
+        elif kind == "float32":
+            values = np.array(pick(FLOATS[:4] + FLOATS[-3:]), np.float32)
         elif kind == "bool":
-            values = np.array(draw(st.lists(st.booleans(), min_size=n, max_size=n)), bool)
+            values = rng.random(n) < 0.5
         elif kind == "2d":
-            values = np.array(draw(ints) * 2, np.int64).reshape(2, n).T.copy()
+            values = np.array(pick(INTS, 2 * n), np.int64).reshape(n, 2)
+        elif kind == "2d float":
+            values = np.array(pick(FLOATS, 3 * n), np.float64).reshape(n, 3)
+        elif kind == "2d bool":
+            values = (rng.random((n, draw(st.integers(0, 2)))) < 0.5)
         elif kind == "table":
-            table = draw(st.lists(text, min_size=1, max_size=4))
-            values = np.array(draw(st.lists(st.integers(0, len(table) - 1), min_size=n,
-                                            max_size=n)), np.int32)
+            table = pick(VALUES if draw(st.booleans()) else TEXTS, draw(st.integers(1, 4)))
+            values = rng.integers(0, len(table), n).astype(np.int32)
+        elif kind == "values":
+            values = pick(VALUES)
+        elif kind == "unicode":
+            values = np.array(pick(TEXTS[:4]) or [""], dtype=str)[:n]
+        elif kind == "objects":
+            values = np.array([None, *pick(VALUES)], dtype=object)[1:]
         else:
-            values = draw(st.lists(text, min_size=n, max_size=n))
-        cols.append(ArgColumn(f"{kind}{k}", values, draw(maybe), table))
-    b = SliceBlock(draw(text), lanes, np.array(draw(st.lists(st.integers(0, 1), min_size=n,
-                                                             max_size=n)), np.int32),
-                   np.array(draw(ints), np.int64),
-                   np.array(draw(ints), np.int64), names,
-                   np.array(draw(st.lists(st.integers(0, len(names) - 1), min_size=n,
-                                          max_size=n)), np.int32), cols)
+            values = pick(TEXTS)
+        cols.append(ArgColumn(f"{kind}{k}" if k != 3 else 3, values, maybe_present(), table))
+    extra = None
+    if draw(st.booleans()):
+        keys = ["a", "é", "\udc80", 5, cols[0].key if cols else "b"]  # and a column's
+        extra = [None if rng.random() < 0.3 else dict(zip(pick(keys, 2), pick(VALUES, 2)))
+                 for _ in range(n)]
+    b = SliceBlock(draw(st.sampled_from(TEXTS)), lanes, rng.integers(0, 2, n).astype(np.int32),
+                   np.array(pick(INTS), np.int64), np.array(pick(INTS), np.int64), names,
+                   rng.integers(0, len(names), n).astype(np.int32), cols, extra)
     n_flows = draw(st.integers(0, 5)) if n else 0
-    src, dst = (draw(st.lists(st.integers(0, max(n - 1, 0)), min_size=n_flows,
-                              max_size=n_flows)) for _ in "sd")
-    flows = [FlowBlock(draw(text), "f", b, np.array(src, np.int64), b, np.array(dst, np.int64))]
-    counter = CounterTrack(host, draw(text), np.array(draw(ints), np.int64),
-                           np.array(draw(st.lists(st.floats(), min_size=n, max_size=n)),
-                                    np.float64), draw(text))
+    flows = [FlowBlock(draw(st.sampled_from(TEXTS)), "f", b, rng.integers(0, max(n, 1), n_flows),
+                       b, rng.integers(0, max(n, 1), n_flows))]
+    values = draw(st.sampled_from([np.array(pick(FLOATS), np.float64),
+                                   np.array(pick(INTS), np.int64), rng.random(n) < 0.5]))
+    counter = CounterTrack(host, draw(st.sampled_from(TEXTS)), np.array(pick(INTS), np.int64),
+                           values, draw(st.sampled_from(TEXTS)))
     return Timeline([host], lanes, [b], flows, [counter]), draw(st.integers(1, 5))
 
 
 @settings(max_examples=150, deadline=None)
 @given(case=column_blocks())
-def test_property_json_columns_as_text_match_the_dict_path(case):
+def test_property_json_is_what_the_model_holds(case):
     tl, chunk = case
-    assert json_rows.block_supported(tl.blocks[0])
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(write_json, "CHUNK_ROWS", chunk)
-        same_as_dict_path(tl)
+        same_as_model(tl)
 
 
 # ---------------------------------------------------------------- protobuf

@@ -10,12 +10,16 @@ is written as it is: the file grows a little (merge of 100k device tasks: 354.3 
 +4.1%); squeezing the spaces out (`bytes.translate`, a boolean mask) cost more than the
 whole encoding (4-6 ns a byte on this host).
 
-What `json.loads` reads back is what the dict path of `write_json` gives (same keys in the
-same order, same values): times are the exact decimal of the integer nanoseconds in
-microseconds, shortest form ("12.5", "3.0"); integers are their decimal digits; floats are
-orjson's text of the same Python floats; strings are orjson's (strict JSON: `dumps_strict`).
-A block this does not cover (`extra_args`, list columns that are not all strings, 2D float
-columns, object arrays) is left to the dict path: `block_supported` says which.
+Every block, flow and counter a `Timeline` can hold is written this way. What `json.loads`
+reads back is what the model holds (`SliceBlock.row_args`, the flows' ends, the counters'
+values), each argument rendered as `arg_values` says: times are the exact decimal of the
+integer nanoseconds in microseconds, shortest form ("12.5", "3.0"); integers are their
+decimal digits; floats orjson's text of the same Python floats; strings orjson's. Columns
+the NumPy paths do not cover (lists of mixed values, object arrays, tables of non-strings)
+and `extra_args` are a table of per-row JSON texts, padded like the rest; a row's
+`extra_args` are one field, the text of its dict without the braces, after the columns (a
+key also in a column then comes twice: the later value is the one JSON readers keep, as in
+`row_args`).
 """
 
 from __future__ import annotations
@@ -25,16 +29,24 @@ from collections.abc import Iterator
 import numpy as np
 import orjson
 
+from pypto.compile_profiling.timeline.arg_values import (
+    BOOL,
+    DOUBLE,
+    JSON,
+    arg_key,
+    array_kind,
+    column_kind,
+    json_text,
+)
 from pypto.compile_profiling.timeline.json_values import dumps_strict
 from pypto.compile_profiling.timeline.model import (
-    ArgColumn,
     CounterTrack,
     FlowBlock,
     SliceBlock,
     Track,
 )
 
-__all__ = ["block_supported", "counter_rows", "counter_supported", "flow_rows", "slice_rows"]
+__all__ = ["counter_rows", "flow_rows", "slice_rows"]
 
 _SPACE, _QUOTE, _MINUS = 32, 34, 45
 
@@ -172,12 +184,12 @@ def _str_table(values: list[str]) -> np.ndarray:
 
 
 def json_table(values: list) -> np.ndarray:
-    """(n, w) uint8: the strict JSON text of each value, right-padded with spaces."""
+    """(n, w) uint8: the JSON text of each value (`arg_values.json_text`), right-padded."""
     if not values:
         return np.zeros((0, 1), np.uint8)
     if _all_str(values):
         return _str_table(values)
-    return _padded([dumps_strict(v) for v in values])
+    return _padded([json_text(v) for v in values])
 
 
 def float_text(v: np.ndarray) -> np.ndarray:
@@ -185,22 +197,36 @@ def float_text(v: np.ndarray) -> np.ndarray:
     return _padded(orjson.dumps(v.tolist())[1:-1].split(b","))
 
 
-def column_supported(col: ArgColumn) -> bool:
-    if col.table is not None:
-        return _all_str(col.table)
-    v = col.values
-    if isinstance(v, np.ndarray):
-        return (v.ndim == 1 and v.dtype.kind in "iufb") or (v.ndim == 2 and v.dtype.kind in "iu")
-    return _all_str(v)
+def value_text(v: np.ndarray | list, kind: str | None) -> list[np.ndarray | bytes]:
+    """The fields of the JSON text of `v` (a slice of an `ArgColumn`'s values or of a
+    counter's), its `arg_values` kind `kind` (None: each value's own)."""
+    if kind is None:
+        return [json_table(v.tolist() if isinstance(v, np.ndarray) else v)]
+    if kind is JSON:  # a 2D column: each row a list
+        parts: list = [b"["]
+        for j in range(v.shape[1]):
+            if j:
+                parts.append(b",")
+            parts += value_text(v[:, j], array_kind(v[:, j]))
+        return parts + [b"]"]
+    if kind is DOUBLE:
+        return [float_text(v)]
+    if kind is BOOL:
+        return [_BOOL[v.view(np.uint8)]]
+    return [int_text(v)]
 
 
-def block_supported(block: SliceBlock) -> bool:
-    return block.extra_args is None and all(column_supported(c) for c in block.args)
-
-
-def counter_supported(counter: CounterTrack) -> bool:
-    v = counter.values
-    return isinstance(v, np.ndarray) and v.ndim == 1 and v.dtype.kind in "iufb"
+def _extra_text(extra: dict | None) -> bytes:
+    """The JSON text of a row's `extra_args` without the braces (b"" for none): orjson's,
+    which is the rule's when it takes the dict as it is (it refuses NumPy values, big
+    integers, bad text, keys that are not strings), else built value by value."""
+    if not extra:
+        return b""
+    try:
+        return orjson.dumps(extra)[1:-1]
+    except orjson.JSONEncodeError:
+        return b",".join(orjson.dumps(arg_key(k)) + b":" + json_text(v)
+                         for k, v in extra.items())
 
 
 class _Rows:
@@ -221,24 +247,6 @@ class _Rows:
             self.parts.append((self.width, part))
             self.width += part.shape[-1]
         return at
-
-    def value(self, v: np.ndarray | list) -> None:
-        """Append the JSON text of a column's values (a supported `ArgColumn.values` slice)."""
-        if isinstance(v, list):
-            self.add(_str_table(v))
-        elif v.ndim == 2:
-            self.add(b"[")
-            for j in range(v.shape[1]):
-                if j:
-                    self.add(b",")
-                self.add(int_text(v[:, j]))
-            self.add(b"]")
-        elif v.dtype.kind == "f":
-            self.add(float_text(v))
-        elif v.dtype.kind == "b":
-            self.add(_BOOL[v.view(np.uint8)])
-        else:
-            self.add(int_text(v))
 
     def blank(self, rows: np.ndarray, lo: int, hi: int) -> None:
         """Spaces over columns lo:hi of `rows` (a bool mask)."""
@@ -271,45 +279,60 @@ def _track_table(tracks: list[Track]) -> np.ndarray:
                     for t in tracks])
 
 
-def _args(rows: _Rows, cols: list[ArgColumn], tables: list, lo: int, hi: int) -> None:
-    """`,"args":{...}`: each column's key and value; a row without a column has spaces there
-    (and no comma before its first key); a row with no args at all has no `args`.
-    `tables[j]`: the `json_table` of column j's `table`, if it has one."""
+def _args(rows: _Rows, fields: list[tuple[bytes, list, np.ndarray | None]]) -> None:
+    """`,"args":{...}` of `fields` (key text, value fields, where present; None: every
+    row): a row without a field has spaces there (and no comma before its first key); a row
+    with none at all has no `args`."""
     start = rows.add(b',"args":{')
     present = []
     commas = []
-    for j, col in enumerate(cols):
-        at = rows.add((b"," if j else b"") + dumps_strict(col.key) + b":")
-        if tables[j] is None:
-            rows.value(col.values[lo:hi])
-        else:
-            rows.add(tables[j][col.values[lo:hi]])
-        if col.present is not None:
-            p = np.asarray(col.present[lo:hi], bool)
+    for j, (key, parts, p) in enumerate(fields):
+        at = rows.add((b"," if j else b"") + key)
+        rows.add(*parts)
+        if p is not None:
             present.append((j, p))
             rows.blank(~p, at, rows.width)
         commas.append(at)
     end = rows.add(b"}")
     if present:
-        has = np.ones((rows.n, len(cols)), bool)
+        has = np.ones((rows.n, len(fields)), bool)
         for j, p in present:
             has[:, j] = p
         first = np.argmax(has, axis=1)
-        for j in range(1, len(cols)):
+        for j in range(1, len(fields)):
             rows.blank(first == j, commas[j], commas[j] + 1)
         none = ~has.any(axis=1)
         rows.blank(none, start, commas[0])
         rows.blank(none, end, end + 1)
 
 
+def _arg_fields(block: SliceBlock, keys: list[bytes], kinds: list, tables: list, lo: int,
+                hi: int) -> list[tuple[bytes, list, np.ndarray | None]]:
+    """The args fields of rows lo:hi: each column's, then the `extra_args` text."""
+    fields = []
+    for col, key, kind, table in zip(block.args, keys, kinds, tables):
+        values = col.values[lo:hi]
+        parts = [table[values]] if table is not None else value_text(values, kind)
+        present = None if col.present is None else np.asarray(col.present[lo:hi], bool)
+        fields.append((key, parts, present))
+    if block.extra_args is not None:
+        texts = [_extra_text(e) for e in block.extra_args[lo:hi]]
+        has = np.fromiter(map(bool, texts), bool, len(texts))
+        if has.any():
+            fields.append((b"", [_padded(texts)], None if has.all() else has))
+    return fields
+
+
 def slice_rows(block: SliceBlock, chunk: int) -> Iterator[np.ndarray]:
-    """The `X` events of `block` (`block_supported`), `chunk` rows at a time: one (rows, w)
-    uint8 matrix each, every row one event followed by a comma."""
+    """The `X` events of `block`, `chunk` rows at a time: one (rows, w) uint8 matrix each,
+    every row one event followed by a comma."""
     if not len(block):
         return
     tracks = _track_table(block.tracks)
     names = json_table(block.names)
     cat = b',"cat":' + dumps_strict(block.cat)
+    keys = [orjson.dumps(arg_key(c.key)) + b":" for c in block.args]
+    kinds = [column_kind(c) for c in block.args]
     tables = [None if c.table is None else json_table(c.table) for c in block.args]
     for lo in range(0, len(block), chunk):
         hi = min(lo + chunk, len(block))
@@ -323,8 +346,9 @@ def slice_rows(block: SliceBlock, chunk: int) -> Iterator[np.ndarray]:
         rows.add(b',"name":')
         rows.add(names[block.name[lo:hi]])
         rows.add(cat)
-        if block.args:
-            _args(rows, block.args, tables, lo, hi)
+        fields = _arg_fields(block, keys, kinds, tables, lo, hi)
+        if fields:
+            _args(rows, fields)
         rows.add(b"},")
         yield rows.matrix()
 
@@ -353,16 +377,17 @@ def flow_rows(flow: FlowBlock, first_id: int, chunk: int) -> Iterator[np.ndarray
 
 
 def counter_rows(counter: CounterTrack, chunk: int) -> Iterator[np.ndarray]:
-    """The `C` events of `counter` (`counter_supported`)."""
+    """The `C` events of `counter`."""
     head = (b'{"ph":"C","pid":' + dumps_strict(counter.process.pid) + b',"tid":0,"name":'
             + dumps_strict(counter.name) + b',"ts":')
     key = b',"args":{' + dumps_strict(counter.unit or "value") + b":"
+    kind = array_kind(counter.values)
     for lo in range(0, len(counter.ts_ns), chunk):
         hi = min(lo + chunk, len(counter.ts_ns))
         rows = _Rows(hi - lo)
         rows.add(head)
         rows.add(*time_text(counter.ts_ns[lo:hi]))
         rows.add(key)
-        rows.value(counter.values[lo:hi])
+        rows.add(*value_text(counter.values[lo:hi], kind))
         rows.add(b"}},")
         yield rows.matrix()
