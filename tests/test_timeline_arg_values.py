@@ -10,17 +10,20 @@ import math
 
 import numpy as np
 import pytest
-from test_trace_merge_writers import load_json
+from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
+from test_trace_merge_writers import load_json, read_packets
 
 from pypto.compile_profiling.timeline.arg_values import (
     BOOL,
     DOUBLE,
     INT,
     JSON,
+    PROTO_FIELD,
     STRING,
     UINT,
     arg_value,
     json_text,
+    proto_field,
 )
 from pypto.compile_profiling.timeline.model import (
     ArgColumn,
@@ -30,6 +33,7 @@ from pypto.compile_profiling.timeline.model import (
     Track,
 )
 from pypto.compile_profiling.timeline.write_json import write_chrome_json
+from pypto.compile_profiling.timeline.write_proto import write_perfetto_trace
 
 # value, its kind, the value protobuf holds, the value JSON reads back
 CASES = [
@@ -80,6 +84,8 @@ def test_the_rule_gives_each_value_its_kind(value, kind, proto, from_json):
     assert got_kind == kind
     assert same(got.decode() if kind == JSON else got, proto)
     assert json.loads(json_text(value)) == from_json
+    field, got = proto_field(value)
+    assert field == PROTO_FIELD[kind] and same(got, proto)
 
 
 def placements(value) -> list[tuple[str, list, list | None]]:
@@ -126,3 +132,25 @@ def test_json_writer_follows_the_rule_wherever_the_value_is(value, kind, proto, 
         first = next(e for e in load_json(buf.getvalue())["traceEvents"] if e["ph"] == "X")
         got = json.loads(json.dumps(first["args"]["v"], default=float))  # Decimal -> float
         assert got == from_json, where
+
+
+def first_slice_annotations(data: bytes) -> dict[str, tuple[str, object]]:
+    """key -> (field, value) of the debug annotations of the slice beginning at 10 ns."""
+    keys: dict[int, str] = {}
+    for p in read_packets(data):
+        for e in p.interned_data.debug_annotation_names:
+            keys[e.iid] = e.name
+        te = p.track_event
+        if te.type == pb.TrackEvent.TYPE_SLICE_BEGIN and p.timestamp == 10:
+            return {keys[a.name_iid]: (a.WhichOneof("value"), getattr(a, a.WhichOneof("value")))
+                    for a in te.debug_annotations}
+    raise AssertionError("no slice at 10 ns")
+
+
+@pytest.mark.parametrize(("value", "kind", "proto", "from_json"), CASES, ids=IDS)
+def test_proto_writer_follows_the_rule_wherever_the_value_is(value, kind, proto, from_json):
+    for where, cols, extra in placements(value):
+        buf = io.BytesIO()
+        write_perfetto_trace(one_slice(cols, extra), buf)
+        field, got = first_slice_annotations(buf.getvalue())["v"]
+        assert field == PROTO_FIELD[kind] and same(got, proto), where

@@ -714,7 +714,7 @@ def test_proto_numpy_text_and_bool_values_in_list_columns():
 
 def test_proto_text_columns_match_the_per_value_path(monkeypatch):
     """String columns and 2D numeric columns are made into text per chunk (`_texts`): the
-    same bytes as through `_value_field` one value at a time, constant or not over a chunk."""
+    same bytes as through `proto_field` one value at a time, constant or not over a chunk."""
     monkeypatch.setattr(write_proto, "ROWS_PER_CHUNK", 4)
     host = Process(1, "p", 0)
     lane = Track(2, host, "lane", 0)

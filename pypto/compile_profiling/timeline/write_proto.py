@@ -60,6 +60,18 @@ import numpy as np
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 from pypto.compile_profiling.foundation.atomic_io import atomic_writer, temp_beside
+from pypto.compile_profiling.timeline.arg_values import (
+    BOOL,
+    INT,
+    JSON,
+    PROTO_FIELD,
+    STRING,
+    arg_key,
+    arg_value,
+    column_kind,
+    json_text,
+    proto_field,
+)
 from pypto.compile_profiling.timeline.json_values import dumps_strict, safe_text
 from pypto.compile_profiling.timeline.model import (
     ArgColumn,
@@ -91,8 +103,6 @@ _COUNTER = pb.TrackEvent.TYPE_COUNTER
 _CLEARED = pb.TracePacket.SEQ_INCREMENTAL_STATE_CLEARED
 _NEEDS = pb.TracePacket.SEQ_NEEDS_INCREMENTAL_STATE
 _EXPLICIT = pb.TrackDescriptor.EXPLICIT
-_INT64_MIN, _INT64_MAX, _UINT64_MAX = -(1 << 63), (1 << 63) - 1, (1 << 64) - 1
-_FIELD_BY_KIND = {"i": "int_value", "u": "uint_value", "f": "double_value", "b": "bool_value"}
 
 
 class _PacketStream:
@@ -147,7 +157,7 @@ class _Sequence:
         if kid is None:
             kid = self.keys[key] = len(self.keys) + 1
             self.pending.setdefault("debug_annotation_names", []).append(
-                {"iid": kid, "name": safe_text(key if type(key) is str else str(key))})
+                {"iid": kid, "name": arg_key(key)})
         return kid
 
     def cat_iid(self, cat: str) -> int:
@@ -166,47 +176,33 @@ class _Sequence:
         return pending
 
 
-def _value_field(v) -> tuple[str, object]:
-    """The debug-annotation field and value for any JSON value (list columns, extra args)."""
-    if isinstance(v, (bool, np.bool_)):
-        return "bool_value", bool(v)
-    if isinstance(v, str):
-        return "string_value", safe_text(str(v))
-    if isinstance(v, (int, np.integer)):
-        v = int(v)
-        if _INT64_MIN <= v <= _INT64_MAX:
-            return "int_value", v
-        if 0 <= v <= _UINT64_MAX:
-            return "uint_value", v
-        return "string_value", str(v)
-    if isinstance(v, (float, np.floating)):
-        return "double_value", float(v)
-    if v is None:
-        return "string_value", "null"
-    return "string_value", dumps_strict(v).decode("utf-8")
-
-
 def _texts(col: ArgColumn, rows: np.ndarray) -> list[str] | None:
-    """The `string_value`s of `rows` of a column of strings or a 2D numeric array (each row
-    as its JSON text, as `_value_field` writes it), made for all rows at once; None for other
-    columns (their values go through `_value_field` one by one).
+    """The `string_value`s of `rows` of a column of strings (a list, a table or a NumPy text
+    array: `STRING`) or a 2D numeric array (each row's JSON text: `JSON`), made for all rows
+    at once; None for other columns (their values go through `proto_field` one by one).
 
-    Why: `_value_field` per value cost about 1 us a string and 2 us a 2D row (type tests,
+    Why: `proto_field` per value cost about 1 us a string and 2 us a 2D row (type tests,
     `dumps_strict`); the 245,400 scheduler slices of the 100k bench (a `kind` string and two
     (n, 3) columns) went from 2.21 to 1.39 s CPU (9.0 -> 5.65 us a slice, min of 4, switched
     off and on in one run). Same bytes out: the same encoder makes the same text. A string
     column constant over a chunk is set once for it, as `set_chunk` does for numbers."""
     values = col.values
-    if col.table is None and isinstance(values, np.ndarray):
-        if values.ndim == 2 and values.shape[1] and values.dtype.kind in "iubf":
-            text = dumps_strict(values[rows].tolist()).decode()  # "[[1,2],[3,4]]"
-            return text[1:-1].replace("],[", "]\0[").split("\0")
-        if values.ndim != 1 or values.dtype.kind != "U":
+    if column_kind(col) is JSON:
+        if not values.shape[1]:
             return None
+        text = dumps_strict(values[rows].tolist()).decode()  # "[[1,2],[3,4]]"
+        return text[1:-1].replace("],[", "]\0[").split("\0")
+    if col.table is None and isinstance(values, np.ndarray) and (
+            values.ndim != 1 or values.dtype.kind != "U"):
+        return None
     v = col.values_at(rows)
     if col.table is None and not isinstance(values, np.ndarray) and set(map(type, v)) != {str}:
         return None
-    return v if "".join(v).isascii() else [safe_text(x) for x in v]
+    try:  # a table is not checked whole: the task table of a 1M capture holds a million
+        ascii_only = "".join(v).isascii()
+    except TypeError:  # a table not all of strings
+        return None
+    return v if ascii_only else [safe_text(x) for x in v]
 
 
 class _BeginTemplate:
@@ -285,10 +281,10 @@ class _BeginTemplate:
             values = block.args[c].values
             if f is None:
                 v = _texts(block.args[c], rows)
-                if v is None:  # JSON values of mixed types: the field is chosen per value
+                if v is None:  # values of mixed kinds: the field is chosen per value
                     self.var_anns.append(ann)
                     self.var_fields.append(None)
-                    var_cols.append([_value_field(v) for v in block.args[c].values_at(rows)])
+                    var_cols.append([proto_field(v) for v in block.args[c].values_at(rows)])
                     continue
                 f = "string_value"
                 if v.count(v[0]) == len(v):
@@ -325,9 +321,8 @@ class _BlockRows:
         self.repeated = set(np.flatnonzero(np.bincount(block.name[rows]) >= 2).tolist())
         self.cat_iids = (seq.cat_iid(block.cat),) if block.cat else ()
         self.key_iids = [seq.key_iid(c.key) for c in block.args]
-        self.fields = [_FIELD_BY_KIND.get(c.values.dtype.kind) if c.table is None
-                       and isinstance(c.values, np.ndarray) and c.values.ndim == 1 else None
-                       for c in block.args]
+        kinds = [column_kind(c) for c in block.args]  # a field per column, or per value
+        self.fields = [None if k is None or k is JSON else PROTO_FIELD[k] for k in kinds]
         self.masked = [i for i, c in enumerate(block.args) if c.present is not None]
         self.templates: dict[int, _BeginTemplate] = {}
 
@@ -491,7 +486,7 @@ def _track_slices(seq: _Sequence, track: Track, uuid: int, parts: list, timeline
                 setattr(ann, f, v)
             if extra:
                 for k, v in extra.items():
-                    f, v = _value_field(v)
+                    f, v = proto_field(v)
                     te.debug_annotations.add(name_iid=seq.key_iid(k), **{f: v})
             if outs or t.n_out:  # one id where one was: set in place, without a call
                 if t.n_out == 1 and type(outs) is int and outs:
@@ -554,18 +549,16 @@ def _descriptors(timeline: Timeline, uuids: dict[int, int], stream: _PacketStrea
 
 
 def _metadata(timeline: Timeline, stream: _PacketStream) -> None:
-    """`other_data` (as in the JSON output) as `chrome_events` metadata entries."""
+    """`other_data` (as in the JSON output) as `chrome_events` metadata entries: a value of
+    a kind an entry has a field for (`INT`, `BOOL`, `STRING`) in that field, any other as
+    its JSON text (`json_value`)."""
     entries = []
     for k, v in other_data(timeline).items():
-        name = safe_text(str(k))
-        if type(v) is str:
-            entries.append({"name": name, "string_value": safe_text(v)})
-        elif type(v) is bool:
-            entries.append({"name": name, "bool_value": v})
-        elif type(v) is int and _INT64_MIN <= v <= _INT64_MAX:
-            entries.append({"name": name, "int_value": v})
+        kind, value = arg_value(v)
+        if kind is INT or kind is BOOL or kind is STRING:
+            entries.append({"name": arg_key(k), PROTO_FIELD[kind]: value})
         else:
-            entries.append({"name": name, "json_value": dumps_strict(v).decode("utf-8")})
+            entries.append({"name": arg_key(k), "json_value": json_text(v).decode()})
     stream.add(chrome_events={"metadata": entries})
 
 
