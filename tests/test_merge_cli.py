@@ -495,3 +495,36 @@ def test_kernels_in_one_line_by_default_every_kernel_with_kernels(tmp_path, caps
     assert code == 0, err
     per_kernel = re.findall(r" kernel (\w+) \((?:AIC|AIV)\): \d+ tasks, ", err)
     assert per_kernel == [k["kernel"] for k in kernels]
+
+
+def test_progress_in_the_main_thread_is_an_alarm_not_a_thread():
+    """A progress thread alive during the write kept the protobuf writer from forking its
+    second writer whenever stderr was a terminal; in the main thread the timers are SIGALRM
+    alarms: no thread, the report printed by this thread when the alarm goes off."""
+    import io
+    import signal
+    import threading
+
+    from pypto.compile_profiling.cli.merge_traces import PROGRESS_AFTER_S, StepProgress
+
+    assert threading.current_thread() is threading.main_thread()
+    threads = threading.active_count()
+    handler = signal.getsignal(signal.SIGALRM)
+    now = [100.0]
+    out = io.StringIO()
+    progress = StepProgress(out, clock=lambda: now[0])
+    try:
+        progress("writing x")
+        assert threading.active_count() == threads
+        assert 0 < signal.getitimer(signal.ITIMER_REAL)[0] <= PROGRESS_AFTER_S
+        now[0] = 103.0
+        signal.raise_signal(signal.SIGALRM)  # the alarm going off now
+        assert out.getvalue() == "... writing x (3 s, 3 s in all)\n"
+        assert PROGRESS_AFTER_S < signal.getitimer(signal.ITIMER_REAL)[0] <= 5.0  # again
+        progress("next step")  # replaces the alarm
+        assert 0 < signal.getitimer(signal.ITIMER_REAL)[0] <= PROGRESS_AFTER_S
+    finally:
+        progress.stop()
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    assert signal.getsignal(signal.SIGALRM) == handler
+    assert out.getvalue() == "... writing x (3 s, 3 s in all)\n"

@@ -17,6 +17,7 @@ there. 130 / 143: stopped by SIGINT / SIGTERM, with one line saying whether OUT 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import math
 import os
@@ -158,19 +159,65 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+class AlarmTimer:
+    """`threading.Timer`'s interface (`interval`, `function`, `args`; `start`, `cancel`) on
+    SIGALRM: `function` runs in the main thread between two of its bytecodes, and no thread
+    is started, so the protobuf writer may still fork its second writer (it forks only while
+    one thread is alive; a forked child inherits no interval timer). The process has one
+    `ITIMER_REAL`: starting an alarm replaces the last one. Main thread only (`signal`)."""
+
+    _current: AlarmTimer | None = None
+    _previous = signal.SIG_DFL  # the SIGALRM handler before the first alarm
+
+    def __init__(self, interval: float, function, args=()) -> None:
+        self.interval, self.function, self.args = interval, function, args
+        self.daemon = True  # as a threading.Timer is given
+
+    def start(self) -> None:
+        if AlarmTimer._current is None:
+            previous = signal.signal(signal.SIGALRM, AlarmTimer._fire)
+            AlarmTimer._previous = signal.SIG_DFL if previous is None else previous
+        AlarmTimer._current = self
+        signal.setitimer(signal.ITIMER_REAL, self.interval)
+
+    def cancel(self) -> None:
+        if AlarmTimer._current is self:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            AlarmTimer._release()
+
+    @staticmethod
+    def _release() -> None:
+        AlarmTimer._current = None
+        signal.signal(signal.SIGALRM, AlarmTimer._previous)  # runs a pending alarm first
+
+    @staticmethod
+    def _fire(signum, frame) -> None:
+        timer = AlarmTimer._current
+        if timer is not None:
+            AlarmTimer._release()
+            timer.function(*timer.args)
+
+
 class StepProgress:
     """Says on `out` what a step is doing, only once it has taken `PROGRESS_AFTER_S` (then
     every 5 s). `progress(message)` starts a step, `stop()` ends the last one. Only for a
     person at a terminal: the CLI gives it stderr only when that is a TTY, so a script sees
     nothing but the result (or the one-line error).
 
-    `timer` (called like `threading.Timer(interval, function, args)`) and `clock` let tests
-    fire the timers themselves instead of sleeping.
+    The timers are `AlarmTimer`s in the main thread (a `threading.Timer` elsewhere): a
+    progress thread alive during the write would keep the protobuf writer from forking its
+    second writer, in the interactive runs it was made for. `timer` (called like
+    `threading.Timer(interval, function, args)`) and `clock` let tests fire the timers
+    themselves instead of sleeping.
     """
 
-    def __init__(self, out=sys.stderr, *, timer=threading.Timer, clock=time.monotonic) -> None:
+    def __init__(self, out=sys.stderr, *, timer=None, clock=time.monotonic) -> None:
         self._out = out
-        self._lock = threading.Lock()
+        # reentrant: an alarm's report may run in the main thread while it holds the lock
+        self._lock = threading.RLock()
+        if timer is None:
+            in_main = threading.current_thread() is threading.main_thread()
+            timer = AlarmTimer if in_main else threading.Timer
         self._new_timer = timer
         self._clock = clock
         self._timer = None
@@ -198,8 +245,12 @@ class StepProgress:
             if self._timer is None or armed != self._armed:
                 return
             now = self._clock()
-            print(f"... {self._step} ({now - self._t0:.0f} s, {now - self._started:.0f} s in all)",
-                  file=self._out, flush=True)
+            # best effort: an alarm runs inside whatever the main thread is doing, so a
+            # failed print (a closed terminal, a print of its own under way) must not
+            # become the merge's error
+            with contextlib.suppress(OSError, RuntimeError):
+                print(f"... {self._step} ({now - self._t0:.0f} s, "
+                      f"{now - self._started:.0f} s in all)", file=self._out, flush=True)
             self._arm(5.0)
 
     def _cancel(self) -> None:
