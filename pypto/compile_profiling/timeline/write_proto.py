@@ -184,8 +184,7 @@ def _texts(col: ArgColumn, rows: np.ndarray) -> list[str] | None:
     Why: `proto_field` per value cost about 1 us a string and 2 us a 2D row (type tests,
     `dumps_strict`); the 245,400 scheduler slices of the 100k bench (a `kind` string and two
     (n, 3) columns) went from 2.21 to 1.39 s CPU (9.0 -> 5.65 us a slice, min of 4, switched
-    off and on in one run). Same bytes out: the same encoder makes the same text. A string
-    column constant over a chunk is set once for it, as `set_chunk` does for numbers."""
+    off and on in one run). Same bytes out: the same encoder makes the same text."""
     values = col.values
     if column_kind(col) is JSON:
         if not values.shape[1]:
@@ -216,16 +215,12 @@ class _BeginTemplate:
     Why: with upb, building a packet from dicts (`packet.add(**fields)`) cost 3.3 us a packet
     plus 1.1 us a debug annotation, setting a field in place 0.35-0.45 us, serializing a small
     packet about 0.5 us (measured on the 2-core machine under load): a begin packet with 10
-    int args went from 15.2 to 6.7 us, an end packet from 3.3 to 1.1 us. An arg whose value
-    is the same on all of a chunk's rows of the template is set once for the chunk
-    (`set_chunk`), not per row, as device lanes repeat core and ring ids: 0.45 us an arg
-    and row saved; 1.60 -> 1.54 s CPU (best of 8, loaded machine) for the 200k bench slices,
-    where 2 of 10 args are constant per lane.
+    int args went from 15.2 to 6.7 us, an end packet from 3.3 to 1.1 us.
     """
 
-    __slots__ = ("anns", "cols", "end_packet", "event", "fields", "flows_in", "flows_out",
-                 "n_anns", "n_in", "n_out", "name_iids", "names", "packet", "packets",
-                 "repeated", "serialize", "var_anns", "var_fields")
+    __slots__ = ("anns", "chunk_fields", "cols", "end_packet", "event", "fields", "flows_in",
+                 "flows_out", "n_anns", "n_in", "n_out", "name_iids", "names", "packet",
+                 "packets", "repeated", "serialize")
 
     def __init__(self, rows: _BlockRows, key_iids: list[int], fields: list[str | None],
                  cols: list[int], leaf: bool) -> None:
@@ -245,8 +240,7 @@ class _BeginTemplate:
         self.fields = fields  # per annotation: its value field, None if the value says
         self.cols = cols  # per annotation: its column in the block
         self.serialize = trace.SerializeToString
-        self.var_anns: list = []
-        self.var_fields: list = []
+        self.chunk_fields: list = []  # per annotation, for the chunk: see `chunk_values`
         self.flows_out = te.flow_ids
         self.flows_in = te.terminating_flow_ids
         self.n_out = self.n_in = 0  # ids in flows_out / flows_in
@@ -273,35 +267,23 @@ class _BeginTemplate:
                 field[j] = v
         return n
 
-    def set_chunk(self, block: SliceBlock, rows: np.ndarray) -> list[tuple]:
-        """Set the args that are constant over `rows`; return the others' values per row."""
-        self.var_anns, self.var_fields = [], []
-        var_cols = []
-        for ann, f, c in zip(self.anns, self.fields, self.cols):
-            values = block.args[c].values
-            if f is None:
-                v = _texts(block.args[c], rows)
-                if v is None:  # values of mixed kinds: the field is chosen per value
-                    self.var_anns.append(ann)
-                    self.var_fields.append(None)
-                    var_cols.append([proto_field(v) for v in block.args[c].values_at(rows)])
-                    continue
+    def chunk_values(self, block: SliceBlock, rows: np.ndarray) -> list[tuple]:
+        """The template's arg values of `rows` of `block`, a tuple per row. Sets
+        `chunk_fields`: each annotation's field for these rows, None where each value gives
+        its own (the values are then (field, value) pairs)."""
+        self.chunk_fields = []
+        values = []
+        for f, c in zip(self.fields, self.cols):
+            col = block.args[c]
+            if f is not None:
+                values.append(col.values[rows].tolist())
+            elif (texts := _texts(col, rows)) is not None:
                 f = "string_value"
-                if v.count(v[0]) == len(v):
-                    ann.string_value = v[0]
-                else:
-                    self.var_anns.append(ann)
-                    self.var_fields.append(f)
-                    var_cols.append(v)
-                continue
-            v = values[rows]
-            if (v == v[0]).all():
-                setattr(ann, f, v[0].item())
+                values.append(texts)
             else:
-                self.var_anns.append(ann)
-                self.var_fields.append(f)
-                var_cols.append(v.tolist())
-        return list(zip(*var_cols)) if var_cols else [()] * len(rows)
+                values.append([proto_field(v) for v in col.values_at(rows)])
+            self.chunk_fields.append(f)
+        return list(zip(*values)) if values else [()] * len(rows)
 
 
 class _BlockRows:
@@ -443,7 +425,7 @@ def _track_slices(seq: _Sequence, track: Track, uuid: int, parts: list, timeline
                 names[i] = n
             for group, t in br.groups(rows, leaf[lo:hi][at]):
                 g_at = at[group].tolist()
-                for i, v in zip(g_at, t.set_chunk(block, rows[group])):
+                for i, v in zip(g_at, t.chunk_values(block, rows[group])):
                     values[i] = v
                     templates[i] = t
             if block.extra_args is not None:
@@ -480,7 +462,7 @@ def _track_slices(seq: _Sequence, track: Track, uuid: int, parts: list, timeline
             else:
                 name = t.names[name]
                 te.name = name if name.isascii() else safe_text(name)
-            for ann, f, v in zip(t.var_anns, t.var_fields, vals):
+            for ann, f, v in zip(t.anns, t.chunk_fields, vals):
                 if f is None:
                     f, v = v
                 setattr(ann, f, v)
