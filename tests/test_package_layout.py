@@ -198,7 +198,7 @@ def test_a_merge_loads_only_the_merge_and_writes_no_profile_of_itself(tmp_path):
     assert out.stat().st_size > 0
     assert not (tmp_path / "pypto_profile").exists()
     loaded = json.loads(r.stdout.strip().splitlines()[-1])
-    allowed = {"foundation", "timeline", "trace_merge", "analysis"}   # analysis: its views
+    allowed = {"foundation", "timeline", "trace_merge"}
     outside = [m for m in loaded if m.startswith(PACKAGE + ".") and room(m) not in allowed]
     assert outside == [f"{PACKAGE}.cli", f"{PACKAGE}.cli.merge_traces", f"{PACKAGE}.cli.stdout",
                        f"{PACKAGE}.viewer", f"{PACKAGE}.viewer.perfetto_ui"]

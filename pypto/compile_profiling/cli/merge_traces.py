@@ -84,6 +84,18 @@ def _names(known: tuple[str, ...], what: str):
     return parse
 
 
+def _derived_views(views: frozenset[str] | None):
+    """The analysis's `TIMELINE_VIEWS` when `views` asks for one of its views, else None:
+    a merge without them does not load the analysis (about 1,500 lines)."""
+    from pypto.compile_profiling.trace_merge.views import DERIVED_VIEWS
+
+    if views is None or views.isdisjoint(DERIVED_VIEWS):
+        return None
+    from pypto.compile_profiling.analysis import TIMELINE_VIEWS
+
+    return TIMELINE_VIEWS
+
+
 def _choices(help_by_name: dict[str, str]) -> str:
     return "; ".join(f"{name}: {text}" for name, text in help_by_name.items())
 
@@ -407,12 +419,10 @@ def _merge(args, state: dict, server) -> int:
     progress = StepProgress(err if err.isatty() else None)
     t0 = time.perf_counter()
     try:
-        from pypto.compile_profiling.analysis import TIMELINE_VIEWS
-
         result = merge_traces(args.inputs, offset_us=args.offset_us, progress=progress,
                               output=None if to_stdout else args.output,
                               views=args.views, flows=args.flows, align=args.align,
-                              derived_views=TIMELINE_VIEWS)
+                              derived_views=_derived_views(args.views))
         tl = result.timeline
         progress(f"writing {'to stdout' if to_stdout else args.output}")
         if to_stdout:
