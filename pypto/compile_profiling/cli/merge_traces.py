@@ -84,6 +84,20 @@ def _names(known: tuple[str, ...], what: str):
     return parse
 
 
+def _merge_error(e: PyptoError, target, err) -> int:
+    """One line on `err` for an error of a merge writing `target`, and its exit status: an
+    input, output-path or missing-extra error as it says itself (it names its file), 2; a
+    failed write, 1; any other with `target` in front, 2."""
+    if isinstance(e, (TraceInputError, OutputPathError, MissingDependencyError)):
+        print(str(e), file=err)
+        return EXIT_INPUT
+    if isinstance(e, ProfileWriteError):
+        print(str(e), file=err)
+        return EXIT_WRITE
+    print(f"{target}: {e}", file=err)
+    return EXIT_INPUT
+
+
 def _derived_views(views: frozenset[str] | None):
     """The analysis's `TIMELINE_VIEWS` when `views` asks for one of its views, else None:
     a merge without them does not load the analysis (about 1,500 lines)."""
@@ -429,15 +443,8 @@ def _merge(args, state: dict, server) -> int:
             size = _write_to_stdout(tl, fmt, write_timeline, state)
         else:
             size = write_timeline(tl, args.output, fmt)
-    except (TraceInputError, OutputPathError) as e:
-        print(str(e), file=err)
-        return EXIT_INPUT
-    except ProfileWriteError as e:
-        print(str(e), file=err)
-        return EXIT_WRITE
     except PyptoError as e:
-        print(f"{args.output}: {e}", file=err)
-        return EXIT_INPUT
+        return _merge_error(e, args.output, err)
     finally:
         progress.stop()
     elapsed = time.perf_counter() - t0
@@ -491,18 +498,8 @@ def _per_rank(args, state: dict) -> int:
                                 workers=args.workers, merge_shards=args.merge_shards,
                                 offset_us=args.offset_us, views=args.views, flows=args.flows,
                                 align=args.align, progress=progress)
-    except MissingDependencyError as e:
-        print(str(e), file=err)
-        return EXIT_INPUT
-    except (TraceInputError, OutputPathError) as e:
-        print(str(e), file=err)
-        return EXIT_INPUT
-    except ProfileWriteError as e:
-        print(str(e), file=err)
-        return EXIT_WRITE
     except PyptoError as e:
-        print(f"{args.per_rank}: {e}", file=err)
-        return EXIT_INPUT
+        return _merge_error(e, args.per_rank, err)
     except OSError as e:     # the scheduler address cannot be reached
         print(f"{args.scheduler or 'local cluster'}: {e}", file=err)
         return EXIT_INPUT
