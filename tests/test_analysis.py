@@ -215,20 +215,9 @@ def test_readme_example_end_to_end(tmp_path):
     """The main job (compile + run with profiling, level 4, dep_gen): the wall time from
     the first compile stage to the last device task is tiled exactly, every named category
     is there, and the compile side follows the first path task's kernel."""
-    import sys
-    from pathlib import Path
+    from example_runs import run_many_kernels
 
-    examples = Path(__file__).resolve().parent.parent / "examples"
-    sys.path.insert(0, str(examples))
-    import many_kernels
-
-    from pypto.runtime import RunConfig, run
-
-    work = tmp_path / "many_kernels"
-    cfg = RunConfig(work_dir=str(work), compile_profiling=True, enable_chip_swimlane=4,
-                    enable_dep_gen=True, runtime="host_build_graph", case_name="many_kernels")
-    res = run(many_kernels.ManyKernels, many_kernels.tensor_specs(), many_kernels.golden, cfg)
-    assert res.passed
+    work = run_many_kernels(tmp_path / "many_kernels", runtime="host_build_graph")
     result = analyze([work / "report" / "trace.json", work / "dfx_outputs"])
     (r,) = result.ranks
     e2e = r.end_to_end

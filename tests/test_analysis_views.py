@@ -3,34 +3,21 @@ the offline Perfetto UI imports them with zero import errors, in JSON and in pro
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
+from example_runs import run_many_kernels
 from simpler_fixtures import FIXTURES
 
 from pypto.compile_profiling.analysis import TIMELINE_VIEWS, analyze
 from pypto.compile_profiling.timeline import write_timeline
 from pypto.compile_profiling.trace_merge import merge_traces
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-
 
 @pytest.fixture(scope="module")
 def work(tmp_path_factory):
     """The README's main example, compiled and run with profiling, level 4 and dep_gen."""
-    sys.path.insert(0, str(EXAMPLES))
-    import many_kernels
-
-    from pypto.runtime import RunConfig, run
-
-    d = tmp_path_factory.mktemp("views") / "many_kernels"
-    cfg = RunConfig(work_dir=str(d), compile_profiling=True, enable_chip_swimlane=4,
-                    enable_dep_gen=True, runtime="host_build_graph", case_name="many_kernels")
-    assert run(many_kernels.ManyKernels, many_kernels.tensor_specs(), many_kernels.golden,
-               cfg).passed
-    return d
+    return run_many_kernels(tmp_path_factory.mktemp("views") / "many_kernels",
+                            runtime="host_build_graph")
 
 
 def _merge(work, views="critical-path,overhead"):

@@ -18,15 +18,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from example_runs import run_many_kernels
 
 import examples.vector_dag as vdag
-from examples import many_kernels
 from pypto import ir
 from pypto.compile_profiling.cli.profile import main
 from pypto.compile_profiling.profile_data.load import load_profile
 from pypto.compile_profiling.profile_data.model import walk
 from pypto.compile_profiling.report import PROFILE_SCHEMA_VERSION
-from pypto.runtime import RunConfig, run
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -34,13 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="module")
 def work_dir(tmp_path_factory) -> Path:
     """A run() work dir of the 64-kernel example: report/ and dfx_outputs/ at level 4."""
-    d = tmp_path_factory.mktemp("run") / "many_kernels"
-    config = RunConfig(work_dir=str(d), compile_profiling=True, enable_chip_swimlane=4,
-                       enable_dep_gen=True, case_name="many_kernels")
-    result = run(many_kernels.ManyKernels, many_kernels.tensor_specs(), many_kernels.golden,
-                 config)
-    assert result.passed, result.error
-    return d
+    return run_many_kernels(tmp_path_factory.mktemp("run") / "many_kernels")
 
 
 @pytest.fixture(scope="module")
