@@ -166,6 +166,19 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
         f.write(data)
 
 
+def replace_dir(stage: Path, target: Path) -> None:
+    """Put the complete directory `stage` (a sibling of `target`) at `target`, replacing a
+    directory there: the old one is renamed aside first and removed after, so a reader
+    finds the old tree or the new one, never a mix."""
+    if target.exists():
+        old = target.parent / f".{target.name}.pypto-old-{os.getpid()}-{os.urandom(4).hex()}"
+        os.rename(target, old)
+        os.rename(stage, target)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.rename(stage, target)
+
+
 # -- a set of files replaced together ---------------------------------------------------------
 
 _RENAME_EXCHANGE = 2  # linux/fs.h

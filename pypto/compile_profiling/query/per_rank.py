@@ -42,6 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pypto.compile_profiling.foundation.atomic_io import replace_dir
 from pypto.compile_profiling.query import require
 from pypto.errors import OutputPathError, ProfileWriteError, TraceInputError
 
@@ -350,13 +351,7 @@ def merge_per_rank(inputs: list[str | os.PathLike], out_dir: str | os.PathLike, 
         shards = sorted((stage / "shards").glob("*.pftrace"))
         if merge_shards:
             _concatenate(shards, stage / "merged.pftrace")
-        if out.exists():
-            old = out.parent / f".{out.name}.pypto-old-{os.getpid()}-{os.urandom(4).hex()}"
-            os.rename(out, old)
-            os.rename(stage, out)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.rename(stage, out)
+        replace_dir(stage, out)
     except OSError as e:
         raise ProfileWriteError(f"{out}: cannot write: {e.strerror or e}") from e
     finally:

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pypto.compile_profiling.foundation.atomic_io import replace_dir
 from pypto.compile_profiling.timeline.json_values import dumps_strict
 from pypto.compile_profiling.timeline.model import ArgColumn, SliceBlock, Timeline
 from pypto.errors import OutputPathError, ProfileWriteError
@@ -509,13 +510,7 @@ def write_parquet_dataset(timeline: Timeline, directory: str | os.PathLike) -> i
         stage.mkdir()
         (stage / DATASET_MARKER).write_text("pypto.compile_profiling.timeline.write_parquet\n")
         size = write_tables(timeline, stage)
-        if target.exists():
-            old = parent / f".{target.name}.pypto-old-{os.getpid()}-{os.urandom(4).hex()}"
-            os.rename(target, old)
-            os.rename(stage, target)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.rename(stage, target)
+        replace_dir(stage, target)
     except OSError as e:
         raise ProfileWriteError(f"{target}: cannot write: {e.strerror or e}") from e
     finally:
