@@ -175,3 +175,27 @@ def test_a_bad_capture_is_one_line_and_nothing_written(cluster, tmp_path, capsys
     assert err.strip().splitlines() == [
         f"{records}: $.metadata.clock_freq_hz: expected int, got str"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dfx_outputs"]
+
+
+def test_todays_layout_paired_by_dispatch_identity_equals_the_single_merge(cluster, tmp_path):
+    """Issue 23's layout through the per-rank driver: records in today's layout (7-column
+    AICore rows, scheduler streams) and ranks paired with their host invocation by
+    dispatch identity. The driver's placement read took neither (7 columns were refused,
+    the sidecar was not read): each rank must land where the single merge puts it."""
+    import orjson
+    from host_log_rewrite import multi_rank_tree
+    from simpler_today import to_today
+
+    multi_rank_tree(tmp_path)
+    dfx = tmp_path / "dfx_outputs"
+    for records in dfx.glob("rank*/d0/chip_swimlane_records.json"):
+        records.write_bytes(orjson.dumps(to_today(orjson.loads(records.read_bytes()))))
+    single_result = merge_traces([str(dfx)])
+    reasons = [p.args.get("alignment", {}) for p in single_result.timeline.processes]
+    assert any("paired by dispatch identity" in str(r) for r in reasons)
+    result = merge_per_rank([dfx], tmp_path / "out", scheduler=cluster.scheduler_address)
+    single = _keyed(tables_of(single_result.timeline))
+    got = _keyed(read_parquet_dataset(result.out_dir / "tables"))
+    for what, a, b in zip(("slices", "flows", "counters"), single, got):
+        assert sum(a.values()) > 100, what
+        assert a == b, what

@@ -319,6 +319,12 @@ def merge_per_rank(inputs: list[str | os.PathLike], out_dir: str | os.PathLike, 
         (stage / "shards").mkdir()
         say(f"merging {len(groups)} rank(s) on {len(client.scheduler_info()['workers'])} "
             "worker(s)")
+        run_ranks: dict[int, list[str]] = {}
+        for cp in plan.captures:
+            if cp.run_pid is not None and (cp.capture.records is not None
+                                           or cp.capture.converted):
+                run_ranks.setdefault(cp.run_pid, []).append(cp.label)
+        plan.run_ranks = run_ranks
         template = dataclasses.replace(plan, traces=[], reports=[], captures=[], warnings=[])
         futures = []
         for shard, (key, cps) in enumerate(groups.items(), start=1):

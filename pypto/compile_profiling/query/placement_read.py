@@ -3,13 +3,19 @@
 `trace_merge.place` decides a capture's clock from its run log, its records' metadata
 (frequency, clock anchors) and the time envelope of its device streams (earliest start,
 latest end of the AICore rows, the AICPU rows, the scheduler and orchestrator phases). This
-reads exactly that: the run log whole (small), the records file with the row arrays
+reads exactly that: the run log whole (small), an August records file with the row arrays
 reduced to their extremes and the phases decoded into their two time fields only (the
 kinds, counters and lists of a phase are skipped by msgspec, never built into columns),
-and Simpler's converted traces as their time span. deps.json, name maps and host phase
-records are not opened. The result is a `Capture` whose streams are one-row envelopes:
-`place` reads the same extremes from it as from the whole capture, so its decisions are the
-same; the rank's task then reads the whole leaf for its layout.
+and Simpler's converted traces as their time span; the dispatch identity (pairing) and the
+host phase records (their extent joins the "one run" check) whole. deps.json and name maps
+are not opened. The result is a `Capture` whose streams are one-row envelopes: `place`
+reads the same extremes from it as from the whole capture, so its decisions are the same;
+the rank's task then reads the whole leaf for its layout.
+
+A records file in today's layout (docs/simpler_layouts.md: 7-column AICore rows, or a
+`scheduler_tasks` / `scheduler_records` / `aicpu_lifecycle_records` section) is read whole
+by `read_records`: only its full read sets aside another run's records (`run_epoch`)
+before their times could move the envelope.
 """
 
 from __future__ import annotations
@@ -34,7 +40,10 @@ from pypto.errors import TraceInputError
 __all__ = ["placement_capture"]
 
 _ROWS = msgspec.json.Decoder(list[list[int]])
-_WIDTHS = {"aicore_tasks": (5, 6), "aicpu_tasks": (4,)}
+_WIDTHS = {"aicore_tasks": (5, 6, 7), "aicpu_tasks": (4,)}   # 7: today's (run_epoch)
+# sections only today's layout has: such a file is read whole by `read_records`, which sets
+# aside another run's records (`run_epoch`) before placement sees their times
+_TODAY_KEYS = ("scheduler_tasks", "scheduler_records", "aicpu_lifecycle_records")
 
 
 def _times_decoder(spec: schema.PhaseSchema) -> msgspec.json.Decoder:
@@ -48,8 +57,10 @@ _TIMES = {name: _times_decoder(spec) for name, spec in schema.PHASE_STREAMS.item
 
 
 def _envelope_rows(jp: JsonPieces, where: str, widths: tuple[int, ...], lo_cols, hi_cols):
-    """(min over `lo_cols` expressions, max over `hi_cols`) of an array of int rows."""
+    """(min over `lo_cols` expressions, max over `hi_cols`, the widest row) of an array of
+    int rows."""
     lo = hi = None
+    widest = 0
     for _, rows in jp.array(where, _ROWS, SEP_ROWS):
         if not rows:
             continue
@@ -57,10 +68,11 @@ def _envelope_rows(jp: JsonPieces, where: str, widths: tuple[int, ...], lo_cols,
             raise TraceInputError(jp.path, f"{where}: rows of {sorted({len(r) for r in rows})} "
                                            f"columns, expected {widths}")
         a = np.array(rows, dtype=np.int64)
+        widest = max(widest, a.shape[1])
         a_lo, a_hi = int(lo_cols(a).min()), int(hi_cols(a).max())
         lo = a_lo if lo is None else min(lo, a_lo)
         hi = a_hi if hi is None else max(hi, a_hi)
-    return lo, hi
+    return lo, hi, widest
 
 
 def _phase_envelope(jp: JsonPieces, name: str) -> list[rs.PhaseColumns]:
@@ -90,6 +102,7 @@ def _records_envelope(path: str) -> rs.SwimlaneRecords:
     level = meta = raw = None
     found: dict = {}
     streams: dict = {}
+    today = False
     with open_input(path) as f:
         jp = JsonPieces(f, path)
         for key in jp.members("a Simpler swimlane records file"):
@@ -102,17 +115,27 @@ def _records_envelope(path: str) -> rs.SwimlaneRecords:
                     meta = msgspec.convert(raw, schema.SwimlaneMetadata)
                 except msgspec.ValidationError as exc:
                     raise TraceInputError(path, word_error(exc, where, doc=raw)) from None
+            elif key in _TODAY_KEYS:
+                today = True    # today's layout: read whole (below), not as an envelope
+                break
             elif key == "aicore_tasks":
-                found[key] = _envelope_rows(jp, where, _WIDTHS[key],
-                                            lambda a: a[:, 3] - (a[:, 5] if a.shape[1] > 5
-                                                                 else 0), lambda a: a[:, 4])
+                lo, hi, widest = _envelope_rows(
+                    jp, where, _WIDTHS[key],
+                    lambda a: a[:, 3] - (a[:, 5] if a.shape[1] > 5 else 0), lambda a: a[:, 4])
+                found[key] = (lo, hi)
+                if widest == 7:
+                    today = True
+                    break
             elif key == "aicpu_tasks":
-                found[key] = _envelope_rows(jp, where, _WIDTHS[key], lambda a: a[:, 2],
-                                            lambda a: a[:, 3])
+                lo, hi, _ = _envelope_rows(jp, where, _WIDTHS[key], lambda a: a[:, 2],
+                                           lambda a: a[:, 3])
+                found[key] = (lo, hi)
             elif key in schema.PHASE_STREAMS:
                 streams[key] = _phase_envelope(jp, key)
             else:
                 jp.skip(where)
+    if today:
+        return rs.read_records(path)
     if level is None or meta is None:
         raise TraceInputError(path, "not a Simpler swimlane records file (no level or metadata)")
     for k in list(found) + list(streams):
@@ -154,6 +177,10 @@ def placement_capture(files: rs.CaptureFiles) -> rs.Capture:
     elif files.converted:
         cap.converted = [dataclasses.replace(rs.read_converted_trace(p), slices=[], flows=[],
                                              counters=[]) for p in files.converted]
+    if files.dispatch_identity:     # pairs the capture with its host invocation
+        cap.dispatch_identity = rs.read_dispatch_identity(files.dispatch_identity)
     if files.run_logs:
         cap.run_log = read_run_log(files.run_logs[0])
+    if files.host_phase_records:    # their extent joins the "one run" check
+        cap.host_phases = rs.read_host_phase_records(files.host_phase_records)
     return cap

@@ -186,10 +186,13 @@ def _simpler_host(builder: TimelineBuilder, capture_plan: CapturePlan, os_pid: i
     reference host) when the run's clock needed no offset, else on "<label> host". Its name
     says which captures (ranks) that process ran: "Simpler host r0d0 (pid 16547)"."""
     host = _host_of(builder, capture_plan, os_pid)
-    ranks = list(dict.fromkeys(
-        cp.label for cp in builder.plan.captures
-        if cp.run_pid == os_pid and (cp.capture.records is not None or cp.capture.converted)
-        and _host_of(builder, cp, os_pid) == host))
+    if builder.plan.run_ranks is not None:    # a per-rank shard: the whole plan's
+        ranks = builder.plan.run_ranks.get(os_pid, [])
+    else:
+        ranks = list(dict.fromkeys(
+            cp.label for cp in builder.plan.captures
+            if cp.run_pid == os_pid and (cp.capture.records is not None or cp.capture.converted)
+            and _host_of(builder, cp, os_pid) == host))
     args = {"os_pid": os_pid, "source": source, "alignment": capture_plan.host.how}
     name = "Simpler host"
     if ranks:

@@ -174,6 +174,9 @@ class Plan:
     # clk=dev spans of each run-log invocation: (log path, pid, inv) -> (offset, lane label)
     wall_offsets: dict[tuple[str, int, int | None], tuple[int, str]] = field(
         default_factory=dict)
+    # a per-rank shard's plan holds its own captures only: the labels of every capture
+    # each Simpler process ran (by pid), from the whole plan, to name the process by
+    run_ranks: dict[int, list[str]] | None = None
 
 
 def fmt_ns(ns: float) -> str:
