@@ -525,6 +525,10 @@ KNOWN = {
     "trace_anchor_wall_past_the_rule": (
         "trace", _set_path("otherData", "clock_anchor", "wall_ns", -(2**62)), "reject",
         f"otherData.clock_anchor: |wall_ns| {2**62} is out of range"),
+    # a negative anchor is one line too, not an OverflowError (issue 24)
+    "trace_anchor_monotonic_negative": (
+        "trace", _set_path("otherData", "clock_anchor", "monotonic_ns", -10), "reject",
+        "otherData.clock_anchor: monotonic_ns -10 is negative"),
 }
 
 

@@ -249,6 +249,9 @@ def compile_trace_from_doc(path: str | os.PathLike, doc: dict) -> CompileTrace:
     host = other.get("host") if isinstance(other.get("host"), str) else None
     anchor = wall_anchor_from_other_data(other, str(path))
     if anchor is not None:         # the records' range rule, as on a run log's anchors
+        if anchor.mono_ns < 0:     # (a monotonic clock never reads below 0)
+            raise TraceInputError(path, f"otherData.clock_anchor: monotonic_ns "
+                                        f"{anchor.mono_ns} is negative")
         for what, value in (("monotonic_ns", anchor.mono_ns), ("|wall_ns|", abs(anchor.wall_ns))):
             check_clock_range(path, "otherData.clock_anchor", np.array([value], dtype=np.uint64),
                               MAX_CLOCK_NS, what, lambda i: "")
