@@ -158,3 +158,179 @@ def test_wall_clock_offsets_between_hosts():
     assert ca.monotonic_offset_ns(simpler, simpler) == 0
     assert ca.wall_anchor_from_other_data({"clock_anchor": {"monotonic_ns": "1"}}) is None
     assert ca.wall_anchor_from_other_data({}) is None
+
+
+# ------------------------------------------------------------------ hostile anchor samples
+
+def _sample(position=ca.PRE_POSITION, idx=0, before=1_000, after=1_020, cycles=100,
+            error=None):
+    return {"position": position, "sample_idx": idx, "host_before_ns": before,
+            "host_after_ns": after, "device_cycles": cycles, "error": error}
+
+
+GOOD_POST = _sample(ca.POST_POSITION, 0, 1_001_000, 1_001_040, 50_100)
+
+
+def _anchors_of(*samples, **extra):
+    return {"device_timestamp_unit": "syscnt_cycles", "samples": list(samples), **extra}
+
+
+@pytest.mark.parametrize("bad, why", [
+    ({"before": 0}, "host_before_ns 0: never stamped"),
+    ({"before": -1}, "host_before_ns -1"),
+    ({"cycles": 0}, "device_cycles 0: never stamped"),
+    ({"cycles": -1}, "device_cycles -1"),
+    ({"idx": -1}, "sample_idx -1"),
+    ({"after": 999}, "host_after_ns before host_before_ns"),
+    ({"before": 1_000.0}, "a float among ints"),
+    ({"cycles": "100"}, "a string among ints"),
+    ({"idx": True}, "a bool is not an int"),
+    ({"after": None}, "a missing field"),
+    ({"error": {"code": 5}}, "an error"),
+    ({"error": 3}, "a non-zero error code"),
+])
+def test_a_hostile_sample_is_skipped_for_the_next_valid_one(bad, why):
+    """Each bad sample has the smallest round trip (2 ns, idx 0): only its being skipped
+    lets the valid one (idx 1, round trip 20 ns) be chosen."""
+    hostile = _sample(idx=0, before=1_000, after=1_002, cycles=100)
+    renamed = {"before": "host_before_ns", "after": "host_after_ns", "cycles": "device_cycles",
+               "idx": "sample_idx", "error": "error"}
+    hostile.update({renamed[k]: v for k, v in bad.items()})
+    valid = _sample(idx=1, before=2_000, after=2_020, cycles=150)
+    m = ca.build_clock_mapping(_anchors_of(hostile, valid, GOOD_POST), 50_000_000)
+    assert (m.start.sample_idx, m.start.host_mid_ns, m.start.device_cycles) == (1, 2_010, 150), why
+    with pytest.raises(ca.ClockAnchorsUnusable) as info:
+        ca.build_clock_mapping(_anchors_of(hostile, GOOD_POST), 50_000_000)
+    assert info.value.reason == "no_valid_pre_host_orchestration_anchor", why
+
+
+@pytest.mark.parametrize("error", [None, 0, ""])
+def test_no_error_is_none_zero_or_empty(error):
+    m = ca.build_clock_mapping(_anchors_of(_sample(error=error), GOOD_POST), 50_000_000)
+    assert m.start.sample_idx == 0
+
+
+def test_a_zero_round_trip_sample_is_exact_and_wins():
+    """host_after == host_before: a round trip of 0, the host time itself, no uncertainty
+    but the quantization (here the raw unit's 1 us and the host's 3 ns)."""
+    zero = _sample(idx=4, before=5_000, after=5_000, cycles=100)
+    m = ca.build_clock_mapping(
+        _anchors_of(_sample(idx=0), zero, GOOD_POST, raw_device_timestamp_unit="device_uptime_us"),
+        50_000_000, host_quantization_ns=3)
+    assert (m.start.sample_idx, m.start.rtt_ns, m.start.host_mid_ns) == (4, 0, 5_000)
+    assert m.start.uncertainty_ns == 1_000                 # 0 / 2 + the raw unit's 1 us
+    assert m.end.uncertainty_ns == 20 + 1_000              # 40 / 2 + 1 us
+    assert m.uncertainty_ns == 20 + 1_000 + 3              # the larger, plus the host's 3 ns
+
+
+def test_equal_round_trips_go_to_the_smaller_sample_index():
+    a = _sample(idx=2, before=1_000, after=1_010, cycles=100)
+    b = _sample(idx=1, before=3_000, after=3_010, cycles=200)
+    m = ca.build_clock_mapping(_anchors_of(a, b, GOOD_POST), 50_000_000)
+    assert (m.start.sample_idx, m.start.device_cycles) == (1, 200)
+    c = _sample(idx=0, before=4_000, after=4_011, cycles=300)    # one ns more: loses
+    m = ca.build_clock_mapping(_anchors_of(c, a, b, GOOD_POST), 50_000_000)
+    assert m.start.sample_idx == 1
+
+
+def test_samples_may_be_objects_with_attributes():
+    class Sample:
+        def __init__(self, d):
+            self.__dict__.update(d)
+
+    anchors = Sample({"device_timestamp_unit": "syscnt_cycles",
+                      "samples": [Sample(_sample()), Sample(GOOD_POST)]})
+    m = ca.build_clock_mapping(anchors, 50_000_000)
+    assert (m.start.host_mid_ns, m.end.host_mid_ns) == (1_010, 1_001_020)
+
+
+@pytest.mark.parametrize("freq", [0, -1, None])
+def test_a_frequency_of_zero_or_less_is_refused(freq):
+    with pytest.raises(ca.ClockAnchorsUnusable) as info:
+        ca.build_clock_mapping(_anchors_of(_sample(), GOOD_POST), freq)
+    assert info.value.reason == "invalid_device_frequency"
+    assert str(info.value) == f"clock anchors unusable: invalid_device_frequency ({freq})"
+
+
+@pytest.mark.parametrize("post, reason", [
+    ({"before": 1_000, "after": 1_020}, "host_anchor_order_invalid"),      # same host midpoint
+    ({"before": 900, "after": 920}, "host_anchor_order_invalid"),          # before the pre anchor
+    ({"cycles": 100}, "device_anchor_order_invalid"),                   # equal device cycles
+    ({"cycles": 99}, "device_anchor_order_invalid"),
+])
+def test_anchors_out_of_order_are_refused(post, reason):
+    """Equal device cycles would divide by zero in the mapping's slope: refused first."""
+    p = _sample(ca.POST_POSITION, 0, **{"before": 1_001_000, "after": 1_001_040,
+                                         "cycles": 50_100, **post})
+    with pytest.raises(ca.ClockAnchorsUnusable) as info:
+        ca.build_clock_mapping(_anchors_of(_sample(), p), 50_000_000)
+    assert info.value.reason == reason
+    assert str(info.value) == f"clock anchors unusable: {reason}"
+
+
+def test_one_nanosecond_and_one_cycle_of_order_suffice():
+    p = _sample(ca.POST_POSITION, 0, before=1_001, after=1_039, cycles=101)
+    m = ca.build_clock_mapping(_anchors_of(_sample(), p), 50_000_000)
+    assert (m.start.host_mid_ns, m.end.host_mid_ns) == (1_010, 1_020)
+    assert m.window_cycles == (100, 101)
+
+
+def test_a_missing_post_anchor_and_the_unit_checks_name_their_reason():
+    cases = [
+        (_anchors_of(_sample()), 50_000_000, "no_valid_post_device_execution_anchor", ""),
+        ({"samples": []}, 1, "unsupported_device_timestamp_unit", "None"),
+        ({"device_timestamp_unit": "syscnt_cycles", "samples": "x"}, 1,
+         "missing_clock_anchor_samples", ""),
+        (_anchors_of(raw_device_timestamp_unit="ticks"), 1,
+         "unsupported_raw_device_timestamp_unit", "'ticks'"),
+    ]
+    for anchors, freq, reason, detail in cases:
+        with pytest.raises(ca.ClockAnchorsUnusable) as info:
+            ca.build_clock_mapping(anchors, freq)
+        assert info.value.reason == reason
+        assert str(info.value) == f"clock anchors unusable: {reason}" + (
+            f" ({detail})" if detail else "")
+
+
+def test_the_mapping_by_hand():
+    """pre: host 1010 at cycle 100; post: host 1001020 at cycle 50100 (50 MHz: 20 ns a
+    cycle, 1000000 ns nominal): the correction is +10 ns over the window, so the slope is
+    20 + 10/50000 ns per cycle; describe() says all of it."""
+    m = ca.build_clock_mapping(_anchors_of(_sample(), GOOD_POST), 50_000_000,
+                               host_quantization_ns=7)
+    assert m.end_correction_ns == 10.0
+    slope = 20 + 10 / 50_000
+    for c in (100, 101, 25_100, 50_100, 60_000):
+        assert m.to_host_ns(c) == pytest.approx(1_010 + (c - 100) * slope, abs=1e-9)
+    arr = m.to_host_ns(np.array([100, 25_100, 50_100], dtype=np.int64))
+    assert arr.tolist() == pytest.approx([1_010, 1_010 + 25_000 * slope, 1_001_020], abs=1e-6)
+    assert m.uncertainty_ns == 20 + 7
+    assert m.outside_window(np.array([99, 100, 50_100, 50_101])).tolist() == [
+        True, False, False, True]
+    assert m.describe() == {
+        "status": "calibrated", "method": "nominal_frequency_offset_interp_v1",
+        "uncertainty_ns": 27.0, "frequency_hz": 50_000_000, "end_correction_ns": 10.0,
+        "selected_sample_idx": {"pre_host_orchestration": 0, "post_device_execution": 0},
+        "anchor_window_host_ns": [1_010.0, 1_001_020.0]}
+
+
+def test_wall_anchors_from_a_trace_and_a_log():
+    a = ca.wall_anchor_from_other_data(
+        {"clock_anchor": {"monotonic_ns": 5, "wall_ns": 1_005, "pid": 42}}, "t.json")
+    assert a == ca.WallClockAnchor(5, 1_005, 42, "t.json") and a.wall_minus_mono_ns == 1_000
+    b = ca.wall_anchor_from_other_data({"clock_anchor": {"monotonic_ns": 5, "wall_ns": 7,
+                                                         "pid": "42"}})
+    assert b == ca.WallClockAnchor(5, 7, None, "")
+    for bad in (None, [], {"clock_anchor": []}, {"clock_anchor": {"monotonic_ns": 5}},
+                {"clock_anchor": {"monotonic_ns": 5, "wall_ns": 7.0}},
+                {"clock_anchor": {"monotonic_ns": True, "wall_ns": 7}}):
+        assert ca.wall_anchor_from_other_data(bad) is None
+
+    class LogAnchor:
+        mono_ns, wall_ns, pid = 10, 30, 9
+
+    c = ca.wall_anchor_from_log(LogAnchor())
+    assert c == ca.WallClockAnchor(10, 30, 9, "[CLOCK_ANCHOR]")
+    # wall - mono is 1000 on a's host and 20 on c's: c's monotonic times + (20 - 1000)
+    # are on a's axis, and the other way round + 980
+    assert ca.monotonic_offset_ns(a, c) == 20 - 1_000 and ca.monotonic_offset_ns(c, a) == 980
