@@ -20,7 +20,16 @@ import pytest
 from examples import many_kernels
 from pypto.compile_profiling import CompileProfiler
 from pypto.compile_profiling.cli.profile import main
-from pypto.compile_profiling.profile_tool.diff import regression_of
+from pypto.compile_profiling.profile_data.model import Profile, Stage
+from pypto.compile_profiling.profile_tool.diff import (
+    diff_dict,
+    diff_profiles,
+    format_diff,
+    format_markdown,
+    format_text,
+    regression_of,
+    verdict,
+)
 from pypto.compile_profiling.profile_tool.rank_bound import (
     bound_rank,
     lower_bound,
@@ -199,3 +208,224 @@ def test_identical_runs_never_regress_and_a_doubled_pass_is_always_caught(tmp_pa
         code, doc = _diff(capsys, base, s)
         assert code == 1 and "passes/ConstantFolding" in doc["regressions"], doc["verdict"]
         assert set(doc["regressions"]) <= {"passes/ConstantFolding", "passes"}
+
+
+# ---------------------------------------------------------------- the diff on synthetic runs
+
+MS = 1_000_000
+
+
+def _run(source: str, total_ms: float | None = None, **stages_ms) -> Profile:
+    """A profile whose top-level stages (name -> ms; a list: a family of that name) lie end
+    to end; `total_ms` defaults to their sum."""
+    stages, t = [], 0
+    for name, ms in stages_ms.items():
+        for one in ms if isinstance(ms, list) else [ms]:
+            stages.append(Stage(name, t, t + round(one * MS)))
+            t += round(one * MS)
+    return Profile(source, stages, t if total_ms is None else round(total_ms * MS))
+
+
+def _runs(side: str, **per_stage) -> list[Profile]:
+    """Runs i = 0.. of one side: per stage the list of its ms in each run."""
+    n = len(next(iter(per_stage.values())))
+    return [_run(f"{side}{i}", **{k: v[i] for k, v in per_stage.items()}) for i in range(n)]
+
+
+def _change(d, key):
+    return next(c for c in d.changes if c.key == key)
+
+
+def test_noisy_base_runs_against_steady_new_runs_and_the_reverse():
+    """5 runs per side at alpha 0.01: c = 2, so "at least" is the 2nd smallest of the 25
+    differences. The medians are the middle runs (not the mean, not the max)."""
+    noisy = [100.0, 130.0, 90.0, 104.0, 96.0]            # median 100, max 130, mean 104
+    steady = [150.0, 151.0, 149.0, 150.5, 149.5]          # median 150
+    d = diff_profiles(_runs("b", a=noisy), _runs("n", a=steady))
+    c = _change(d, "a")
+    diffs = sorted(y - x for y in steady for x in noisy)
+    assert (c.base_ns, c.new_ns) == (100 * MS, 150 * MS)
+    assert c.bound_ns == pytest.approx(diffs[1] * MS) == pytest.approx(149.5e6 - 130e6)
+    assert c.floor_ns == 10 * MS and c.regression and c.status == "regression"
+    assert (c.base_runs, c.new_runs, c.pct) == (5, 5, 50.0)
+    # the reverse: steady base, noisy new; the slowdown's bound is 90 - 151 < 0: no regression
+    d = diff_profiles(_runs("b", a=steady), _runs("n", a=noisy))
+    c = _change(d, "a")
+    assert (c.base_ns, c.new_ns, c.regression, c.status) == (150 * MS, 100 * MS, False, "faster")
+    assert c.bound_ns == pytest.approx(sorted(y - x for y in noisy for x in steady)[1] * MS)
+    # noisy on both sides, overlapping: slower by the medians, not a regression
+    d = diff_profiles(_runs("b", a=noisy), _runs("n", a=[v + 20 for v in noisy]))
+    c = _change(d, "a")
+    assert c.delta_ns == pytest.approx(20 * MS) and not c.regression and c.status == "slower"
+    assert d.regressions == [] and d.undecided == []
+
+
+def test_a_family_is_compared_by_its_summed_time_and_its_median_size():
+    base = [_run("b0", k=[1.0, 2.0]), _run("b1", k=[1.0, 2.0, 3.0]), _run("b2", k=[4.0])]
+    new = [_run("n0", k=[5.0])]
+    c = _change(diff_profiles(base, new), "k")
+    assert (c.base_ns, c.new_ns, c.base_count, c.new_count) == (4 * MS, 5 * MS, 2, 1)
+
+
+def test_the_cause_first_then_by_percent_then_by_name():
+    base = _runs("b", big=[100.0], small=[10.0], same_a=[50.0], same_b=[50.0], fast=[30.0],
+                 flat=[5.0])
+    new = _runs("n", big=[140.0], small=[50.0], same_a=[60.0], same_b=[60.0], fast=[20.0],
+                flat=[5.0])
+    d = diff_profiles(base, new)
+    # big and small both +40 ms: small's +400% first; same_a/same_b: equal, by name
+    assert [c.key for c in d.changes] == ["small", "big", "same_a", "same_b", "flat", "fast"]
+    assert [c.status for c in d.changes] == ["slower"] * 4 + ["same", "faster"]
+
+
+def test_new_and_vanished_stages_largest_first_then_by_name():
+    d = diff_profiles([_run("b", keep=1.0, gone_a=2.0, gone_b=2.0, gone_c=3.0)],
+                      [_run("n", keep=1.0, new_a=1.0, new_b=5.0, new_c=1.0)])
+    assert [c.key for c in d.added] == ["new_b", "new_a", "new_c"]
+    assert [c.key for c in d.vanished] == ["gone_c", "gone_a", "gone_b"]
+    assert [(c.status, c.base_ns, c.new_ns, c.new_runs) for c in d.added][:1] == [
+        ("new", None, 5 * MS, 1)]
+    assert [(c.status, c.base_ns, c.new_ns, c.base_runs) for c in d.vanished][:1] == [
+        ("vanished", 3 * MS, None, 1)]
+    assert d.added[0].delta_ns == 5 * MS and d.vanished[0].delta_ns == -3 * MS
+    assert d.regressions == [] and d.added[0].pct is None
+
+
+def test_threshold_and_min_ms_at_their_boundaries():
+    """floor = max(min_ms, threshold % of the base median); a regression needs the bound
+    strictly above it. Identical runs per side: the bound is the change itself."""
+    base = _runs("b", a=[100.0] * 5)
+
+    def regression(new_ms, **kw):
+        return _change(diff_profiles(base, _runs("n", a=[new_ms] * 5), **kw), "a")
+
+    assert not regression(110.0).regression and regression(110.0).floor_ns == 10 * MS
+    assert regression(110.5).regression
+    assert not regression(125.0, threshold_pct=25.0).regression
+    assert regression(125.5, threshold_pct=25.0).regression
+    c = regression(105.0, threshold_pct=1.0, min_ms=5.0)
+    assert (c.floor_ns, c.regression) == (5 * MS, False)
+    assert regression(105.5, threshold_pct=1.0, min_ms=5.0).regression
+    assert regression(101.5, threshold_pct=1.0, min_ms=0.0).floor_ns == 1 * MS
+
+
+def test_changes_below_min_ms_are_counted_not_listed_and_regressions_always_listed():
+    base = _runs("b", at=[10.0] * 5, below=[10.0] * 5, down=[10.0] * 5)
+    new = _runs("n", at=[11.0] * 5, below=[10.999] * 5, down=[9.0] * 5)
+    d = diff_profiles(base, new, min_ms=1.0, threshold_pct=0.0)
+    rows = format_text(d).splitlines()
+    assert [r.split()[-1] for r in rows[6:8]] == ["at", "down"]
+    assert rows[6].split()[0] == "+1.0ms" and rows[7].split()[0] == "-1.0ms"
+    assert not any("below" in r for r in rows)
+    text = format_text(d)
+    assert "(1 matched stage(s) changed by less than 1 ms)" in text
+    # a regression under min_ms is listed anyway (min_ms 0.5 for the rule, 2 for listing)
+    d = diff_profiles(base, new, min_ms=0.5, threshold_pct=0.0)
+    d.min_ms = 2.0
+    assert [c.key for c in d.regressions] == ["at", "below"]
+    md = format_markdown(d)
+    assert "| `at` |" in md and "| `below` |" in md and "`down`" not in md
+
+
+def test_a_zero_duration_base_stage_and_an_empty_base_profile_divide_by_nothing():
+    base = _runs("b", zero=[0.0] * 5, a=[1.0] * 5)
+    new = _runs("n", zero=[2.0] * 5, a=[1.0] * 5)
+    d = diff_profiles(base, new)
+    c = _change(d, "zero")
+    assert (c.base_ns, c.pct, c.floor_ns, c.regression) == (0, None, 1 * MS, True)
+    assert "+2.0ms" in format_text(d) and "| `zero` | 0us | 2.0ms | +2.0ms () |" in \
+        format_markdown(d)
+    assert diff_dict(d)["stages"][0]["change_pct"] is None
+    empty = diff_profiles([Profile("empty", [], 0)], [_run("n", a=3.0)])
+    assert (empty.base_total_ns, empty.changes, [c.key for c in empty.added]) == (0, [], ["a"])
+    text = format_text(empty)
+    assert "Total: 0us -> 3.0ms ()\n" in text
+    assert "\n0 regression(s) (slower, with 99% confidence" in text
+    assert "Total: **0us → 3.0ms** ()" in format_markdown(empty)
+    assert diff_dict(empty)["base_total_ms"] == 0
+
+
+def test_the_text_report_in_full():
+    base = _runs("b", parse=[10.0] * 5, passes=[100.0] * 5, gone=[3.0] * 5)
+    new = _runs("n", parse=[9.0] * 5, passes=[150.0] * 5, fresh=[2.0] * 5)
+    d = diff_profiles(base, new)
+    assert format_text(d) == (
+        "base: median of 5 runs\n"
+        "new:  median of 5 runs\n"
+        "Total: 113.0ms -> 161.0ms (+42.5%)\n"
+        "1 regression(s) (slower, with 99% confidence, by more than 10% and 1 ms)\n"
+        "\n"
+        " change               base      new  at least  stage\n"
+        "+50.0ms    +50.0%  100.0ms  150.0ms   +50.0ms  passes  REGRESSION\n"
+        " -1.0ms    -10.0%   10.0ms    9.0ms    -1.0ms  parse\n"
+        " +2.0ms       new        -    2.0ms            fresh\n"
+        " -3.0ms  vanished    3.0ms        -            gone\n"
+        "(at least: the slowdown with 99% confidence, from the runs' spread; '-': too few runs)\n")
+
+
+def test_one_run_per_side_in_text_markdown_and_json():
+    d = diff_profiles([_run("base.json", a=10.0, b=1.0)], [_run("new.json", a=20.0, b=1.0)])
+    verdict_line = ("no regression decided: 1 base and 1 new run(s) cannot tell a change "
+                    "from noise at 99% confidence; give at least 5 runs per side (BASE1 "
+                    "BASE2 ... -- NEW1 NEW2 ..., or a directory of runs)")
+    text = format_text(d)
+    assert text.splitlines()[:4] == ["base: base.json", "new:  new.json",
+                                     "Total: 11.0ms -> 21.0ms (+90.9%)", verdict_line]
+    assert "+10.0ms  +100.0%  10.0ms  20.0ms         -  a\n" in text
+    assert "(1 matched stage(s) changed by less than 1 ms)" in text
+    assert format_markdown(d) == (
+        "### Compile profile: no regression\n"
+        "\n"
+        f"Total: **11.0ms → 21.0ms** (+90.9%); base: base.json, new: new.json; {verdict_line}.\n"
+        "\n"
+        "| stage | base | new | change | at least (99%) | |\n"
+        "|---|---:|---:|---:|---:|---|\n"
+        "| `a` | 10.0ms | 20.0ms | +10.0ms (+100.0%) | - |  |\n")
+    doc = json.loads(format_diff(d, "json"))
+    assert doc == diff_dict(d)
+    assert {k: doc[k] for k in ("base_runs", "new_runs", "threshold_pct", "min_ms", "alpha",
+                                "min_runs_per_side", "verdict", "base_total_ms",
+                                "new_total_ms", "regressions", "undecided")} == {
+        "base_runs": ["base.json"], "new_runs": ["new.json"], "threshold_pct": 10.0,
+        "min_ms": 1.0, "alpha": 0.01, "min_runs_per_side": 5, "verdict": verdict_line,
+        "base_total_ms": 11.0, "new_total_ms": 21.0, "regressions": [],
+        "undecided": ["a", "b"]}
+    assert doc["stages"][0] == {
+        "key": "a", "status": "slower", "base_ms": 10.0, "new_ms": 20.0, "delta_ms": 10.0,
+        "change_pct": 100.0, "base_count": 1, "new_count": 1, "base_runs": 1, "new_runs": 1,
+        "floor_ms": 1.0, "at_least_ms": None, "undecided": True}
+    assert format_diff(d, "text") == text and format_diff(d, "markdown") == format_markdown(d)
+
+
+def test_markdown_of_regressions_new_and_vanished_and_odd_names():
+    base = _runs("b", **{"a|b": [10.0] * 5, "t`x": [10.0] * 5, "gone": [4.0] * 5})
+    new = _runs("n", **{"a|b": [30.0] * 5, "t`x": [30.0] * 5, "fresh": [1.5] * 5})
+    d = diff_profiles(base, new)
+    md = format_markdown(d).splitlines()
+    assert md[0] == "### Compile profile: 2 regressions"
+    assert md[2].startswith("Total: **24.0ms → 61.5ms** (+156.2%); base: median of 5 runs, "
+                            "new: median of 5 runs; 2 regression(s) (slower, with 99% ")
+    assert md[6:] == [
+        "| `a\\|b` | 10.0ms | 30.0ms | +20.0ms (+200.0%) | +20.0ms | ⚠️ regression |",
+        "| `t'x` | 10.0ms | 30.0ms | +20.0ms (+200.0%) | +20.0ms | ⚠️ regression |",
+        "| `fresh` | - | 1.5ms | +1.5ms | | new |",
+        "| `gone` | 4.0ms | - | -4.0ms | | vanished |"]
+    one = diff_profiles(_runs("b", a=[10.0] * 5), _runs("n", a=[30.0] * 5))
+    assert format_markdown(one).startswith("### Compile profile: 1 regression\n")
+    doc = diff_dict(d)
+    assert doc["regressions"] == ["a|b", "t`x"]
+    assert [(s["key"], s["status"], s["floor_ms"]) for s in doc["stages"]] == [
+        ("a|b", "regression", 1.0), ("t`x", "regression", 1.0), ("fresh", "new", None),
+        ("gone", "vanished", None)]
+
+
+def test_the_verdict_counts_the_undecided_stages_beside_the_decided_ones():
+    base = _runs("b", a=[10.0] * 5) + [_run("b5", a=10.0, rare=1.0)]
+    new = _runs("n", a=[10.0] * 5) + [_run("n5", a=10.0, rare=5.0)]
+    d = diff_profiles(base, new)
+    assert [c.key for c in d.undecided] == ["rare"]
+    assert verdict(d) == ("0 regression(s) (slower, with 99% confidence, by more than 10% "
+                          "and 1 ms); 1 stage(s) in too few runs to decide")
+    d = diff_profiles(base, new, alpha=0.05, threshold_pct=25.0, min_ms=0.5)
+    assert verdict(d).startswith("0 regression(s) (slower, with 95% confidence, by more "
+                                 "than 25% and 0.5 ms)")
