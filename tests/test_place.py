@@ -1,0 +1,332 @@
+"""Which run's stage and host clock each capture is placed against (`trace_merge.place`), on
+small synthetic inputs written here: records at 1 GHz (a cycle is a ns), run logs and
+compile traces with chosen times, so every offset and bound is worked out by hand in the
+test. The rules: a capture's own run's `device_execution` stage (of several in one
+process, the one holding its `runner_run`), the n-th stage for the n-th log-less capture
+when the counts match, a cross-host trace's stages moved onto the reference axis, the
+same-host tolerance of wall-clock anchors, the reference anchor when the first trace has
+none, and the interval logic of the estimate."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pypto.compile_profiling.trace_merge.clock_alignment import WallClockAnchor
+from pypto.compile_profiling.trace_merge.place import (
+    SAME_HOST_TOLERANCE_NS,
+    DeviceClock,
+    fmt_ns,
+    place,
+)
+from pypto.compile_profiling.trace_merge.read_inputs import read_inputs
+from pypto.errors import TraceInputError
+
+GHZ = 1_000_000_000
+R = 10_000_000_000            # where the synthetic runs' runner_run spans start (host ns)
+
+
+def records(d: Path, rows, freq=GHZ) -> Path:
+    """A level-1 capture: rows (core, task, start cycle, end cycle)."""
+    d.mkdir(parents=True, exist_ok=True)
+    regs: dict[int, int] = {}
+    aicore = []
+    for core, task, st, en in rows:
+        regs[core] = regs.get(core, 0) + 1
+        aicore.append([core, task, regs[core], st, en, 0])
+    doc = {"chip_swimlane_level": 1, "aicore_tasks": aicore,
+           "metadata": {"clock_freq_hz": freq,
+                        "core_types": ["aic"] * (max(r[0] for r in rows) + 1)}}
+    (d / "chip_swimlane_records.json").write_text(json.dumps(doc))
+    return d
+
+
+def run_log(d: Path, pid: int, spans, anchor=None) -> Path:
+    """host_log.txt: spans (name, ts, dur[, "dev"][, inv]) of process `pid`."""
+    d.mkdir(parents=True, exist_ok=True)
+    lines = [] if anchor is None else [
+        f"[CLOCK_ANCHOR] v=1 pid={pid} mono_ns={anchor[0]} wall_ns={anchor[1]}"]
+    for name, ts, dur, *rest in spans:
+        dev = " clk=dev" if "dev" in rest else ""
+        inv = next((r for r in rest if isinstance(r, int)), 1)
+        lines.append(f"[STRACE] v=1 pid={pid} tid={pid} inv={inv} hid=0 depth=1 name={name} "
+                     f"ts={ts} dur={dur}{dev}")
+    (d / "host_log.txt").write_text("\n".join(lines) + "\n")
+    return d
+
+
+def trace(path: Path, stages, *, host="hostA", pid=7, anchor=None) -> Path:
+    """A compile trace.json: stages (name, start ns, end ns[, pid])."""
+    ev = [{"ph": "X", "name": name, "cat": "user", "ts": s / 1000, "dur": (e - s) / 1000,
+           "pid": rest[0] if rest else pid, "tid": rest[0] if rest else pid, "args": {}}
+          for name, s, e, *rest in stages]
+    other = {"clock": "CLOCK_MONOTONIC", "host": host, "pid": pid}
+    if anchor is not None:
+        other["clock_anchor"] = {"monotonic_ns": anchor[0], "wall_ns": anchor[1]}
+    path.write_text(json.dumps({"traceEvents": ev, "otherData": other}))
+    return path
+
+
+def plan_of(*paths, **kw):
+    return place(read_inputs(list(paths)), **kw)
+
+
+ROWS = [(0, 1, 1_000, 2_000), (0, 2, 2_500, 4_000)]   # records from cycle 1000 to 4000
+
+
+def contained_run(d: Path, pid=7, *, wall=5_000, rr=(R, 1_000_000), anchor=None) -> Path:
+    """A capture with its own run log: runner_run `rr` and a device_wall of `wall` ns.
+    By hand (docs/placement.md): the join brackets the origin cycle to [4000 - wall, 1000]
+    (origin its middle), the block [min(0, 1000 - origin), max(wall, 4000 - origin)] goes
+    in runner_run from its start."""
+    records(d, ROWS)
+    return run_log(d, pid, [("chip.run", rr[0] - 100, rr[1] + 200),
+                            ("chip.run.runner_run", *rr),
+                            ("chip.run.runner_run.device_wall", 0, wall, "dev")], anchor)
+
+
+# ------------------------------------------------------------------ the run's own stage
+
+def test_of_two_device_execution_stages_in_its_process_the_one_holding_its_run(tmp_path):
+    """pid 7 ran device_execution twice; its run log's runner_run lies in the second. By
+    hand: the join brackets the origin cycle to [4000 - 5000, 1000] (origin 0), the block
+    [0, 5000] goes in runner_run [R, R + 1 ms] from its start: offset R, slack 1 ms - 5 us.
+    The second stage holds it (a constraint kept); had the first been taken, it would
+    exclude runner_run and be dropped."""
+    cap = contained_run(tmp_path / "cap")
+    tr = trace(tmp_path / "trace.json", [("device_execution", R - 5_000_000, R - 4_000_000),
+                                         ("device_execution", R - 500, R + 1_000_100)])
+    (cp,) = plan_of(tr, cap).captures
+    dev = cp.device
+    assert (dev.status, cp.run_pid) == ("contained", 7)
+    c = dev.containment
+    assert (c.join.lo, c.join.hi, c.head_ns, c.extent_ns) == (-1_000, 1_000, 0, 5_000)
+    assert (c.place_lo_ns, c.place_hi_ns) == (R, R + 995_000)
+    assert (dev.offset_ns, dev.uncertainty_ns, c.dropped) == (R, 995_000, [])
+    assert c.constraints == ["the device block inside chip.run.runner_run",
+                             "inside its run's device_execution stage"]
+    # two stages on its pid holding no runner_run: neither is its run's, none is a bound
+    tr = trace(tmp_path / "neither.json", [("device_execution", R - 500, R + 10),
+                                           ("device_execution", R + 20, R + 1_000_100)])
+    (cp,) = plan_of(tr, cap).captures
+    assert cp.device.containment.constraints == ["the device block inside chip.run.runner_run"]
+    assert cp.device.containment.dropped == []
+    # without the second stage the only one on its pid excludes the run: dropped, named
+    tr = trace(tmp_path / "one.json", [("device_execution", R - 5_000_000, R - 4_000_000)])
+    (cp,) = plan_of(tr, cap).captures
+    assert cp.device.uncertainty_ns == 1_000_000 - 5_000
+    assert cp.device.containment.dropped == [
+        "inside its run's device_execution stage: it excludes chip.run.runner_run's placement"]
+
+
+def test_two_stages_in_its_process_and_no_invocation_to_choose_by_bound_nothing(tmp_path):
+    """A run log with a bare runner_run (no device_wall: nothing to contain in) and two
+    device_execution stages on its pid: which one ran it is unknown, so only runner_run
+    bounds the estimate: p in [R - 1000, R + 1_000_000 - 4000]."""
+    cap = records(tmp_path / "cap", ROWS)
+    run_log(cap, 7, [("chip.run.runner_run", R, 1_000_000)])
+    tr = trace(tmp_path / "trace.json", [("device_execution", R - 10, R + 2_000_000),
+                                         ("device_execution", R + 5_000_000, R + 6_000_000)])
+    (cp,) = plan_of(tr, cap).captures
+    lo, hi = R - 1_000, R + 1_000_000 - 4_000
+    assert (cp.device.status, cp.device.offset_ns, cp.device.uncertainty_ns) == (
+        "estimated", (lo + hi) / 2, (hi - lo) / 2)
+    assert cp.device.how.startswith("the records inside its run log's chip.run.runner_run span;")
+    # one stage on its pid: it bounds too, and the intersection is what both allow
+    tr = trace(tmp_path / "one.json", [("device_execution", R + 500, R + 600_000)])
+    (cp,) = plan_of(tr, cap).captures
+    lo, hi = R + 500 - 1_000, R + 600_000 - 4_000
+    assert (cp.device.offset_ns, cp.device.uncertainty_ns) == ((lo + hi) / 2, (hi - lo) / 2)
+    assert cp.device.how.startswith("inside its run's device_execution stage; the records "
+                                    "inside its run log's chip.run.runner_run span;")
+    # a stage on another pid is not its run's: runner_run alone again
+    tr = trace(tmp_path / "other.json", [("device_execution", R + 500, R + 600_000, 8)])
+    (cp,) = plan_of(tr, cap).captures
+    assert cp.device.uncertainty_ns == (1_000_000 - 4_000 + 1_000) / 2
+
+
+def test_the_nth_log_less_capture_takes_the_nth_stage_in_time_order(tmp_path):
+    """Two ranks without run logs and two device_execution stages written latest first:
+    rank 0 takes the earlier stage, rank 1 the later, each bounding p to [s0 - 1000,
+    s1 - 4000]: the middle, +- half the width."""
+    work = tmp_path / "work" / "dfx_outputs"
+    records(work / "rank0", ROWS)
+    records(work / "rank1", ROWS)
+    tr = trace(tmp_path / "trace.json", [("device_execution", 9_000_000, 9_100_000),
+                                         ("device_execution", 1_000_000, 1_050_000)])
+    p = plan_of(tr, tmp_path / "work")
+    got = [(cp.label, cp.device.offset_ns, cp.device.uncertainty_ns) for cp in p.captures]
+    assert got == [("r0", (1_000_000 - 1_000 + 1_050_000 - 4_000) / 2, (50_000 - 3_000) / 2),
+                   ("r1", (9_000_000 - 1_000 + 9_100_000 - 4_000) / 2, (100_000 - 3_000) / 2)]
+    assert [cp.device.label for cp in p.captures] == ["estimated ±23.5 us", "estimated ±48.5 us"]
+
+
+def test_more_stages_than_log_less_captures_bound_none_of_them(tmp_path):
+    """Three stages and two captures without a run pid: which is whose is unknown, so
+    neither gets a stage (never another run's): the first record goes to time 0."""
+    work = tmp_path / "work" / "dfx_outputs"
+    records(work / "rank0", ROWS)
+    records(work / "rank1", ROWS)
+    tr = trace(tmp_path / "trace.json", [("device_execution", 1_000_000, 1_050_000),
+                                         ("device_execution", 2_000_000, 2_050_000),
+                                         ("device_execution", 3_000_000, 3_050_000)])
+    p = plan_of(tr, tmp_path / "work")
+    for cp in p.captures:
+        assert (cp.device.status, cp.device.offset_ns, cp.device.uncertainty_ns) == (
+            "estimated", -1_000, None)
+        assert cp.device.label == "estimated"
+    assert sum("ESTIMATED with no bound" in w and "put at time 0 (no device_execution "
+               "stage or run log of its run)" in w for w in p.warnings) == 2
+
+
+def test_a_stage_that_cannot_hold_the_records_centres_them_on_it(tmp_path):
+    """A 3 us capture in a 2 us stage: the interval is inverted ([s0 - 1000, s1 - 4000]
+    with s1 - s0 = 2000): the records are centred on the stage, with a warning, and the
+    width is 0."""
+    records(tmp_path / "cap", ROWS)
+    tr = trace(tmp_path / "trace.json", [("device_execution", 1_000_000, 1_002_000)])
+    p = plan_of(tr, tmp_path / "cap")
+    (cp,) = p.captures
+    mid = (1_000_000 - 1_000 + 1_002_000 - 4_000) / 2
+    assert (cp.device.offset_ns, cp.device.uncertainty_ns) == (mid, 0)
+    assert any("its records are longer than the span that must hold them (inside its run's "
+               "device_execution stage): centred on it" in w for w in p.warnings)
+
+
+def test_disjoint_bounds_keep_the_last_and_name_the_dropped(tmp_path):
+    """The stage [1 ms, 2 ms] and the run log's runner_run [R, R + 1 ms] share no
+    placement: the run log's bound is kept and the stage's named as dropped."""
+    cap = records(tmp_path / "cap", ROWS)
+    run_log(cap, 7, [("chip.run.runner_run", R, 1_000_000)])
+    tr = trace(tmp_path / "trace.json", [("device_execution", 1_000_000, 2_000_000)])
+    p = plan_of(tr, cap)
+    (cp,) = p.captures
+    lo, hi = R - 1_000, R + 1_000_000 - 4_000
+    assert (cp.device.offset_ns, cp.device.uncertainty_ns) == ((lo + hi) / 2, (hi - lo) / 2)
+    assert any("the placement constraints disagree; dropped: inside its run's "
+               "device_execution stage; kept: the records inside its run log's "
+               "chip.run.runner_run span" in w for w in p.warnings)
+
+
+def test_touching_bounds_leave_one_placement(tmp_path):
+    """The stage allows p in [s0 - 1000, s1 - 4000] = [R - 1000 + x, ...]: chosen so that
+    its lower end is the run log's upper end: exactly one placement, width 0."""
+    cap = records(tmp_path / "cap", ROWS)
+    run_log(cap, 7, [("chip.run.runner_run", R, 1_000_000)])
+    top = R + 1_000_000 - 4_000                        # runner_run's highest p
+    tr = trace(tmp_path / "trace.json", [("device_execution", top + 1_000, top + 9_000)])
+    (cp,) = plan_of(tr, cap).captures
+    assert (cp.device.offset_ns, cp.device.uncertainty_ns) == (top, 0)
+
+
+# ------------------------------------------------------------------ host clocks
+
+def test_a_cross_host_traces_stage_is_moved_onto_the_reference_axis(tmp_path):
+    """hostB's monotonic clock reads 5 s less than hostA's at the same wall time: its
+    stages are at +5 s on hostA's axis, and the log-less capture is bounded there."""
+    wall = 1_700_000_000_000_000_000
+    a = trace(tmp_path / "a.json", [("compile", 4_000_000_000, 7_000_000_000)],
+              host="hostA", anchor=(6_000_000_000, wall))
+    b = trace(tmp_path / "b.json", [("device_execution", 1_000_000, 1_100_000)],
+              host="hostB", pid=8, anchor=(1_000_000_010, wall + 10))
+    records(tmp_path / "cap", ROWS)
+    p = plan_of(a, b, tmp_path / "cap")
+    assert [hc.offset_ns for _, hc in p.traces] == [0, 5_000_000_000]
+    assert p.traces[1][1].how == ("cross-host: host hostB moved by wall-clock anchors "
+                                  "(+5000000000 ns; assumes synchronised wall clocks)")
+    (cp,) = p.captures
+    lo, hi = 5_001_000_000 - 1_000, 5_001_100_000 - 4_000
+    assert (cp.device.offset_ns, cp.device.uncertainty_ns) == ((lo + hi) / 2, (hi - lo) / 2)
+
+
+def test_a_trace_of_another_host_without_anchors_is_left_on_its_own_clock(tmp_path):
+    a = trace(tmp_path / "a.json", [("compile", 0, 100)], host="hostA", anchor=(50, 1_000))
+    b = trace(tmp_path / "b.json", [("compile", 0, 100)], host="hostB")
+    p = plan_of(a, b)
+    assert p.traces[1][1].offset_ns == 0
+    assert p.traces[1][1].how == "unaligned other host (no clock anchor)"
+    assert p.warnings == [(f"{b}: from host hostB, but without clock anchors it cannot be "
+                           "aligned with hostA; placed on its own monotonic clock")]
+
+
+def test_a_first_trace_without_an_anchor_leaves_the_reference_anchor_to_the_run_log(tmp_path):
+    """The first trace names the reference host but has no anchor: a second trace of that
+    host is exact on it; the reference anchor is then the first run log's, so a run log of
+    that anchor's host is exact too (offset 0), whatever its wall clock says."""
+    a = trace(tmp_path / "a.json", [("compile", R - 1_000_000, R + 2_000_000)], host="hostA")
+    b = trace(tmp_path / "b.json", [("compile", R, R + 10)], host="hostA",
+              anchor=(5, 123_456_789_000))
+    cap = contained_run(tmp_path / "cap", anchor=(R, 7_777_000_000_000))
+    p = plan_of(a, b, cap)
+    assert (p.reference_host, p.reference_anchor) == (
+        "hostA", WallClockAnchor(R, 7_777_000_000_000, 7, "[CLOCK_ANCHOR]"))
+    assert [hc.offset_ns for _, hc in p.traces] == [0, 0]
+    assert p.traces[1][1].how == "exact (host CLOCK_MONOTONIC)"
+    (cp,) = p.captures
+    assert cp.host.offset_ns == 0 and cp.device.offset_ns == R
+
+
+@pytest.mark.parametrize("apart, same", [(SAME_HOST_TOLERANCE_NS, True),
+                                         (-SAME_HOST_TOLERANCE_NS, True),
+                                         (SAME_HOST_TOLERANCE_NS + 1, False),
+                                         (-SAME_HOST_TOLERANCE_NS - 1, False)])
+def test_anchors_within_a_second_of_each_other_are_one_host(tmp_path, apart, same):
+    """The trace's and the run log's wall-minus-monotonic differ by `apart`: up to 1 s is
+    one host (clock reads jitter); beyond, the log's host is another, moved by that much."""
+    wall = 1_700_000_000_000_000_000
+    tr = trace(tmp_path / "trace.json", [("compile", 0, 3 * R)], anchor=(R, wall))
+    cap = contained_run(tmp_path / "cap", anchor=(R, wall + apart))
+    (cp,) = plan_of(tr, cap).captures
+    if same:
+        assert cp.host.offset_ns == 0
+        assert cp.host.how == "exact (host CLOCK_MONOTONIC, same host by its [CLOCK_ANCHOR])"
+        assert cp.device.offset_ns == R
+    else:
+        assert cp.host.offset_ns == apart
+        assert cp.host.how == (f"cross-host: moved by [CLOCK_ANCHOR] wall-clock anchors "
+                               f"({apart:+d} ns; assumes synchronised wall clocks)")
+        assert cp.device.offset_ns == R + apart
+        assert cp.device.describe()["place_lo_ns"] == R + apart
+
+
+# ------------------------------------------------------------------ what the labels say
+
+def test_fmt_ns_and_the_device_clock_labels():
+    assert [fmt_ns(v) for v in (0, 9_999, 10_000, 9_999_999, 10_000_000, 9_999_999_999,
+                                10_000_000_000, -25)] == [
+        "0 ns", "9999 ns", "10.0 us", "10000.0 us", "10.0 ms", "10000.0 ms", "10.0 s", "25 ns"]
+    est = DeviceClock("estimated", GHZ, "why", offset_ns=12.4, uncertainty_ns=85_600_000)
+    assert est.label == "estimated ±85.6 ms"
+    assert est.describe() == {"status": "estimated", "method": "bounded_offset",
+                              "reason": "why", "frequency_hz": GHZ, "offset_ns": 12,
+                              "uncertainty_ns": 85_600_000}
+    unbounded = DeviceClock("estimated", GHZ, "why", offset_ns=-1.0, host_offset_ns=5)
+    assert unbounded.label == "estimated"
+    assert unbounded.describe() == {"status": "estimated", "method": "bounded_offset",
+                                    "reason": "why", "frequency_hz": GHZ, "offset_ns": -1,
+                                    "host_offset_ns": 5}
+
+
+def test_device_times_are_rounded_once_and_exact_when_the_period_is_whole(tmp_path):
+    import numpy as np
+
+    cycles = np.array([0, 1, 3, 1_000_000_007], dtype=np.int64)
+    exact = DeviceClock("contained", 50_000_000, "", offset_ns=-7)          # 20 ns a cycle
+    assert exact.to_ns(cycles).tolist() == [-7, 13, 53, 20_000_000_133]
+    odd = DeviceClock("estimated", 3_000_000, "", offset_ns=0.4)            # 333.3 ns a cycle
+    assert odd.to_ns(cycles).tolist() == [0, 334, 1000, round(1_000_000_007 * 1e9 / 3e6 + 0.4)]
+
+
+def test_a_capture_that_would_start_before_time_0_is_refused(tmp_path):
+    records(tmp_path / "cap", ROWS)
+    tr = trace(tmp_path / "trace.json", [("device_execution", 1_000_000, 1_100_000)])
+    with pytest.raises(TraceInputError, match=r"would start 1000\.0 us before time 0 on the "
+                                              r"merged timeline"):
+        plan_of(tr, tmp_path / "cap", offset_us=-2_000)
+    p = plan_of(tr, tmp_path / "cap", offset_us=250)
+    (cp,) = p.captures
+    assert cp.device.offset_ns == 1_000_000 + 250_000 - 1_000
+    assert cp.device.how == ("250 us after the start of its run's device_execution stage "
+                             "(--offset-us); no clock anchors in the capture")
