@@ -5,7 +5,8 @@ test. The rules: a capture's own run's `device_execution` stage (of several in o
 process, the one holding its `runner_run`), the n-th stage for the n-th log-less capture
 when the counts match, a cross-host trace's stages moved onto the reference axis, the
 same-host tolerance of wall-clock anchors, the reference anchor when the first trace has
-none, and the interval logic of the estimate."""
+none, labels of work dirs that look alike, and the interval logic of the
+estimate."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from pypto.compile_profiling.trace_merge import merge_traces
 from pypto.compile_profiling.trace_merge.clock_alignment import WallClockAnchor
 from pypto.compile_profiling.trace_merge.place import (
     SAME_HOST_TOLERANCE_NS,
@@ -289,6 +291,42 @@ def test_anchors_within_a_second_of_each_other_are_one_host(tmp_path, apart, sam
                                f"({apart:+d} ns; assumes synchronised wall clocks)")
         assert cp.device.offset_ns == R + apart
         assert cp.device.describe()["place_lo_ns"] == R + apart
+
+
+# ------------------------------------------------------------------ labels
+
+def test_two_flat_work_dirs_of_one_name_are_told_apart(tmp_path):
+    """Two runs' work dirs both called `work` (a/work/dfx_outputs, b/work/dfx_outputs):
+    their labels, and so their device processes, must not be the same."""
+    records(tmp_path / "a" / "work" / "dfx_outputs", ROWS)
+    records(tmp_path / "b" / "work" / "dfx_outputs", [(0, 1, 5_000, 9_000)])
+    p = plan_of(tmp_path / "a" / "work", tmp_path / "b" / "work")
+    assert [cp.label for cp in p.captures] == ["a/work", "b/work"]
+    tl = merge_traces([tmp_path / "a" / "work", tmp_path / "b" / "work"]).timeline
+    names = [pr.name for pr in tl.processes]
+    assert len(names) == len(set(names)) == 2
+    # differently named work dirs keep their names; a lone one is r0
+    records(tmp_path / "c" / "other" / "dfx_outputs", ROWS)
+    p = plan_of(tmp_path / "a" / "work", tmp_path / "c" / "other")
+    assert [cp.label for cp in p.captures] == ["work", "other"]
+    assert [cp.label for cp in plan_of(tmp_path / "a" / "work").captures] == ["r0"]
+
+
+def test_the_same_rank_of_two_distributed_runs_is_told_apart(tmp_path):
+    for run in ("a", "b"):
+        records(tmp_path / run / "work" / "dfx_outputs" / "rank0" / "d0", ROWS)
+        records(tmp_path / run / "work" / "dfx_outputs" / "rank1" / "d0", ROWS)
+    p = plan_of(tmp_path / "a" / "work", tmp_path / "b" / "work")
+    assert [cp.label for cp in p.captures] == ["a/work r0d0", "a/work r1d0", "b/work r0d0",
+                                               "b/work r1d0"]
+    assert [cp.label for cp in plan_of(tmp_path / "a" / "work").captures] == ["r0d0", "r1d0"]
+
+
+def test_two_capture_dirs_of_one_name_are_told_apart(tmp_path):
+    records(tmp_path / "x" / "cap", ROWS)
+    records(tmp_path / "y" / "cap", ROWS)
+    p = plan_of(tmp_path / "x" / "cap", tmp_path / "y" / "cap")
+    assert [cp.label for cp in p.captures] == ["x/cap", "y/cap"]
 
 
 # ------------------------------------------------------------------ what the labels say

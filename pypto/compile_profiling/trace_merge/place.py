@@ -32,7 +32,9 @@ puts their starts together.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -217,16 +219,14 @@ def place(inputs: Inputs, *, offset_us: float | None = None, align: str = "clock
     pairs = _pair(inputs, windows, plan, ctx)
     ctx.unmatched = [c for c in inputs.captures if (c.records is not None or c.converted)
                      and id(c) not in pairs and _own_run_pid(c) is None]
-    flat = [c for c in inputs.captures if c.files.rank is None
-            and c.files.directory.rstrip("/").endswith("dfx_outputs")]
-    for cap in inputs.captures:
+    labels = _labels(inputs.captures)
+    for cap, label in zip(inputs.captures, labels):
         found = pairs.get(id(cap))
         log = found[0].log if found is not None else cap.run_log
         host = hosts.get(id(log)) if log is not None else None
-        capture_plan = CapturePlan(cap, _label(cap, single=len(flat) == 1),
-                         host or HostClock(0, _EXACT), None, None,
-                         found[0].pid if found is not None else _own_run_pid(cap),
-                         *(found or (None, None)))
+        capture_plan = CapturePlan(cap, label, host or HostClock(0, _EXACT), None, None,
+                                   found[0].pid if found is not None else _own_run_pid(cap),
+                                   *(found or (None, None)))
         _place_capture(capture_plan, ctx, plan)
         plan.captures.append(capture_plan)
     _check_times(plan, align, ctx)
@@ -359,14 +359,41 @@ def _host_clock(log, plan: Plan) -> HostClock:
                           "ns; assumes synchronised wall clocks)")
 
 
-def _label(cap: rs.Capture, single: bool) -> str:
-    """`r<rank>[d<k>]` in the distributed layout; a lone flat `dfx_outputs/` is `r0`; else the
-    work dir's (or capture dir's) name, so two work dirs stay apart."""
-    f = cap.files
-    d = f.directory.rstrip("/")
-    if f.rank is None and d.endswith("dfx_outputs"):
-        return "r0" if single else d.rsplit("/", 2)[-2]
-    return f.label
+def _labels(captures: list[rs.Capture]) -> list[str]:
+    """Per capture: `r<rank>[d<k>]` in the distributed layout; a lone flat `dfx_outputs/` is
+    `r0`; else the work dir's (or capture dir's) name. Captures that would share a label
+    (two work dirs both called `work`, or two runs' `rank0/d0`) are named by the path that
+    tells them apart instead (`a/work`, `b/work`), so their device processes differ."""
+    flat = [c for c in captures if _flat(c.files)]
+    labels = [("r0" if len(flat) == 1 else Path(_named_dir(c.files)).name) if _flat(c.files)
+              else c.files.label for c in captures]
+    for label in {x for x in labels if labels.count(x) > 1}:
+        alike = [i for i, x in enumerate(labels) if x == label]
+        named = [os.path.abspath(_named_dir(captures[i].files)) for i in alike]
+        common = os.path.commonpath(named)
+        for i, d in zip(alike, named):
+            where = os.path.relpath(d, common)
+            labels[i] = where if _flat(captures[i].files) or captures[i].files.rank is None \
+                else f"{where} {label}"
+    return labels
+
+
+def _flat(files: rs.CaptureFiles) -> bool:
+    return files.rank is None and files.directory.rstrip("/").endswith("dfx_outputs")
+
+
+def _named_dir(files: rs.CaptureFiles) -> str:
+    """The directory a capture's label comes from: a flat `dfx_outputs/`'s work dir, the
+    work dir above a distributed layout's `dfx_outputs/rank<r>/...`, else the capture dir."""
+    d = Path(files.directory.rstrip("/"))
+    if _flat(files):
+        return str(d.parent)
+    if files.rank is not None:
+        parts = d.parts
+        if "dfx_outputs" in parts:
+            at = len(parts) - 1 - parts[::-1].index("dfx_outputs")
+            return str(Path(*parts[:at]))
+    return str(d)
 
 
 # --------------------------------------------------------------------------- device clocks
