@@ -10,6 +10,7 @@ import re
 import shutil
 from fractions import Fraction
 
+import numpy as np
 import pytest
 from host_log_rewrite import RANK_CASES, multi_rank_tree, original, today
 from merge_inputs import CASES, ESTIMATED, FIXTURES, compile_trace_around
@@ -21,9 +22,11 @@ from pypto.compile_profiling.trace_merge.containment import (
     HostWindow,
     NotOneRun,
     contain,
+    host_windows,
     join_origin,
 )
-from pypto.compile_profiling.trace_merge.read_run_log import RunLog
+from pypto.compile_profiling.trace_merge.pairing import Candidate, PairingError, pair
+from pypto.compile_profiling.trace_merge.read_run_log import RunLog, StraceSpan
 from pypto.errors import TraceInputError
 
 pytestmark = pytest.mark.skipif(not CASES, reason="no Simpler fixtures on this machine")
@@ -390,3 +393,332 @@ def test_calibration_is_checked_against_span_containment(tmp_path):
     assert alignment(r.timeline)["status"] == "calibrated"
     assert any("its clock anchors put it 208.4 ms before the earliest placement span "
                "containment" in w for w in r.warnings)
+
+
+# ------------------------------------------------------------------ host windows, by hand
+
+def span(name, ts, dur, *, pid=7, inv=1, dev=False, **attrs) -> StraceSpan:
+    return StraceSpan(pid, pid, inv, None, name.count("."), name, ts, dur, dev,
+                      {k: str(v) for k, v in attrs.items()}, 0)
+
+
+def log_of(spans) -> RunLog:
+    """A `RunLog` of these spans in this order, its columns filled as the reader fills
+    them (inv and hid -1 where absent, names and attribute sets indexed)."""
+    names: dict[str, int] = {}
+
+    def col(values, dtype=np.int64):
+        return np.array(list(values), dtype=dtype)
+
+    return RunLog(
+        "log", pid=col([s.pid for s in spans]), tid=col([s.tid for s in spans]),
+        inv=col([-1 if s.inv is None else s.inv for s in spans]),
+        depth=col([s.depth for s in spans]), ts_ns=col([s.ts_ns for s in spans]),
+        dur_ns=col([s.dur_ns for s in spans]), line=col([s.line for s in spans]),
+        device_clock=col([s.device_clock for s in spans], bool),
+        name=col([names.setdefault(s.name, len(names)) for s in spans], np.int32),
+        hid=col([-1] * len(spans), np.int32), attrs=col(range(len(spans)), np.int32),
+        names=list(names), attr_sets=[s.attrs for s in spans])
+
+
+def run(pid=7, inv=1, root="chip.run", *, start=10_000, dur=5_000, wall=1_000, **extra):
+    spans = [span(root, start - 10, dur + 20, pid=pid, inv=inv, **extra),
+             span(f"{root}.runner_run", start, dur, pid=pid, inv=inv),
+             span(f"{root}.runner_run.device_wall", 0, wall, pid=pid, inv=inv, dev=True)]
+    return spans
+
+
+def test_host_windows_are_the_invocations_that_launched_device_work_in_pid_inv_order():
+    log = log_of([
+        *run(pid=9, inv=2, start=50_000),
+        *run(pid=9, inv=None, start=40_000),
+        *run(pid=8, inv=1, start=30_000, root="simpler_run"),
+        # no device_wall: launched nothing
+        span("chip.run", 0, 100, pid=1), span("chip.run.runner_run", 0, 100, pid=1),
+        # runner_run on the device clock, device_wall on the host clock: neither is one
+        span("chip.run.runner_run", 0, 100, pid=2, dev=True),
+        span("chip.run.runner_run.device_wall", 0, 50, pid=2, dev=True),
+        span("chip.run.runner_run", 0, 100, pid=3),
+        span("chip.run.runner_run.device_wall", 0, 50, pid=3),
+        # sub-phases: positive ones, direct children of device_wall only
+        span("chip.run.runner_run.device_wall.sched", 5, 40, pid=9, inv=2, dev=True),
+        span("chip.run.runner_run.device_wall.orch", 1, 0, pid=9, inv=2, dev=True),
+        span("chip.run.runner_run.device_wall.sched.inner", 6, 2, pid=9, inv=2, dev=True),
+        span("chip.run.runner_run.device_wall.host", 6, 2, pid=9, inv=2),
+    ])
+    ws = host_windows(log)
+    assert [(w.pid, w.inv, w.root, w.start_ns, w.end_ns, w.where) for w in ws] == [
+        (8, 1, "simpler_run", 30_000, 35_000, "pid 8 inv 1"),
+        (9, None, "chip.run", 40_000, 45_000, "pid 9"),
+        (9, 2, "chip.run", 50_000, 55_000, "pid 9 inv 2")]
+    assert [w.phases for w in ws] == [{}, {}, {"sched": (5, 40)}]
+    assert [len(w.spans) for w in ws] == [3, 3, 7]
+    assert all(w.device_wall_ns == 1_000 and w.log is log for w in ws)
+
+
+@pytest.mark.parametrize("attrs, identity, epoch", [
+    ({"run_id": 41, "dispatch_id": 3, "slot_id": 1, "generation": 7, "run_epoch": 12},
+     (41, 3, 1, 7), 12),
+    ({"run_id": 0, "dispatch_id": 0, "slot_id": 1, "generation": 7}, None, None),
+    ({"run_id": 0, "dispatch_id": 5, "slot_id": 0, "generation": 0}, (0, 5, 0, 0), None),
+    ({"run_id": 4, "dispatch_id": 0, "slot_id": 0, "generation": 0}, (4, 0, 0, 0), None),
+    ({"run_id": 41, "dispatch_id": 3, "slot_id": 1}, None, None),
+    ({"run_id": "4x", "dispatch_id": 3, "slot_id": 1, "generation": 7, "run_epoch": "-1"},
+     None, None),
+    ({"run_id": "٣", "dispatch_id": 3, "slot_id": 1, "generation": 7, "run_epoch": "٣"},
+     None, None),
+])
+def test_the_dispatch_identity_and_epoch_of_the_root_span(attrs, identity, epoch):
+    (w,) = host_windows(log_of(run(**attrs)))
+    assert (w.identity, w.run_epoch) == (identity, epoch)
+
+
+def test_without_a_root_span_there_is_no_identity():
+    (w,) = host_windows(log_of(run()[1:]))
+    assert (w.identity, w.run_epoch) == (None, None)
+
+
+@pytest.mark.parametrize("ts, dur, dev, at, problem", [
+    (10_000, 0, False, 10_000, None),                  # at runner_run's start
+    (15_000, 0, False, 15_000, None),                  # at its end
+    (9_999, 0, False, None, "at 9999, outside chip.run.runner_run"),
+    (15_001, 0, False, None, "at 15001, outside chip.run.runner_run"),
+    (12_000, 1, False, None, "not a host-clock point (dur=0)"),
+    (12_000, 0, True, None, "not a host-clock point (dur=0)"),
+])
+def test_the_aicpu_launch_marker_is_a_host_point_inside_runner_run(ts, dur, dev, at, problem):
+    launch = span("chip.run.runner_run.aicpu_launch", ts, dur, dev=dev)
+    (w,) = host_windows(log_of([*run(), launch]))
+    assert (w.aicpu_launch_ns, w.launch_problem) == (at, problem)
+    c = contain(w, capture((1000, 1500)))               # the block: 1000 ns, up to 14000
+    if problem is not None:
+        assert c.place_lo_ns == 10_000 and c.dropped == [f"the aicpu_launch marker ({problem})"]
+    elif at <= 14_000:
+        assert c.place_lo_ns == at and c.dropped == []
+    else:
+        assert c.place_lo_ns == 10_000 and c.dropped[0].startswith(
+            f"the aicpu_launch marker at {at}: it leaves no room")
+
+
+# ------------------------------------------------------------------ the join and placement
+
+def test_each_sub_phase_narrows_the_join_in_its_order():
+    """device_wall [0, 1000] alone: origin in [1500 - 1000, 1000] = [500, 1000]; sched
+    [100, 300] holding the scheduler's cycles 700..900: [900 - 400, 700 - 100] =
+    [500, 600]; orch [50, 150] holding 560..640: [640 - 200, 560 - 50] = [440, 510]."""
+    w = window({"sched": (100, 300), "orch": (50, 150)})
+    j = join_origin(w, capture((1000, 1500)))
+    assert (j.lo, j.hi, j.sources) == (500, 1000, ("device_wall",))
+    j = join_origin(w, capture((1000, 1500), sched=(700, 900)))
+    assert (j.lo, j.hi, j.sources) == (500, 600, ("sched", "device_wall"))
+    j = join_origin(w, capture((1000, 1500), sched=(700, 900), orch=(560, 640)))
+    assert (j.lo, j.hi, j.origin, j.sources) == (500, 510, 505, ("sched", "orch", "device_wall"))
+    # a window the log has but the capture not (or the reverse) says nothing
+    j = join_origin(window({"orch": (50, 150)}), capture((1000, 1500), sched=(700, 900)))
+    assert j.sources == ("device_wall",)
+
+
+def test_the_join_in_cycles_of_another_frequency():
+    """50 MHz: 20 ns a cycle. device_wall 1000 ns = 50 cycles holding cycles 100..130:
+    origin in [130 - 50, 100] = [80, 100]; residual 20 cycles = 400 ns."""
+    cap = CaptureWindows("rec", 50_000_000, (100, 130), {})
+    c = contain(window(wall=1000), cap)
+    assert (c.join.lo, c.join.hi, c.join.origin) == (80, 100, 90)
+    assert c.residual_ns == 400
+    # records from (100 - 90) * 20 = 200 ns to 800 ns: the block is device_wall [0, 1000]
+    assert (c.head_ns, c.extent_ns, c.slack_ns) == (0, 1000, 4000)
+    assert c.cycle_offset_ns() == 10_000 - 90 * 20 and c.phase_offset_ns() == 10_000
+
+
+def test_sub_phases_outside_device_wall_widen_the_block():
+    """sched [500, 1300] (past device_wall's 1000) holds cycles 900..1200: origin in
+    [1200 - 1300, 900 - 500] and device_wall's [900 - 1000, 300]: [-100, 300], 100. The
+    records lie 200..800 into the block, which runs to sched's end: 1300 long."""
+    c = contain(window({"sched": (500, 800)}, wall=1000), capture((300, 900), sched=(900, 1200)))
+    assert (c.join.lo, c.join.hi, c.join.origin) == (-100, 300, 100)
+    assert (c.head_ns, c.extent_ns, c.slack_ns) == (0, 1300, 5000 - 1300)
+    # a sub-phase logged before device-phase 0 opens the block there: head -200
+    c = contain(window({"sched": (500, 800), "pre": (-200, 100)}, wall=1000),
+                capture((300, 900), sched=(900, 1200)))
+    assert (c.head_ns, c.extent_ns, c.slack_ns) == (-200, 1500, 5000 - 1500)
+    assert c.phase_offset_ns() == 10_200 and c.cycle_offset_ns() == 10_200 - 100
+
+
+def test_half_a_nanosecond_is_rounded_to_even_once():
+    """origin 0.5 ns between two cycles: 10_000 - 0.5 -> 10_000 (even)."""
+    cap = CaptureWindows("rec", 1_000_000_000, (1, 1000), {})
+    c = contain(window(wall=1000), cap)
+    assert c.join.origin == Fraction(1, 2) and c.cycle_offset_ns() == 10_000
+    c = contain(window(wall=1000, start=10_001), cap)
+    assert c.cycle_offset_ns() == 10_000          # 10_000.5: to the even 10_000
+
+
+def test_a_stage_narrows_both_ends_and_several_apply_in_turn():
+    w, cap = window(wall=1000, start=10_000, dur=5000), capture((1000, 1500))
+    # the records lie 250..750 into the block [0, 1000]: "a" puts the block in
+    # [11000, 12000], "b" raises its start to 11250
+    c = contain(w, cap, [(11_250, 12_750, "a"), (11_500, 13_750, "b")])
+    assert (c.place_lo_ns, c.place_hi_ns, c.constraints[1:], c.dropped) == (
+        11_250, 12_000, ["a", "b"], [])
+    c = contain(w, cap, [(11_250, 12_750, "a"), (13_000, 14_000, "b")])
+    assert (c.place_lo_ns, c.place_hi_ns) == (11_000, 12_000)
+    assert c.dropped == ["b: it excludes chip.run.runner_run's placement"]
+    assert c.outer_slack_ns == 4000
+
+
+def test_the_metadata_says_every_number():
+    w = window({"sched": (100, 300)}, wall=1000, start=10_000, dur=5000, launch=11_000)
+    c = contain(w, capture((1000, 1500), sched=(1100, 1300)))
+    assert c.metadata(host_offset_ns=7) == {
+        "method": "span_containment_v1", "outer_span": "chip.run.runner_run",
+        "outer_pid": 7, "outer_inv": 1, "outer_start_ns": 10_007, "outer_duration_ns": 5000,
+        "device_wall_ns": 1000, "device_extent_ns": 1000, "outer_slack_ns": 4000,
+        "slack_ns": 3000, "place_lo_ns": 11_007, "place_hi_ns": 14_007,
+        "join": {"sources": ["sched", "device_wall"], "origin_cycles": 950,
+                 "residual_ns": 100},
+        "run_log": "log", "aicpu_launch_ns": 11_007,
+        "causal_constraint": "aicpu_launch<=device_start"}
+    dropped = contain(window(wall=1000, launch=14_500), capture((1000, 1500))).metadata()
+    assert "aicpu_launch_ns" not in dropped and "causal_constraint" not in dropped
+    assert dropped["dropped_constraints"][0].startswith("the aicpu_launch marker at 14500")
+
+
+def test_refusals_say_by_how_much():
+    with pytest.raises(NotOneRun) as e:
+        join_origin(window({"sched": (0, 100)}, wall=1000), capture((100, 1100), sched=(600, 700)))
+    assert e.value.detail == ("the device windows they report do not overlap (sched, "
+                              "device_wall miss each other by 500 ns)")
+    with pytest.raises(NotOneRun) as e:
+        contain(window(wall=9000, start=10_000, dur=5000), capture((0, 9000)))
+    assert e.value.detail == ("9000 ns of device work does not fit in pid 7 inv 1's "
+                              "chip.run.runner_run of 5000 ns")
+    c = contain(window(wall=9000, start=10_000, dur=5000), capture((5000, 5500)))
+    assert c.dropped == [("device_wall (9000 ns) inside chip.run.runner_run (5000 ns): longer "
+                         "than what is left after the device start; only the records and "
+                         "sub-phases are kept inside")]
+    assert (c.extent_ns, c.outer_slack_ns) == (4750, 250)        # origin 750: to cycle 5500
+    c = contain(window(wall=1000, start=10_000_000, dur=50_000_000, launch=59_999_999),
+                capture((1000, 1500)))
+    assert c.dropped == [("the aicpu_launch marker at 59999999: it leaves no room for 1000 ns "
+                         "of device work before chip.run.runner_run ends")]
+    # the launch marker exactly at the last placement leaves a slack of 0
+    c = contain(window(wall=1000, start=10_000, dur=5000, launch=14_000), capture((1000, 1500)))
+    assert (c.place_lo_ns, c.slack_ns, c.dropped) == (14_000, 0, [])
+
+
+# ------------------------------------------------------------------ pairing, by hand
+
+def _cand(path, windows, own=(), host_pid=None, identity=None):
+    return Candidate(path, windows, list(own), host_pid, identity, f"{path}/sidecar")
+
+
+def _win(pid=7, inv=1, *, sched=None, wall=1000, start=10_000, dur=5000, identity=None):
+    w = window({"sched": sched} if sched else None, wall=wall, start=start, dur=dur)
+    w.pid, w.inv, w.identity = pid, inv, identity
+    return w
+
+
+def test_pairing_by_dispatch_identity_first():
+    a, b = _win(7, 1, identity=(1, 1, 0, 1)), _win(7, 2, identity=(1, 2, 0, 1))
+    cap = capture((1000, 1500))
+    found, warnings = pair([_cand("c0", cap, host_pid=7, identity=(1, 2, 0, 1))], [a, b])
+    assert (found[0].window is b, warnings) == (True, [])
+    assert found[0].how == ("dispatch identity (dispatch_identity.json: host_pid 7, run_id 1 "
+                            "dispatch_id 2 slot_id 0 generation 1)")
+    # the host pid alone names a process of two invocations: the timing decides between them
+    a = _win(7, 1, sched=(100, 300), identity=(1, 1, 0, 1))
+    b = _win(7, 2, sched=(100, 900), identity=(1, 2, 0, 1))
+    c = _win(8, 1, sched=(100, 300))
+    cap = capture((1000, 1500), sched=(1100, 1300))
+    found, warnings = pair([_cand("c0", cap, host_pid=7)], [a, b, c])
+    assert found[0].window is a and found[0].how.startswith("window fit") and warnings == []
+
+
+def test_identities_that_name_nothing_or_the_same_invocation_fall_back_to_timing():
+    a = _win(7, 1, sched=(100, 300), identity=(1, 1, 0, 1))
+    b = _win(8, 1, sched=(100, 2000), identity=(1, 1, 0, 1))
+    cap = capture((1000, 1500), sched=(1100, 1300))
+    found, warnings = pair([_cand("c0", cap, host_pid=9)], [a, b])
+    assert warnings == [("c0/sidecar: no run log given holds the invocation it names "
+                        "(host_pid 9); paired by the timing instead")]
+    assert found[0].window is a
+    found, warnings = pair([_cand("c0", cap, host_pid=7, identity=(1, 1, 0, 1)),
+                            _cand("c1", capture((1000, 1500), sched=(1000, 2800)), host_pid=7,
+                                  identity=(1, 1, 0, 1))], [a, b])
+    assert warnings == [("c0/sidecar, c1/sidecar: name the same invocation; paired by the "
+                        "timing instead")]
+    assert found[0].window is a and found[1].window is b
+
+
+def test_its_own_run_log_with_one_invocation_pairs_it():
+    a, b = _win(7, 1), _win(8, 1)
+    found, _ = pair([_cand("c0", capture((1000, 1500)), own=[b])], [a, b])
+    assert found[0].window is b and found[0].how == "its own run log"
+    # its own log with two invocations: the fit chooses among those two only
+    c = _win(9, 1, sched=(100, 300))
+    d = _win(9, 2, sched=(100, 3000))
+    e = _win(10, 1, sched=(100, 300))
+    found, _ = pair([_cand("c0", capture((1000, 1500), sched=(1100, 1300)), own=[c, d])],
+                    [c, d, e])
+    assert found[0].window is c
+    assert found[0].how == ("window fit (its windows 0.1 us narrower than the invocation's, "
+                            "next fit 2.7 us worse)")
+
+
+def test_the_fit_needs_the_best_four_times_better_than_the_next():
+    """Costs: how much wider the invocation's sched is than the capture's (200 ns)."""
+    cap = capture((1000, 1500), sched=(1100, 1300))
+
+    def fit(wider_a, wider_b):
+        a, b = _win(7, 1, sched=(100, 200 + wider_a)), _win(8, 1, sched=(100, 200 + wider_b))
+        return pair([_cand("c0", cap)], [a, b])[0][0]
+
+    assert fit(100, 401).window.pid == 7                # 401 > 4 x 100
+    with pytest.raises(PairingError, match=r"pairs ambiguously .* off by 0\.1 us of window, "
+                                           r"the next by 0\.4 us"):
+        fit(100, 400)                                   # exactly 4 x: ambiguous
+    assert fit(0, 1).window.pid == 7                    # a perfect fit beats any other
+    with pytest.raises(PairingError, match="ambiguously"):
+        fit(0, 0)
+    # a lone invocation that fits has no runner-up
+    found, _ = pair([_cand("c0", cap)], [_win(7, 1, sched=(100, 250))])
+    assert found[0].how == "window fit (its windows 0.1 us narrower than the invocation's)"
+
+
+def test_a_capture_no_invocation_can_hold_is_refused_or_left_unpaired():
+    big = capture((1000, 1500), sched=(1000, 2000))     # 1000 ns of sched: wider than any
+    a, b = _win(7, 1, sched=(100, 300)), _win(8, 1, sched=(100, 500))
+    with pytest.raises(PairingError) as e:
+        pair([_cand("c0", big)], [a, b])
+    assert (e.value.path, e.value.problem) == ("c0", (
+        "no invocation in log can hold it: the run log and the capture are not from one run"))
+    # more captures than invocations: the one nothing holds stays unpaired
+    small = capture((1000, 1500), sched=(1100, 1300))
+    found, _ = pair([_cand("c0", big), _cand("c1", small)], [a])
+    assert list(found) == [1] and found[1].window is a
+    found, _ = pair([_cand("c0", big), _cand("c1", big)], [a])
+    assert found == {}
+    # nothing to fit (no device windows) or nothing left: no pairing at all
+    assert pair([_cand("c0", None)], [a]) == ({}, [])
+    found, _ = pair([_cand("c0", small, own=[a]), _cand("c1", small)], [a])
+    assert list(found) == [0] and found[0].how == "its own run log"
+
+
+def test_without_sub_phases_the_fit_scores_device_wall():
+    cap = capture((1000, 1500))
+    a, b = _win(7, 1, wall=600), _win(8, 1, wall=5000)
+    found, _ = pair([_cand("c0", cap)], [a, b])
+    assert found[0].window is a and "0.1 us narrower" in found[0].how
+    # records wider than device_wall do not fit it (the join refuses them)
+    found, _ = pair([_cand("c0", capture((1000, 1900)))], [a, b])
+    assert found[0].window is b
+
+
+def test_too_many_ways_to_pair_are_refused_before_scoring():
+    pool = [_win(p, 1) for p in range(10)]
+    cands = [_cand(f"c{i}", capture((1000, 1500))) for i in range(7)]   # 10!/3! = 604800
+    with pytest.raises(PairingError) as e:
+        pair(cands, pool)
+    assert e.value.path == "c0" and e.value.problem.startswith(
+        "7 capture(s) carry no dispatch_identity.json and the run logs hold 10 invocations: "
+        "604800 ways to pair them, too many to score")
