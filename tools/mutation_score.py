@@ -1,14 +1,19 @@
 """Mutation testing of the modules that decide where and how long things are: runs mutmut
-(configured in pyproject.toml's `[tool.mutmut]`) and prints the score per module.
+once per module, each module's mutants against the test files that exercise it (both in
+pyproject.toml: `[tool.mutmut]` and `[tool.mutation_score.tests]`), and prints the score
+per module.
 
     .venv/bin/python tools/mutation_score.py [MODULE ...] [--max-children N] [--survivors]
 
-MODULE is a module's file stem as listed in `only_mutate` (`place`, `clock_alignment`,
-`diff`, ...); none: all of them. Each run starts from a fresh `mutants/` (mutmut keeps its
-copy of the sources and its results there, and would otherwise reuse stale ones). The
-score is killed / mutants; the equivalent mutants listed in docs/mutation.md (argued there)
-are left out of the second score. `--survivors` lists the survivors not judged equivalent
-(`mutmut show NAME` shows one's diff). Not in CI: it takes tens of minutes.
+MODULE is a module's file stem (`place`, `clock_alignment`, `diff`, `stage_tree`, ...);
+none: all of them. Each module runs in a fresh scratch directory `build/mutation/<stem>/`
+(mutmut keeps its copy of the sources and its results in `mutants/` there, and would
+otherwise reuse stale ones), whose pyproject.toml is this one with `[tool.mutmut]` narrowed
+to the module and its tests. The score is killed / mutants (a mutant over its time limit
+counts as killed: an endless loop is a failure too); the equivalent mutants listed in
+docs/mutation.md, each argued there, are left out of the second score. `--survivors` lists
+the survivors not judged equivalent (`cd build/mutation/<stem> && mutmut show NAME` shows
+one's diff). Not in CI: all modules take about an hour on a 2-core machine.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 try:
@@ -28,14 +34,21 @@ except ImportError:                  # Python 3.10: pytest's own dependency
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "mutation.md"
+SCRATCH = ROOT / "build" / "mutation"
 KILLED = {1, 3}                      # mutmut: a test failed (3: pytest's internal error)
-TIMEOUT = {-24, 24, 152, 255, 36}    # mutmut: over its CPU limit (an endless loop: killed)
+TIMEOUT = {-24, 24, 152, 255, 36}    # mutmut: over its CPU limit
 NO_TESTS = {5, 33}
 
 
-def only_mutate() -> list[str]:
+def config() -> tuple[dict, dict[str, list[str]]]:
     with open(ROOT / "pyproject.toml", "rb") as f:
-        return tomllib.load(f)["tool"]["mutmut"]["only_mutate"]
+        tool = tomllib.load(f)["tool"]
+    mutmut, tests = tool["mutmut"], tool["mutation_score"]["tests"]
+    missing = [m for m in mutmut["only_mutate"] if m not in tests]
+    if missing:
+        raise SystemExit(f"pyproject.toml: [tool.mutation_score.tests] has no test files "
+                         f"for {', '.join(missing)}")
+    return mutmut, tests
 
 
 def equivalent() -> set[str]:
@@ -46,8 +59,22 @@ def equivalent() -> set[str]:
                           re.MULTILINE))
 
 
-def dotted(path: str) -> str:
-    return path.removesuffix(".py").replace("/", ".")
+def toml_list(values: list[str]) -> str:
+    return "[" + ", ".join(json.dumps(v) for v in values) + "]"
+
+
+def module_pyproject(mutmut: dict, module: str, tests: list[str]) -> str:
+    """This pyproject.toml with `[tool.mutmut]` for one module and its tests only."""
+    text = (ROOT / "pyproject.toml").read_text()
+    head, _, tail = text.partition("\n[tool.mutmut]\n")
+    rest = tail.split("\n[", 1)
+    after = "\n[" + rest[1] if len(rest) > 1 else ""
+    lines = [f"{key} = {toml_list(value) if isinstance(value, list) else json.dumps(value)}"
+             for key, value in mutmut.items()
+             if key not in ("only_mutate", "pytest_add_cli_args_test_selection")]
+    lines += [f"only_mutate = {toml_list([module])}",
+              f"pytest_add_cli_args_test_selection = {toml_list(tests)}"]
+    return head + "\n[tool.mutmut]\n" + "\n".join(lines) + "\n" + after
 
 
 def mutmut_exe() -> str:
@@ -55,22 +82,35 @@ def mutmut_exe() -> str:
     return str(exe) if exe.exists() else (shutil.which("mutmut") or "mutmut")
 
 
-def scores(paths: list[str], equiv: set[str]) -> list[dict]:
-    rows = []
-    for path in paths:
-        meta = ROOT / "mutants" / (path + ".meta")
-        codes = json.loads(meta.read_text())["exit_code_by_key"] if meta.exists() else {}
-        killed = [k for k, c in codes.items() if c in KILLED or c in TIMEOUT]
-        survived = [k for k, c in codes.items() if c == 0]
-        untested = [k for k, c in codes.items() if c in NO_TESTS]
-        other = [k for k, c in codes.items()
-                 if k not in killed and k not in survived and k not in untested]
-        eq = [k for k in survived + untested if k in equiv]
-        rows.append({"module": path, "mutants": len(codes), "killed": len(killed),
-                     "survived": len(survived), "no_tests": len(untested),
-                     "other": len(other), "equivalent": len(eq),
-                     "left": sorted(k for k in survived + untested + other if k not in equiv)})
-    return rows
+def run_module(mutmut: dict, module: str, tests: list[str], max_children: int) -> Path:
+    """Run mutmut on one module in its scratch dir; -> the scratch dir."""
+    work = SCRATCH / Path(module).stem
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    for name in {*mutmut["source_paths"], *mutmut.get("also_copy", []), "tests"}:
+        (work / name).symlink_to(ROOT / name)
+    (work / "pyproject.toml").write_text(module_pyproject(mutmut, module, tests))
+    with open(work / "mutmut.log", "w") as log:
+        run = subprocess.run([mutmut_exe(), "run", "--max-children", str(max_children)],
+                             check=False, cwd=work, stdout=log, stderr=subprocess.STDOUT)
+    if run.returncode:
+        tail = (work / "mutmut.log").read_text(errors="replace")[-3000:]
+        raise SystemExit(f"{tail}\nmutmut run on {module} exited {run.returncode} "
+                         f"(log: {work / 'mutmut.log'})")
+    return work
+
+
+def score(module: str, equiv: set[str]) -> dict:
+    meta = SCRATCH / Path(module).stem / "mutants" / (module + ".meta")
+    codes = json.loads(meta.read_text())["exit_code_by_key"] if meta.exists() else {}
+    killed = [k for k, c in codes.items() if c in KILLED or c in TIMEOUT]
+    survived = [k for k, c in codes.items() if c == 0]
+    untested = [k for k, c in codes.items() if c in NO_TESTS]
+    left = [k for k in codes if k not in killed]
+    eq = [k for k in left if k in equiv]
+    return {"module": module, "mutants": len(codes), "killed": len(killed),
+            "survived": len(survived), "no_tests": len(untested), "equivalent": len(eq),
+            "left": sorted(k for k in left if k not in equiv)}
 
 
 def pct(a: int, b: int) -> str:
@@ -79,33 +119,32 @@ def pct(a: int, b: int) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("modules", nargs="*", help="file stems of modules in only_mutate")
+    ap.add_argument("modules", nargs="*", help="file stems of the modules to run")
     ap.add_argument("--max-children", type=int, default=2)
     ap.add_argument("--survivors", action="store_true",
                     help="list the survivors not judged equivalent")
     ap.add_argument("--report-only", action="store_true",
-                    help="read the last run's results in mutants/ instead of running")
+                    help="read the last run's results in build/mutation/ instead of running")
     args = ap.parse_args(argv)
-    paths = only_mutate()
+    mutmut, tests = config()
+    modules = mutmut["only_mutate"]
     if args.modules:
-        by_stem = {Path(p).stem: p for p in paths}
+        by_stem = {Path(m).stem: m for m in modules}
         unknown = [m for m in args.modules if m not in by_stem]
         if unknown:
             print(f"unknown module(s) {', '.join(unknown)}; choose from "
                   f"{', '.join(by_stem)}", file=sys.stderr)
             return 2
-        paths = [by_stem[m] for m in args.modules]
-    if not args.report_only:
-        shutil.rmtree(ROOT / "mutants", ignore_errors=True)
-        globs = [dotted(p) + ".*" for p in paths] if args.modules else []
-        cmd = [mutmut_exe(), "run", "--max-children", str(args.max_children), *globs]
-        run = subprocess.run(cmd, check=False, cwd=ROOT, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True)
-        if run.returncode:
-            print(run.stdout[-4000:], file=sys.stderr)
-            print(f"mutmut run exited {run.returncode}", file=sys.stderr)
-            return 1
-    rows = scores(paths, equivalent())
+        modules = [by_stem[m] for m in args.modules]
+    equiv = equivalent()
+    rows = []
+    for module in modules:
+        start = time.monotonic()
+        if not args.report_only:
+            # (files not there yet are left out: a run on an older checkout works too)
+            run_module(mutmut, module, [t for t in tests[module] if (ROOT / t).exists()],
+                       args.max_children)
+        rows.append({**score(module, equiv), "seconds": time.monotonic() - start})
     print("| module | mutants | killed | survived | no tests | score | equivalent | "
           "score without them |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
@@ -114,6 +153,9 @@ def main(argv: list[str] | None = None) -> int:
               f"{r['killed']} | {r['survived']} | {r['no_tests']} | "
               f"{pct(r['killed'], r['mutants'])} | {r['equivalent']} | "
               f"{pct(r['killed'], r['mutants'] - r['equivalent'])} |")
+    if not args.report_only:
+        took = ", ".join(f"{Path(r['module']).stem} {r['seconds']:.0f} s" for r in rows)
+        print(f"({took}; --max-children {args.max_children})")
     if args.survivors:
         for r in rows:
             for name in r["left"]:
