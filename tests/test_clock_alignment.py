@@ -127,8 +127,10 @@ def test_unusable_anchors_give_a_reason(change, reason):
     with pytest.raises(ca.ClockAnchorsUnusable) as info:
         ca.build_clock_mapping(anchors, 50_000_000)
     assert info.value.reason == reason
-    with pytest.raises(ca.ClockAnchorsUnusable, match="missing_clock_anchors"):
+    with pytest.raises(ca.ClockAnchorsUnusable) as info:
         ca.build_clock_mapping(None, 50_000_000)
+    assert (info.value.reason, str(info.value)) == (
+        "missing_clock_anchors", "clock anchors unusable: missing_clock_anchors")
 
 
 def test_device_uptime_us_raw_unit_adds_a_microsecond_of_uncertainty():
@@ -273,12 +275,24 @@ def test_one_nanosecond_and_one_cycle_of_order_suffice():
     m = ca.build_clock_mapping(_anchors_of(_sample(), p), 50_000_000)
     assert (m.start.host_mid_ns, m.end.host_mid_ns) == (1_010, 1_020)
     assert m.window_cycles == (100, 101)
+    # the smallest valid fields: 1 ns, 1 cycle, index 0
+    m = ca.build_clock_mapping(_anchors_of(_sample(before=1, after=1, cycles=1), p), 50_000_000)
+    assert (m.start.host_mid_ns, m.start.device_cycles, m.start.sample_idx) == (1, 1, 0)
+
+
+def test_of_two_samples_alike_in_round_trip_and_index_the_first_is_kept():
+    first = _sample(idx=3, before=1_000, after=1_010, cycles=100)
+    again = _sample(idx=3, before=2_000, after=2_010, cycles=200)
+    m = ca.build_clock_mapping(_anchors_of(first, again, GOOD_POST), 50_000_000)
+    assert m.start.device_cycles == 100
 
 
 def test_a_missing_post_anchor_and_the_unit_checks_name_their_reason():
     cases = [
         (_anchors_of(_sample()), 50_000_000, "no_valid_post_device_execution_anchor", ""),
         ({"samples": []}, 1, "unsupported_device_timestamp_unit", "None"),
+        ({"samples": [], "device_timestamp_unit": "ns"}, 1, "unsupported_device_timestamp_unit",
+         "'ns'"),
         ({"device_timestamp_unit": "syscnt_cycles", "samples": "x"}, 1,
          "missing_clock_anchor_samples", ""),
         (_anchors_of(raw_device_timestamp_unit="ticks"), 1,
@@ -312,6 +326,19 @@ def test_the_mapping_by_hand():
         "uncertainty_ns": 27.0, "frequency_hz": 50_000_000, "end_correction_ns": 10.0,
         "selected_sample_idx": {"pre_host_orchestration": 0, "post_device_execution": 0},
         "anchor_window_host_ns": [1_010.0, 1_001_020.0]}
+
+
+def test_describe_rounds_the_end_correction_to_a_thousandth_of_a_ns():
+    post = _sample(ca.POST_POSITION, 0, 1_001_000, 1_001_041, 50_100)   # mid 1001020.5
+    m = ca.build_clock_mapping(_anchors_of(_sample(after=1_021), post), 50_000_000)
+    # pre mid 1010.5; 50000 cycles nominal 1e6 ns: 1001020.5 - 1001010.5 = 10 ns
+    assert m.end_correction_ns == 10.0
+    post = _sample(ca.POST_POSITION, 0, 1_001_000, 1_001_041, 50_100)
+    m = ca.build_clock_mapping(_anchors_of(_sample(), post), 48_000_000)
+    # 50000 cycles at 48 MHz: 1041666.67 ns; correction 1001020.5 - 1010 - that
+    want = 1_001_020.5 - (1_010 + 50_000 * 1e9 / 48_000_000)
+    assert m.end_correction_ns == pytest.approx(want, abs=1e-9)
+    assert m.describe()["end_correction_ns"] == round(want, 3) != round(want, 4)
 
 
 def test_wall_anchors_from_a_trace_and_a_log():
