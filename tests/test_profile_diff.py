@@ -429,3 +429,60 @@ def test_the_verdict_counts_the_undecided_stages_beside_the_decided_ones():
     d = diff_profiles(base, new, alpha=0.05, threshold_pct=25.0, min_ms=0.5)
     assert verdict(d).startswith("0 regression(s) (slower, with 95% confidence, by more "
                                  "than 25% and 0.5 ms)")
+
+
+def test_signs_at_zero_and_below_a_nanosecond_and_a_second_in_seconds():
+    """min_ms 0 lists everything: no change is "+0us", half a nanosecond (a median of
+    two runs) too; a stage of exactly 1 s shows as seconds."""
+    base = [_run("b0", same=1.0, half=0.000001, sec=1000.0),
+            _run("b1", same=1.0, half=0.000002, sec=1000.0)]
+    new = [_run("n0", same=1.0, half=0.000002, sec=1000.0),
+           _run("n1", same=1.0, half=0.000002, sec=1000.0)]
+    d = diff_profiles(base, new, min_ms=0.0)
+    rows = {r.split()[-1]: r.split() for r in format_text(d).splitlines()[6:9]}
+    assert rows["same"][:2] == ["+0us", "+0.0%"] and rows["half"][:2] == ["+0us", "+33.3%"]
+    assert rows["sec"][2:4] == ["1.000s", "1.000s"]
+    assert _change(d, "half").delta_ns == 0.5
+
+
+def test_a_total_of_one_nanosecond_has_a_percentage():
+    d = diff_profiles([Profile("b", [], 1)], [Profile("n", [], 3)])
+    assert "Total: 0us -> 0us (+200.0%)" in format_text(d)
+
+
+def test_no_change_listed_prints_no_table_and_one_row_its_footnote():
+    d = diff_profiles(_runs("b", a=[10.0] * 5), _runs("n", a=[10.1] * 5))
+    assert format_text(d).splitlines()[4:] == [
+        "", "(1 matched stage(s) changed by less than 1 ms)"]
+    d = diff_profiles(_runs("b", a=[10.0] * 5), _runs("n", a=[12.0] * 5))
+    lines = format_text(d).splitlines()
+    assert len(lines) == 8 and lines[5].split() == ["change", "base", "new", "at", "least",
+                                                    "stage"]
+    assert lines[7].startswith("(at least: the slowdown")
+
+
+def test_a_stage_from_nothing_sorts_as_no_percentage():
+    """Equal slowdowns: the one with a percentage above 0 first, the one from 0 ns (no
+    percentage) after it."""
+    d = diff_profiles(_runs("b", zero=[0.0] * 5, big=[400.0] * 5),
+                      _runs("n", zero=[2.0] * 5, big=[402.0] * 5))
+    assert [c.key for c in d.changes] == ["big", "zero"]
+
+
+def test_new_and_vanished_records_in_json_in_full():
+    d = diff_profiles([_run("b", keep=1.0, gone=[1.0, 2.0])],
+                      [_run("n", keep=1.0, fresh=[1.0, 2.0, 3.0])])
+    doc = diff_dict(d)
+    assert doc["stages"][1:] == [
+        {"key": "fresh", "status": "new", "base_ms": None, "new_ms": 6.0, "delta_ms": 6.0,
+         "change_pct": None, "base_count": 0, "new_count": 3, "base_runs": 0, "new_runs": 1,
+         "floor_ms": None, "at_least_ms": None, "undecided": False},
+        {"key": "gone", "status": "vanished", "base_ms": 3.0, "new_ms": None,
+         "delta_ms": -3.0, "change_pct": None, "base_count": 2, "new_count": 0,
+         "base_runs": 1, "new_runs": 0, "floor_ms": None, "at_least_ms": None,
+         "undecided": False}]
+    text = format_diff(d, "json")
+    assert text.startswith('{\n "base_runs": [\n  "b"\n ],\n') and text.endswith("}\n")
+    assert json.loads(text) == doc
+    odd = diff_profiles([_run("b", **{"é→": 1.0})], [_run("n", **{"é→": 2.0})])
+    assert '"key": "é→"' in format_diff(odd, "json")
