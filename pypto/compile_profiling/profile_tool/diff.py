@@ -159,8 +159,8 @@ def diff_profiles(base: list[Profile], new: list[Profile],
 
 # --------------------------------------------------------------------------- output
 
-def _t(ns: float | None) -> str:
-    return "-" if ns is None else fmt_time(ns / 1e9)
+def _t(ns: float) -> str:
+    return fmt_time(ns / 1e9)
 
 
 def _signed(ns: float) -> str:
