@@ -210,6 +210,25 @@ def test_an_abandoned_stage_closes_at_its_parent_on_its_thread_else_at_the_profi
     assert got == {"open_child": (100, True), "open_worker": (0, False)}
 
 
+def test_an_abandoned_stage_of_a_task_stage_closes_at_its_parent_on_the_same_lane():
+    """The parent ran on a task's lane, the child (recorded without a lane of its own)
+    inherits it: closed at the parent's end like any child of its thread."""
+    lanes = {0: ("task:1:cc", "Task-4 (job)")}
+    (p,) = tree(log(1, [("p", 0, NO_PARENT, 100), ("c", 10, 0, 0)], lanes=lanes), end_ns=700)
+    (c,) = p.children
+    assert (c.end_ns, c.interrupted, c.lane) == (100, True, "task:1:cc")
+
+
+def test_an_unbound_worker_walks_up_through_a_stage_bound_on_another_thread():
+    """The entering thread's stage m ran bound under worker stage w; a pool stage that
+    starts after m ended walks up from m to w, on the other thread, still open then."""
+    main = log(1, [("m", 10, ref(2, 0), 20)])
+    worker = log(2, [("w", 0, -2, 100)], tid=WORKER)
+    pool = log(3, [("o", 30, NO_PARENT, 40)], tid=WORKER + 1)
+    (w,) = tree(main, worker, pool)
+    assert [c.name for c in w.children] == ["m", "o"]
+
+
 def test_an_abandoned_top_level_stage_closes_at_the_profile_end_never_before_its_start():
     roots = tree(log(1, [("a", 10, NO_PARENT, 0), ("late", 900, NO_PARENT, 0)]), end_ns=500)
     assert [(s.end_ns, s.end, s.interrupted) for s in roots] == [
@@ -290,7 +309,7 @@ def test_categories_come_from_the_name_and_the_parent():
 def test_plain_profile_is_the_tree_in_pre_order_when_nothing_needs_settling():
     main = log(1, [("b", 50, NO_PARENT, 90), ("b1", 60, 0, 70), ("a", 0, NO_PARENT, 40),
                    ("a1", 10, 2, 20), ("a2", 20, 2, 40)], errors={3: "KeyError"})
-    bound = log(2, [("w", 15, ref(1, 2), 30)], tid=WORKER)
+    bound = log(2, [("w", 15, ref(1, 0), 30)], tid=WORKER)   # under log 1's first stage
     rec = Recording([main], PID, MAIN, 100)
     pp = plain_profile(rec)
     assert pp.names == ["a", "a1", "a2", "b", "b1"]
@@ -311,6 +330,29 @@ def test_plain_profile_is_the_tree_in_pre_order_when_nothing_needs_settling():
     assert plain_profile(Recording([log(1, [("x", 0, NO_PARENT, 1)], pid=PID + 1)], PID, MAIN,
                                    100)) is None
     assert plain_profile(Recording([log(1, [])], PID, MAIN, 100)).names == []
+    # an empty log before others is passed over, not the end
+    pp = plain_profile(Recording([log(1, []), log(2, [("x", 0, NO_PARENT, 1)])], PID, MAIN, 9))
+    assert pp.names == ["x"]
+    # a child of the log's very first stage, opened in the tick that stage ended in
+    assert plain_profile(Recording([log(1, [("p", 0, NO_PARENT, 10), ("c", 10, 0, 10)])], PID,
+                                   MAIN, 100)) is None
+
+
+def test_plain_profile_orders_equal_starts_by_log_then_position_and_keeps_errors_home():
+    """Top-level stages of two threads starting in the same ns: the first log's first. An
+    error on a segment's first stage, and on a stage of a later segment of the same log
+    with another log's segment drawn between them, lands on its own stage."""
+    main = log(1, [("m0", 10, NO_PARENT, 20), ("m1", 50, NO_PARENT, 60), ("m1a", 52, 1, 55)],
+               errors={0: "E0", 1: "E1", 2: "E2"})
+    worker = log(2, [("w0", 50, -2, 58), ("w1", 30, -2, 40)], tid=WORKER)
+    pp = plain_profile(Recording([main, worker], PID, MAIN, 100))
+    assert pp.names == ["m0", "w1", "m1", "m1a", "w0"]
+    assert pp.errors == {0: "E0", 2: "E1", 3: "E2"}
+    assert pp.parents == [-1, -1, -1, 2, -1] and pp.roots == [0, 1, 2, 4]
+    # the tree agrees
+    roots = build_stage_tree(Recording([main, worker], PID, MAIN, 100))
+    assert [(s.name, s.error) for s in roots] == [("m0", "E0"), ("w1", None), ("m1", "E1"),
+                                                  ("w0", None)]
 
 
 def test_the_first_stage_of_a_fresh_process_is_a_parent_like_any_other():
