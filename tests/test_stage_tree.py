@@ -293,6 +293,41 @@ def test_errors_lanes_and_inserted_records_of_a_log_reach_the_tree():
     assert (p.children[0].start_ns, p.children[0].end_ns) == (20, 30)
 
 
+def test_errors_and_lanes_of_stages_past_the_snapshot_are_left_out():
+    """Another thread may add a stage (and its error or lane) after the log was copied: an
+    entry for a stage the copy does not hold lands on no stage."""
+    lanes = {1: ("task:1:dd", "Task-5 (a)"), 3: ("task:1:ee", "Task-6 (b)")}
+    first = log(1, [("p", 0, NO_PARENT, 100), ("q", 10, 0, 20), ("r", 30, 0, 40)],
+                errors={3: "Late", 4: "Later"}, lanes=lanes)
+    second = log(2, [("x", 200, NO_PARENT, 300)], tid=WORKER)
+    roots = tree(first, second)
+    got = [(s.name, s.error, s.lane) for s in _walk(roots)]
+    assert sorted(got) == [("p", None, ""), ("q", None, "task:1:dd"), ("r", None, ""),
+                           ("x", None, "")]
+    (p, _x) = roots
+    assert [c.lane_name for c in p.children] == ["MainThread · Task-5 (a)", ""]
+
+
+def test_the_records_map_holds_every_stage_by_its_global_ref():
+    found = {}
+    a = log(1, [("p", 0, NO_PARENT, 100), ("q", 10, 0, 20), ("r", 30, 0, 40)])
+    b = log(3, [("w0", 5, ref(1, 0), 6), ("w1", 7, ref(1, 0), 8)], tid=WORKER)
+    build_stage_tree(Recording([a, b], PID, MAIN, 1_000), records=found)
+    assert {k: v.name for k, v in found.items()} == {
+        ref(1, 0): "p", ref(1, 1): "q", ref(1, 2): "r", ref(3, 0): "w0", ref(3, 1): "w1"}
+
+
+def test_a_reused_thread_id_sorts_the_entering_threads_stages_by_time():
+    """Two logs of one native thread id (a thread ended, a new one got its id): the
+    stages an unbound worker may nest under are taken in time order, not log order."""
+    later = log(1, [("a", 100, NO_PARENT, 200)])
+    earlier = log(2, [("b", 0, NO_PARENT, 50)])
+    pool = log(3, [("o", 20, NO_PARENT, 30)], tid=WORKER)
+    roots = tree(later, earlier, pool)
+    assert [(s.name, [c.name for c in s.children]) for s in roots] == [
+        ("b", ["o"]), ("a", [])]
+
+
 def test_categories_come_from_the_name_and_the_parent():
     passes = StageRecord("passes", 0, 1)
     assert [infer_category(n, None) for n in (
