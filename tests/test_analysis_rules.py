@@ -1,0 +1,341 @@
+"""The critical-path and overhead rules one at a time, on task tables written by hand (a
+few tasks, every cycle chosen): the happens-before edge filter at its tolerance, what is
+counted and left out, cycles, topological levels, the static path's tie rules, resource
+predecessors, the observed path's gating rule, the percentile rule, head and tail
+overhead, starvation shares, the scheduler loop and the verdict at its thresholds."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from pypto.compile_profiling.analysis.critical_path import (
+    TOLERANCE_CYCLES,
+    core_predecessors,
+    dependency_edges,
+    kahn_levels,
+    observed_path,
+    static_path,
+)
+from pypto.compile_profiling.analysis.overhead import (
+    DEPENDENCY_BOUND_SHARE,
+    SCHEDULER_BOUND_SHARE,
+    Overhead,
+    distribution,
+    overhead,
+    scheduler_loop,
+    verdict,
+)
+from pypto.compile_profiling.analysis.tasks import TaskTable, decimal_string_rank
+
+I64 = np.int64
+
+
+def table(rows, core_types=("aiv",), freq=1_000_000_000, type_of_core=None) -> TaskTable:
+    """Rows (core, task id, start, end) in record order: tasks numbered by first row."""
+    ids: list[int] = []
+    for _, t, _, _ in rows:
+        if t not in ids:
+            ids.append(t)
+    row_task = np.array([ids.index(t) for _, t, _, _ in rows], dtype=I64)
+    rs = np.array([r[2] for r in rows], dtype=I64)
+    re = np.array([r[3] for r in rows], dtype=I64)
+    core = np.array([r[0] for r in rows], dtype=I64)
+    kinds = list(dict.fromkeys(core_types))
+    of_core = type_of_core or {}
+    row_type = np.array([of_core.get(c, 0) for c in core], dtype=np.int8)
+    n = len(ids)
+    start = np.array([rs[row_task == i].min() for i in range(n)], dtype=I64)
+    end = np.array([re[row_task == i].max() for i in range(n)], dtype=I64)
+    types = np.array([np.bitwise_or.reduce(1 << row_type[row_task == i].astype(I64))
+                      for i in range(n)], dtype=I64)
+    first_row = np.array([int(np.flatnonzero(row_task == i)[0]) for i in range(n)], dtype=I64)
+    blocks = np.bincount(row_task, minlength=n).astype(I64)
+    ids_a = np.array(ids, dtype=I64)
+    return TaskTable(ids_a, start, end, first_row, blocks, types, decimal_string_rank(ids_a),
+                     row_task, rs, re, core, row_type, kinds, np.full(n, -1, I64), freq)
+
+
+def deps(edges, tasks=None, no_kernel=()):
+    task_ids = sorted({t for e in edges for t in e} if tasks is None else tasks)
+    kernels = np.array([[-1, -1, -1] if t in no_kernel else [0, -1, -1] for t in task_ids],
+                       dtype=I64).reshape(-1, 3)
+    return SimpleNamespace(task_id=np.array(task_ids, dtype=I64), kernel_ids=kernels,
+                           pred=np.array([p for p, _ in edges], dtype=I64),
+                           succ=np.array([s for _, s in edges], dtype=I64))
+
+
+# ------------------------------------------------------------------ edges
+
+def test_an_edge_is_kept_when_its_producer_ended_within_the_tolerance_and_started_first():
+    rows = [(0, 1, 0, 100), (1, 2, 98, 150), (2, 3, 97, 150), (3, 4, 0, 120), (4, 5, 0, 50)]
+    d = dependency_edges(table(rows), deps([(1, 2), (1, 3), (4, 5), (5, 4)]))
+    # 1 -> 2: ends 100 <= 98 + 2: kept; 1 -> 3: 100 > 97 + 2: out of order
+    # 4 -> 5 and 5 -> 4: both start at 0, neither started first: out of order (and a cycle)
+    tt = table(rows)
+    assert [(int(tt.ids[p]), int(tt.ids[s])) for p, s in zip(d.pred, d.succ)] == [(1, 2)]
+    assert (d.kept, d.edges_out_of_order, d.edges_in_file) == (1, 3, 4)
+    assert TOLERANCE_CYCLES == 2
+    d = dependency_edges(tt, deps([(1, 3)]), tolerance=3)
+    assert d.kept == 1
+
+
+def test_what_an_edge_list_leaves_out_is_counted():
+    rows = [(0, 1, 0, 10), (0, 2, 20, 30), (0, 3, 40, 50), (0, 8, 60, 70)]
+    g = deps([(1, 2), (2, 2), (9, 2), (2, 7), (2, 3)], tasks=[1, 2, 3, 7, 9],
+             no_kernel=(7,))
+    d = dependency_edges(table(rows), g)
+    assert (d.deps_tasks, d.missing_tasks, d.no_block_tasks, d.not_in_deps) == (5, 1, 1, 1)
+    assert (d.edges_in_file, d.edges_untimed, d.self_loops, d.kept) == (5, 2, 1, 2)
+    assert (d.cycle_tasks, d.cycle_example) == (0, [])
+    none = dependency_edges(table(rows), None)
+    assert (none.kept, none.deps_tasks, none.edges_in_file) == (0, 0, 0)
+    empty = dependency_edges(table(rows), deps([], tasks=[]))
+    assert (empty.not_in_deps, empty.deps_tasks) == (4, 0)
+
+
+def test_a_cycle_is_counted_with_the_tasks_behind_it_and_one_named():
+    rows = [(0, 1, 0, 10), (0, 2, 20, 30), (0, 3, 40, 50), (0, 4, 60, 70)]
+    d = dependency_edges(table(rows), deps([(1, 2), (2, 3), (3, 2), (3, 4)]))
+    assert d.cycle_tasks == 3                      # 2 and 3 on it, 4 behind it
+    assert d.cycle_example in ([2, 3], [3, 2])
+    d = dependency_edges(table(rows), deps([(2, 3), (3, 4), (4, 2)]))
+    assert d.cycle_tasks == 3 and sorted(d.cycle_example) == [2, 3, 4]
+    assert d.cycle_example[d.cycle_example.index(2) - 1] == 4    # ... 4 -> 2 ...
+
+
+def test_kahn_levels_of_a_diamond_a_chain_and_a_cycle():
+    src, dst = np.array([0, 0, 1, 2, 3, 5, 6], dtype=I64), np.array([1, 2, 3, 3, 4, 6, 5],
+                                                                      dtype=I64)
+    assert kahn_levels(8, src, dst).tolist() == [0, 1, 1, 2, 3, -1, -1, 0]
+    empty = np.zeros(0, dtype=I64)
+    assert kahn_levels(3, empty, empty).tolist() == [0, 0, 0]
+
+
+# ------------------------------------------------------------------ the static path
+
+def test_the_static_path_by_hand():
+    """a(0..10) -> b(12..40) -> d(41..50); a -> c(11..20) -> d. Durations 10, 28, 9, 9:
+    through b: 10 + 28 + 9 = 47. The path ends at d, not at b (47 > 38)."""
+    rows = [(0, 1, 0, 10), (1, 2, 12, 40), (2, 3, 11, 20), (0, 4, 41, 50)]
+    tt = table(rows)
+    e = dependency_edges(tt, deps([(1, 2), (1, 3), (2, 4), (3, 4)]))
+    sp = static_path(tt, e)
+    assert (sp.length_cycles, tt.ids[sp.tasks].tolist()) == (47, [1, 2, 4])
+    # no edges: the longest single task
+    sp = static_path(tt, dependency_edges(tt, None))
+    assert (sp.length_cycles, tt.ids[sp.tasks].tolist()) == (28, [2])
+    assert static_path(table([(0, 1, 0, 0)])[:0] if False else _empty(), e) is None
+
+
+def test_a_producer_of_length_zero_is_no_predecessor_on_the_path():
+    rows = [(0, 1, 5, 5), (1, 2, 6, 30)]
+    tt = table(rows)
+    sp = static_path(tt, dependency_edges(tt, deps([(1, 2)])))
+    assert (sp.length_cycles, tt.ids[sp.tasks].tolist()) == (24, [2])
+
+
+def test_equal_paths_end_at_the_first_in_topological_order():
+    """Two chains of equal length: level by level, a level ordered by the position of a
+    task's last-sorted producer, then its first kept edge."""
+    rows = [(0, 1, 0, 10), (1, 2, 0, 10), (0, 3, 11, 20), (1, 4, 11, 20)]
+    tt = table(rows)
+    sp = static_path(tt, dependency_edges(tt, deps([(2, 4), (1, 3)])))
+    # 3 (producer 1 at position 0) sorts before 4 (producer 2 at position 1)
+    assert (sp.length_cycles, tt.ids[sp.tasks].tolist()) == (19, [1, 3])
+    sp = static_path(tt, dependency_edges(tt, deps([(2, 3), (1, 4)])))
+    assert tt.ids[sp.tasks].tolist() == [1, 4]
+
+
+# ------------------------------------------------------------------ resource predecessors
+
+def test_the_resource_predecessor_freed_the_core_within_the_tolerance():
+    rows = [(0, 1, 0, 50), (0, 2, 48, 60), (0, 3, 63, 70), (0, 3, 71, 80), (1, 4, 0, 10)]
+    tt = table(rows)
+    cp_task, cp_end = core_predecessors(tt)
+    # 2: core freed by 1 at 50 <= 48 + 2; 3: freed by 2 at 60, 63 > 60: not within 2 of
+    # its start? 60 <= 63 + 2: yes; 3's second block is no first block; 4: first on core 1
+    assert [int(tt.ids[t]) if t >= 0 else -1 for t in cp_task] == [-1, 1, 2, -1]
+    assert cp_end.tolist() == [-1, 50, 60, -1]
+    cp_task, _ = core_predecessors(tt, tolerance=1)
+    assert [int(tt.ids[t]) if t >= 0 else -1 for t in cp_task] == [-1, -1, 2, -1]
+
+
+def test_the_core_holder_is_the_first_block_to_reach_the_latest_end():
+    """Core 0 runs 1 (0..50) and 2 (10..50), both ending at 50: 1 reached 50 first, so 1
+    freed the core for 3."""
+    rows = [(0, 1, 0, 50), (0, 2, 10, 50), (0, 3, 51, 60)]
+    tt = table(rows)
+    cp_task, cp_end = core_predecessors(tt)
+    assert (int(tt.ids[cp_task[2]]), int(cp_end[2])) == (1, 50)
+    assert cp_task[1] == -1         # 2's block started while 1 held the core: no gate
+
+
+def test_no_rows_no_predecessors():
+    cp_task, cp_end = core_predecessors(_empty())
+    assert cp_task.tolist() == [] and cp_end.tolist() == []
+
+
+# ------------------------------------------------------------------ the observed path
+
+def test_the_observed_path_takes_the_later_gate_and_ties_to_the_larger_id_string():
+    """5 waits on data 1 (ends 30) and on core 0's 2 (ends 40): the core gates it (later);
+    2 waits on nothing but its core, freed by 9 at 10; 9 is first: front gap 0."""
+    rows = [(0, 9, 0, 10), (0, 2, 11, 40), (1, 1, 0, 30), (0, 5, 41, 60)]
+    tt = table(rows)
+    obs = observed_path(tt, dependency_edges(tt, deps([(1, 5)])))
+    assert tt.ids[obs.tasks].tolist() == [9, 2, 5]
+    assert obs.kind.tolist() == [2, 1, 1] and obs.stall.tolist() == [0, 1, 1]
+    assert obs.compute.tolist() == [10, 29, 19] and obs.exact and obs.makespan == 60
+    # data and core end together: the larger id string gates ("9" > "10" as strings)
+    rows = [(0, 10, 0, 40), (1, 9, 0, 40), (0, 5, 41, 60)]
+    tt = table(rows)
+    obs = observed_path(tt, dependency_edges(tt, deps([(9, 5)])))
+    assert tt.ids[obs.tasks].tolist() == [9, 5] and obs.kind.tolist() == [2, 0]
+    obs = observed_path(tt, dependency_edges(tt, deps([(10, 5)])))
+    assert tt.ids[obs.tasks].tolist() == [10, 5]
+    # the same task by data and by core: data
+    obs = observed_path(tt, dependency_edges(tt, deps([(10, 5), (9, 5)])))
+    assert tt.ids[obs.tasks].tolist() == [9, 5] and obs.kind.tolist() == [2, 0]
+    rows = [(0, 10, 0, 40), (0, 5, 41, 60)]
+    tt = table(rows)
+    obs = observed_path(tt, dependency_edges(tt, deps([(10, 5)])))
+    assert obs.kind.tolist() == [2, 0] and obs.stall_by_kind() == {
+        "data-wait": 1, "core-wait": 0, "front-gap": 0}
+    assert observed_path(_empty(), dependency_edges(tt, None)) is None
+
+
+def test_the_path_ends_at_the_first_task_to_end_last_and_tiles_the_makespan():
+    rows = [(0, 1, 5, 20), (1, 2, 7, 50), (2, 3, 10, 50)]
+    tt = table(rows)
+    obs = observed_path(tt, dependency_edges(tt, None))
+    assert tt.ids[obs.tasks].tolist() == [2]
+    assert (obs.t0, obs.t1, obs.stall.tolist(), obs.compute.tolist()) == (5, 50, [2], [43])
+    assert obs.frontier.tolist() == [5] and obs.exact
+
+
+def _empty() -> TaskTable:
+    z = np.zeros(0, dtype=I64)
+    return TaskTable(z, z, z, z, z, z, z, z, z, z, z, z.astype(np.int8), ["aiv"], z, 10**9)
+
+
+# ------------------------------------------------------------------ overhead
+
+def test_percentiles_follow_simplers_index_rule():
+    d = distribution(np.arange(10, 0, -1, dtype=I64), 500_000_000)    # 2 ns a cycle
+    # sorted 1..10 (x2 ns); p: index min(int(10 * p / 100), 9)
+    assert d.percentiles == {"p10": 4.0, "p25": 6.0, "p50": 12.0, "p75": 16.0, "p90": 20.0,
+                             "p95": 20.0, "p99": 20.0}
+    assert (d.count, d.max, d.mean, d.total) == (10, 20.0, 11.0, 110.0)
+    assert distribution(np.zeros(0, dtype=I64), 1) is None
+    one = distribution(np.array([7], dtype=I64), 1_000_000_000)
+    assert set(one.percentiles.values()) == {7.0}
+
+
+def test_head_tail_and_starvation_by_hand():
+    """Two AIV cores. 1 on core 0 (0..10, dispatched at -, i.e. 0), 2 on core 1 (5..30),
+    3 on core 0 (20..40): 3 needs 1 (ready at 10) and is dispatched at 18. Core 0 idles
+    10..20 with 3 ready 10..18: AIV starved 8 of 40 cycles."""
+    rows = [(0, 1, 0, 10), (1, 2, 5, 30), (0, 3, 20, 40)]
+    tt = table(rows)
+    dispatch = np.array([0, 2, 18], dtype=I64)
+    finish = np.array([12, 31, 45], dtype=I64)
+    has = np.ones(3, dtype=bool)
+    ov = overhead(tt, dispatch, finish, has, deps([(1, 3)]))
+    # tail: finish - end: 2, 1, 5
+    assert (ov.tail.total, ov.tail.max) == (8.0, 5.0)
+    (aiv,) = ov.engines
+    assert (aiv.engine, aiv.cores, aiv.starved_share) == ("AIV", 2, 8 / 40)
+    assert ov.all_starved_share == ov.some_starved_share == 8 / 40
+    ts = ov.timeline["ts"].tolist()
+    assert ts == [0, 5, 10, 18, 20, 30, 40]
+    assert ov.timeline["AIV starved"].tolist() == [0, 0, 1, 0, 0, 0]
+    assert ov.timeline["AIV idle cores"].tolist() == [1, 0, 1, 1, 0, 1]
+    assert ov.timeline["AIV ready, undispatched"].tolist() == [0, 0, 1, 0, 0, 0]
+    assert ov.notes == []
+
+
+def test_two_engines_some_and_all_starved():
+    """AIC core 0, AIV core 1. AIC task 2 ready at 10 (after 1), dispatched 20; AIV task 4
+    ready at 15 (after 3), dispatched 25; both cores idle from 10 and 15: AIC starved
+    10..20, AIV 15..25; all 15..20, some 10..25 (an engine with no ready work is left out)."""
+    rows = [(0, 1, 0, 10), (1, 3, 0, 15), (0, 2, 21, 40), (1, 4, 26, 40)]
+    tt = table(rows, core_types=("aic", "aiv"), type_of_core={0: 0, 1: 1})
+    dispatch = np.array([0, 0, 20, 25], dtype=I64)
+    ov = overhead(tt, dispatch, dispatch + 100, np.ones(4, dtype=bool), deps([(1, 2), (3, 4)]))
+    assert [(e.engine, e.starved_share) for e in ov.engines] == [("AIC", 10 / 40),
+                                                                 ("AIV", 10 / 40)]
+    assert ov.all_starved_share == 5 / 40 and ov.some_starved_share == 15 / 40
+
+
+def test_without_dispatch_records_or_deps_the_overhead_says_why():
+    tt = table([(0, 1, 0, 10), (0, 2, 12, 20)])
+    none = np.zeros(2, dtype=bool)
+    ov = overhead(tt, np.zeros(2, I64), np.zeros(2, I64), none, None)
+    assert (ov.head, ov.tail, ov.some_starved_share, ov.engines) == (None, None, None, [])
+    assert ov.notes == [("no AICPU dispatch/finish records (swimlane level 1): no starvation "
+                        "shares, no head/tail overhead")]
+    part = np.array([True, False])
+    ov = overhead(tt, np.array([0, 0], I64), np.array([11, 0], I64), part, None)
+    assert ov.notes == [("1 AICore blocks have no AICPU record: left out of the head/tail "
+                        "overhead"), ("no deps.json: when a task became ready is unknown, so "
+                        "no starvation shares and no verdict (run with enable_dep_gen)")]
+    assert (ov.head.count, ov.tail.total) == (1, 1.0)
+
+
+def _stream(thread, kinds, rows, **args):
+    """A scheduler phase stream: rows (kind, start, end)."""
+    kind = np.array([kinds.index(k) for k, _, _ in rows], dtype=np.int32)
+    cols = [SimpleNamespace(key=k, values=np.array(v, dtype=I64), present=None)
+            for k, v in args.items()]
+    return SimpleNamespace(thread=thread, kinds=kinds, kind=kind,
+                           start=np.array([r[1] for r in rows], dtype=I64),
+                           end=np.array([r[2] for r in rows], dtype=I64),
+                           arg=lambda key: next((c for c in cols if c.key == key), None))
+
+
+def test_the_scheduler_loop_per_thread():
+    kinds = ["dispatch", "complete", "idle"]
+    s = _stream(0, kinds, [("complete", 30, 40), ("dispatch", 0, 10), ("dispatch", 12, 20)],
+                loop_iter=[3, 1, 2], tasks_processed=[2, 5, 7], pop_hit=[9, 1, 2],
+                pop_miss=[9, 3, 4])
+    (t,) = scheduler_loop([s, _stream(1, kinds, [])], 500_000_000)     # 2 ns a cycle
+    assert (t.thread, t.loops, t.completed, t.pop_hit, t.pop_miss) == (0, 3, 2, 3, 7)
+    assert t.phase_ns == {"dispatch": 36.0, "complete": 20.0, "idle": 0.0}
+    assert t.idle_ns == (2 + 10) * 2.0 and t.total_ns == 80.0
+    bare = _stream(2, ["dispatch"], [("dispatch", 0, 5)])
+    (b,) = scheduler_loop([bare], 1_000_000_000)
+    assert (b.loops, b.completed, b.pop_hit, b.pop_miss) == (0, 0, None, None)
+    ov = Overhead([], None, None, None, None, [t, b])
+    assert ov.avg_loop_ns == (80.0 + 5.0) / 3
+    assert Overhead([], None, None, None, None, [b]).avg_loop_ns is None
+
+
+@pytest.mark.parametrize("some, static, word", [
+    (SCHEDULER_BOUND_SHARE, 0.9, "scheduler-bound"),
+    (0.0999, DEPENDENCY_BOUND_SHARE, "dependency-bound"),
+    (0.0999, 0.4999, "compute-bound"),
+])
+def test_the_verdict_at_its_thresholds(some, static, word):
+    ov = Overhead([], 0.0, some, None, None)
+    got, why = verdict(ov, static)
+    assert got == word
+    if word == "scheduler-bound":
+        assert why == ("some engine starved 10.0% of the makespan (>= 10%): free cores "
+                       "waited for the scheduler")
+    elif word == "dependency-bound":
+        assert why == ("some engine starved 10.0% (< 10%) and the static path is 50.0% of "
+                       "the makespan (>= 50%): the dependency chain sets the time")
+    else:
+        assert why == ("some engine starved 10.0% (< 10%) and the static path is 50.0% of "
+                       "the makespan (< 50%): the work itself, spread over the cores, sets "
+                       "the time")
+
+
+def test_no_verdict_without_its_inputs():
+    why = "no verdict: it needs AICPU dispatch records and deps.json"
+    assert verdict(None, 0.5) == (None, why)
+    assert verdict(Overhead([], None, None, None, None), 0.5) == (None, why)
+    assert verdict(Overhead([], 0.0, 0.2, None, None), None) == (None, why)
