@@ -257,6 +257,20 @@ def test_head_tail_and_starvation_by_hand():
     assert ov.notes == []
 
 
+def test_the_first_block_on_a_core_waits_from_its_dispatch():
+    """Head overhead: 1: 0 - 0 = 0 (first on core 0); 2: 5 - 2 = 3 (first on core 1: only
+    its dispatch bounds it, there is no earlier block); 3: min(20 - 18, 20 - 10) = 2."""
+    rows = [(0, 1, 0, 10), (1, 2, 5, 30), (0, 3, 20, 40)]
+    dispatch = np.array([0, 2, 18], dtype=I64)
+    ov = overhead(table(rows), dispatch, dispatch + 50, np.ones(3, dtype=bool), None)
+    assert (ov.head.total, ov.head.max, ov.head.percentiles["p50"]) == (5.0, 3.0, 2.0)
+    # a block picked up before its core was free counts from that free time, >= 0
+    rows = [(0, 1, 0, 10), (0, 2, 12, 30)]
+    ov = overhead(table(rows), np.array([0, 1], I64), np.array([11, 31], I64),
+                  np.ones(2, dtype=bool), None)
+    assert max(ov.head.percentiles.values()) == 2.0 and ov.head.total == 2.0
+
+
 def test_two_engines_some_and_all_starved():
     """AIC core 0, AIV core 1. AIC task 2 ready at 10 (after 1), dispatched 20; AIV task 4
     ready at 15 (after 3), dispatched 25; both cores idle from 10 and 15: AIC starved

@@ -166,10 +166,11 @@ def _head(tt: TaskTable, row_dispatch: np.ndarray, has: np.ndarray) -> Distribut
     ends = np.append(heads[1:], len(o))
     for lo, hi in zip(heads, ends):                  # one step per core
         acc = np.maximum.accumulate(en[lo:hi])
-        prev_end[lo] = np.iinfo(np.int64).min
+        prev_end[lo] = st[lo]                        # no block before it: not a bound
         prev_end[lo + 1:hi] = acc[:-1]
+    waited = st - row_dispatch[o]
     head = np.empty(len(o), dtype=np.int64)
-    head[o] = np.maximum(0, np.minimum(st - row_dispatch[o], st - prev_end))
+    head[o] = np.maximum(0, np.where(first, waited, np.minimum(waited, st - prev_end)))
     return distribution(head[has], tt.freq_hz)
 
 
