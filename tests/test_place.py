@@ -45,6 +45,32 @@ def records(d: Path, rows, freq=GHZ) -> Path:
     return d
 
 
+def calibrated(d: Path, rows, pre, post, freq=GHZ, quant=0) -> Path:
+    """Records with clock anchors: `pre`/`post` (host_before, host_after, cycles)."""
+    records(d, rows, freq)
+    doc = json.loads((d / "chip_swimlane_records.json").read_text())
+    samples = [{"position": pos, "sample_idx": 0, "host_before_ns": hb, "host_after_ns": ha,
+                "device_cycles": c, "error": None}
+               for pos, (hb, ha, c) in (("pre_host_orchestration", pre),
+                                        ("post_device_execution", post))]
+    doc["metadata"].update(clock_anchors={"schema_version": 1, "samples": samples,
+                                          "device_timestamp_unit": "syscnt_cycles"},
+                           host_timestamp_quantization_ns=quant)
+    (d / "chip_swimlane_records.json").write_text(json.dumps(doc))
+    return d
+
+
+def converted(d: Path, slices) -> Path:
+    """Simpler's merged_swimlane.json: slices (pid, process name, start us, dur us)."""
+    d.mkdir(parents=True, exist_ok=True)
+    ev = [{"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": name}}
+          for pid, name in {(s[0], s[1]) for s in slices}]
+    ev += [{"ph": "X", "name": f"k{i}", "pid": pid, "tid": 1, "ts": ts, "dur": dur}
+           for i, (pid, _, ts, dur) in enumerate(slices)]
+    (d / "merged_swimlane.json").write_text(json.dumps({"traceEvents": ev}))
+    return d
+
+
 def run_log(d: Path, pid: int, spans, anchor=None) -> Path:
     """host_log.txt: spans (name, ts, dur[, "dev"][, inv]) of process `pid`."""
     d.mkdir(parents=True, exist_ok=True)
@@ -368,3 +394,209 @@ def test_a_capture_that_would_start_before_time_0_is_refused(tmp_path):
     assert cp.device.offset_ns == 1_000_000 + 250_000 - 1_000
     assert cp.device.how == ("250 us after the start of its run's device_execution stage "
                              "(--offset-us); no clock anchors in the capture")
+
+
+# ------------------------------------------------------------------ more sources
+
+def test_the_run_pid_comes_from_runner_run_else_the_anchor_else_the_first_span(tmp_path):
+    def pid_of(name, spans, anchor=None):
+        d = records(tmp_path / name, ROWS)
+        run_log(d, 7, spans, anchor)
+        text = (d / "host_log.txt").read_text().replace("pid=7 tid=7", "pid=8 tid=8", 1)
+        (d / "host_log.txt").write_text(text)
+        return plan_of(d).captures[0].run_pid
+
+    # the first span (pid 8 after the rewrite) is no runner_run: runner_run's pid wins
+    assert pid_of("a", [("chip.run", R, 10), ("chip.run.runner_run", R, 10)]) == 7
+    # a runner_run on the device clock is none
+    assert pid_of("b", [("chip.run", R, 10), ("chip.run.runner_run", 0, 10, "dev")],
+                  anchor=(R, 5)) == 7                      # the anchor's pid (its line: 7)
+    assert pid_of("c", [("chip.run", R, 10), ("other", R, 10)]) == 8   # the first span's
+
+
+def test_a_capture_without_records_to_place_is_at_offset_0(tmp_path):
+    d = tmp_path / "empty"
+    d.mkdir()
+    (d / "chip_swimlane_records.json").write_text(json.dumps({
+        "chip_swimlane_level": 1, "aicore_tasks": [],
+        "metadata": {"clock_freq_hz": GHZ, "core_types": ["aic"]}}))
+    tr = trace(tmp_path / "trace.json", [("device_execution", 1_000_000, 1_100_000)])
+    (cp,) = plan_of(tr, d).captures
+    assert (cp.device.status, cp.device.offset_ns, cp.device.freq_hz, cp.device.how) == (
+        "estimated", 0.0, GHZ, "no device records; no clock anchors in the capture")
+    assert cp.device.uncertainty_ns is None
+
+
+def test_a_converted_trace_without_a_run_log_is_estimated_in_its_stage(tmp_path):
+    """Slices from 1 us to 6 us (ns from its own origin): p in [1 ms - 1000, 1.1 ms - 6000]."""
+    c = converted(tmp_path / "conv", [(4, "Worker View", 1.0, 3.0), (4, "Worker View", 5.0, 1.0)])
+    tr = trace(tmp_path / "trace.json", [("device_execution", 1_000_000, 1_100_000)])
+    (cp,) = plan_of(tr, c).captures
+    dev = cp.converted
+    assert cp.device is None and (dev.status, dev.freq_hz) == ("estimated", GHZ)
+    assert (dev.offset_ns, dev.uncertainty_ns) == ((999_000 + 1_094_000) / 2, 47_500)
+    assert dev.how == ("inside its run's device_execution stage; Simpler's converted trace "
+                       "has no host clock")
+    (cp,) = plan_of(tr, c, offset_us=10).captures
+    assert cp.converted.offset_ns == 1_000_000 + 10_000 - 1_000
+    assert cp.converted.how == ("10 us after the start of its run's device_execution stage "
+                                "(--offset-us); Simpler's converted trace has no host clock")
+
+
+def test_a_converted_trace_with_its_run_log_is_contained(tmp_path):
+    """As records: 1 GHz, ns from its origin. Slices 1..6 us, device_wall 10 us: the join
+    brackets the origin to [6000 - 10000, 1000] (-1500), the block [0, 10 us] from R."""
+    c = converted(tmp_path / "conv", [(4, "Worker View", 1.0, 3.0), (4, "Worker View", 5.0, 1.0)])
+    run_log(c, 7, [("chip.run.runner_run", R, 1_000_000),
+                   ("chip.run.runner_run.device_wall", 0, 10_000, "dev")])
+    tr = trace(tmp_path / "trace.json", [("device_execution", R - 10, R + 1_000_010)])
+    (cp,) = plan_of(tr, c).captures
+    dev = cp.converted
+    assert dev.status == "contained" and dev.containment.join.origin == -1_500
+    assert (dev.offset_ns, dev.uncertainty_ns) == (R + 1_500, 1_000_000 - 10_000)
+    assert dev.containment.constraints[-1] == "inside its run's device_execution stage"
+    assert "Simpler's converted trace has no host clock" in dev.how
+
+
+def test_offset_us_counts_from_runner_run_on_the_reference_axis(tmp_path):
+    """No device_execution stage: --offset-us counts from the run log's runner_run, moved
+    by its host's offset (the log's host is 3 s behind the trace's)."""
+    wall = 1_700_000_000_000_000_000
+    cap = records(tmp_path / "cap", ROWS)
+    run_log(cap, 7, [("chip.run.runner_run", R, 1_000_000)], anchor=(R, wall + 3_000_000_000))
+    tr = trace(tmp_path / "trace.json", [("compile", 0, 3 * R)], anchor=(R, wall))
+    (cp,) = plan_of(tr, cap, offset_us=5).captures
+    assert cp.host.offset_ns == 3_000_000_000
+    assert cp.device.offset_ns == R + 3_000_000_000 + 5_000 - 1_000
+    assert cp.device.how == ("5 us after the start of its run's chip.run.runner_run span "
+                             "(--offset-us); no clock anchors in the capture")
+    # without --offset-us: its runner_run bounds it, on the reference axis too
+    (cp,) = plan_of(tr, cap).captures
+    lo, hi = R + 3_000_000_000 - 1_000, R + 3_000_000_000 + 1_000_000 - 4_000
+    assert (cp.device.offset_ns, cp.device.uncertainty_ns) == ((lo + hi) / 2, (hi - lo) / 2)
+    # a device-clock span called runner_run is no bound
+    cap2 = records(tmp_path / "cap2", ROWS)
+    run_log(cap2, 7, [("chip.run.runner_run", 0, 1_000_000, "dev")])
+    (cp,) = plan_of(cap2).captures
+    assert (cp.device.offset_ns, cp.device.uncertainty_ns) == (-1_000, None)
+
+
+# ------------------------------------------------------------------ one run, time >= 0
+
+def test_sources_a_day_apart_are_refused_in_hours_or_put_together(tmp_path):
+    """A capture's run log from another host (its anchor: 25 h of wall-minus-monotonic
+    apart) shares no time with the trace: refused, the gap said in hours; --align start
+    moves it (and its device records) to start where the trace starts."""
+    wall = 1_700_000_000_000_000_000
+    hour = 3_600_000_000_000
+    tr = trace(tmp_path / "trace.json", [("compile", R - 50_000, R - 10_000)], anchor=(R, wall))
+    cap = contained_run(tmp_path / "cap", anchor=(R, wall + 25 * hour))
+    with pytest.raises(TraceInputError) as e:
+        plan_of(tr, cap)
+    assert e.value.path == str(tr)
+    assert e.value.problem == (
+        f"shares no time with {cap} (that starts 25.0 h after this ends) and their clocks "
+        "are joined only through wall-clock anchors (another host or boot): they cannot be "
+        "from one run; --align start puts their starts together, --offset-us US places the "
+        "capture by hand")
+    p = plan_of(tr, cap, align="start")
+    (cp,) = p.captures
+    first = R - 100                   # the capture's first host span: chip.run at R - 100
+    shift = (R - 50_000) - (first + 25 * hour)
+    assert cp.host.offset_ns == 25 * hour + shift
+    assert cp.host.how.endswith(f"; moved {shift:+d} ns to start with {tr} (--align start: "
+                                "not a clock relation)")
+    assert cp.device.offset_ns == R + 25 * hour + shift
+    # the capture ends (R + 1_000_100 on its clock) exactly 1 h before the trace starts
+    # (R + 2 ms): said in hours; 1 ns less, in seconds
+    late = trace(tmp_path / "late.json", [("compile", R + 2_000_000, R + 3_000_000)],
+                 anchor=(R, wall))
+    for name, apart, said in (("b", 0, "1.0 h"), ("c", 1, "3600.0 s")):
+        cap = contained_run(tmp_path / f"cap_{name}", anchor=(R, wall + 999_900 - hour + apart))
+        with pytest.raises(TraceInputError) as e:
+            plan_of(late, cap)
+        assert f"(that ends {said} before this starts)" in e.value.problem
+
+
+def test_traces_of_another_boot_are_moved_to_start_with_the_reference(tmp_path):
+    wall = 1_700_000_000_000_000_000
+    a = trace(tmp_path / "a.json", [("compile", R, R + 1_000)], host="hostA", anchor=(R, wall))
+    b = trace(tmp_path / "b.json", [("compile", 5_000, 6_000)], host="hostB",
+              anchor=(5_000, wall + 86_400_000_000_000))
+    with pytest.raises(TraceInputError, match="shares no time with") as e:
+        plan_of(a, b)
+    assert "--offset-us" not in e.value.problem
+    p = plan_of(a, b, align="start")
+    off = p.traces[1][1].offset_ns
+    assert 5_000 + off == R
+    assert p.traces[1][1].how.startswith("cross-host: host hostB moved by wall-clock anchors")
+    assert p.traces[1][1].how.endswith(f" ns to start with {a} (--align start: not a clock "
+                                       "relation)")
+
+
+# ------------------------------------------------------------------ pipeline_profile.json
+
+def profile(path: Path, stages) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "pipeline_profile.json").write_text(json.dumps({"total_seconds": 1.0,
+                                                           "stages": stages}))
+    return path / "pipeline_profile.json"
+
+
+STAGES = [{"name": "parse", "seconds": 0.001, "children": []},
+          {"name": "compile", "seconds": 0.002, "children": [
+              {"name": "passes", "seconds": 0.0005, "children": []},
+              {"name": "device_execution", "seconds": 0.001, "children": []}]},
+          {"name": "device_execution", "seconds": 0.003, "children": []}]
+
+
+def test_a_profile_goes_where_the_calibrated_capture_puts_its_device_execution(tmp_path):
+    """device_execution first starts 1 ms + 0.5 ms into the profile (inside compile, after
+    passes); the calibrated capture's first record (cycle 1000, 1 GHz, anchors exact at
+    cycle 100 = host 10 s) is at 10 s + 900 ns: the profile starts 1.5 ms before that."""
+    rep = profile(tmp_path / "report", STAGES)
+    cap = calibrated(tmp_path / "cap", ROWS, pre=(R - 10, R + 10, 100),
+                     post=(R + 1_000_000 - 10, R + 1_000_000 + 10, 1_000_100))
+    p = plan_of(rep, cap)
+    (rp,) = p.reports
+    assert p.captures[0].device.status == "calibrated"
+    assert rp.origin_ns == R + 900 - 1_500_000
+    assert rp.how == "its device_execution put at the first record of the calibrated capture"
+    assert p.warnings[-1] == (f"{rep}: pipeline_profile.json has no absolute times: stage "
+                              "layout ESTIMATED (its device_execution put at the first record "
+                              "of the calibrated capture)")
+    # too early for that: at time 0
+    early = calibrated(tmp_path / "early", ROWS, pre=(990, 1_010, 100),
+                       post=(1_000_990, 1_001_010, 1_000_100))
+    (rp,) = plan_of(rep, early).reports
+    assert (rp.origin_ns, rp.how) == (0.0, ("its start put at time 0 (its device_execution "
+                                           "at the calibrated capture's first record would "
+                                           "start before)"))
+
+
+def test_a_profile_without_a_calibrated_capture_starts_with_the_other_inputs(tmp_path):
+    rep = profile(tmp_path / "report", STAGES)
+    tr = trace(tmp_path / "trace.json", [("compile", R + 7, R + 100), ("parse", R + 3, R + 5)])
+    (rp,) = plan_of(rep, tr).reports
+    assert (rp.origin_ns, rp.how) == (R + 3, "its start put at the start of the other inputs")
+    (rp,) = plan_of(rep).reports
+    assert (rp.origin_ns, rp.how) == (0.0, "its start put at time 0")
+    # a profile without device_execution beside a calibrated capture: the other inputs
+    rep2 = profile(tmp_path / "r2", [{"name": "parse", "seconds": 0.001, "children": []}])
+    cap = calibrated(tmp_path / "cap", ROWS, pre=(R - 10, R + 10, 100),
+                     post=(R + 1_000_000 - 10, R + 1_000_000 + 10, 1_000_100))
+    (rp,) = plan_of(rep2, tr, cap).reports
+    assert (rp.origin_ns, rp.how) == (R + 3, "its start put at the start of the other inputs")
+
+
+def test_of_two_calibrated_captures_the_earlier_first_record_places_the_profile(tmp_path):
+    rep = profile(tmp_path / "report", [{"name": "device_execution", "seconds": 0.001,
+                                         "children": []}])
+    late = calibrated(tmp_path / "w" / "dfx_outputs" / "rank0", ROWS,
+                      pre=(R - 10, R + 10, 100), post=(R + 999_990, R + 1_000_010, 1_000_100))
+    early = calibrated(tmp_path / "w" / "dfx_outputs" / "rank1", ROWS,
+                       pre=(R - 5_010, R - 4_990, 100),
+                       post=(R + 994_990, R + 995_010, 1_000_100))
+    assert late and early
+    (rp,) = plan_of(rep, tmp_path / "w").reports
+    assert rp.origin_ns == R - 5_000 + 900
