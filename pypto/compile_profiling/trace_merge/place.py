@@ -379,13 +379,13 @@ def _labels(captures: list[rs.Capture]) -> list[str]:
 
 
 def _flat(files: rs.CaptureFiles) -> bool:
-    return files.rank is None and files.directory.rstrip("/").endswith("dfx_outputs")
+    return files.rank is None and Path(files.directory).name.endswith("dfx_outputs")
 
 
 def _named_dir(files: rs.CaptureFiles) -> str:
     """The directory a capture's label comes from: a flat `dfx_outputs/`'s work dir, the
     work dir above a distributed layout's `dfx_outputs/rank<r>/...`, else the capture dir."""
-    d = Path(files.directory.rstrip("/"))
+    d = Path(files.directory)
     if _flat(files):
         return str(d.parent)
     if files.rank is not None:
