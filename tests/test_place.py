@@ -11,6 +11,7 @@ estimate."""
 from __future__ import annotations
 
 import json
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
@@ -600,3 +601,228 @@ def test_of_two_calibrated_captures_the_earlier_first_record_places_the_profile(
     assert late and early
     (rp,) = plan_of(rep, tmp_path / "w").reports
     assert rp.origin_ns == R - 5_000 + 900
+
+
+# ------------------------------------------------------------------ clk=dev spans' offset
+
+WALL_SPANS = [("chip.run", R - 100, 1_000_200), ("chip.run.runner_run", R, 1_000_000),
+              ("chip.run.runner_run.device_wall", 0, 6_000, "dev")]
+
+
+def phased(d: Path, sched, orch) -> Path:
+    """Level-4 records: ROWS, one scheduler phase and one orchestrator phase (cycles)."""
+    records(d, ROWS)
+    doc = json.loads((d / "chip_swimlane_records.json").read_text())
+    doc.update(chip_swimlane_level=4, aicpu_tasks=[],
+               aicpu_scheduler_phases=[[{"kind": "dispatch", "start_cycles": sched[0],
+                                         "end_cycles": sched[1]}]],
+               aicpu_orchestrator_phases=[[{"start_cycles": orch[0], "end_cycles": orch[1]}]])
+    (d / "chip_swimlane_records.json").write_text(json.dumps(doc))
+    return d
+
+
+@pytest.mark.parametrize("orch_span, q_mid", [
+    # q (device_wall ns = nominal ns + q): records in [0 - 1000, 6000 - 4000] = [-1000, 2000];
+    # sched phases 1500..3500 in device_wall.sched 2000..4500: [500, 1000]; orch phases
+    # 1200..1300 in device_wall.orch 1500..2100: [300, 800]. Together [500, 800]: 650.
+    ((1_500, 600), 650),
+    # orch in 100..500: [-1100, -800], which excludes sched's: their hull [-1100, 2000]
+    ((100, 400), 450),
+])
+def test_a_hand_placed_captures_device_wall_spans_follow_its_records(tmp_path, orch_span,
+                                                                     q_mid):
+    """--offset-us 100 puts the records at p = R + 100 us - 1000 (nominal + p); the clk=dev
+    spans go at o = p - q, q where the phases put device_wall against the records."""
+    d = phased(tmp_path / "cap", (1_500, 3_500), (1_200, 1_300))
+    run_log(d, 7, [*WALL_SPANS, ("chip.run.runner_run.device_wall.sched", 2_000, 2_500, "dev"),
+                   ("chip.run.runner_run.device_wall.orch", *orch_span, "dev")])
+    p = plan_of(d, offset_us=100)
+    assert p.captures[0].device.offset_ns == R + 99_000
+    assert p.wall_offsets == {(str(d / "host_log.txt"), 7, 1): (R + 99_000 - q_mid,
+                                                                "estimated")}
+
+
+@pytest.mark.parametrize("offset_us, at", [
+    (0, R),                          # p - q = R - 1000 - 500: before runner_run starts
+    (2_000, R + 1_000_000 - 6_000),  # past where device_wall (6 us) still ends inside it
+])
+def test_device_wall_spans_stay_inside_their_host_span(tmp_path, offset_us, at):
+    d = records(tmp_path / "cap", ROWS)
+    run_log(d, 7, WALL_SPANS)
+    assert plan_of(d, offset_us=offset_us).wall_offsets[(str(d / "host_log.txt"), 7, 1)] == (
+        at, "estimated")
+
+
+def test_device_wall_spans_of_an_invocation_without_a_capture_are_centred(tmp_path):
+    """No records: device_wall starts in runner_run [R, R + 1 ms] at o and its content (a
+    sched child ending at 8100) ends inside it: o in [R, R + 1 ms - 8100], the middle. A
+    runner_run too short for the content gives no offset; a device_wall longer than its
+    runner_run (a simulator's) is no bound on its own end."""
+    def offsets(name, spans):
+        run_log(tmp_path / name, 7, spans)
+        return plan_of(tmp_path / name).wall_offsets
+
+    sched = ("chip.run.runner_run.device_wall.sched", 100, 8_000, "dev")
+    key = (str(tmp_path / "a" / "host_log.txt"), 7, 1)
+    assert offsets("a", [*WALL_SPANS, sched]) == {
+        key: (R + (1_000_000 - 8_100) // 2, "estimated: middle of its host span")}
+    assert offsets("b", WALL_SPANS) == {(str(tmp_path / "b" / "host_log.txt"), 7, 1): (
+        R + (1_000_000 - 6_000) // 2, "estimated: middle of its host span")}
+    short = [("chip.run.runner_run", R, 8_000), ("chip.run.runner_run.device_wall", 0, 100,
+                                                 "dev"), sched]
+    assert offsets("c", short) == {}
+    long = [("chip.run.runner_run", R, 8_000),
+            ("chip.run.runner_run.device_wall", 0, 20_000, "dev")]
+    assert offsets("d", long) == {(str(tmp_path / "d" / "host_log.txt"), 7, 1): (
+        R + 4_000, "estimated: middle of its host span")}
+
+
+def test_device_wall_on_another_thread_is_placed_in_the_invocations_runner_run(tmp_path):
+    d = tmp_path / "log"
+    run_log(d, 7, WALL_SPANS)
+    text = (d / "host_log.txt").read_text().splitlines()
+    text[2] = text[2].replace("tid=7", "tid=9")          # device_wall's line
+    (d / "host_log.txt").write_text("\n".join(text) + "\n")
+    assert plan_of(d).wall_offsets == {(str(d / "host_log.txt"), 7, 1): (
+        R + (1_000_000 - 6_000) // 2, "estimated: middle of its host span")}
+
+
+def anchored(d: Path, first: int, rtt: int = 0) -> Path:
+    """ROWS with clock anchors at 1 ns a cycle that put cycle 1000 at host `first` ns
+    (each sample's host time: the middle of its round trip `rtt`)."""
+    return calibrated(d, ROWS, (first - 500 - rtt // 2, first - 500 + rtt // 2, 500),
+                      (first + 9_000 - rtt // 2, first + 9_000 + rtt // 2, 10_000))
+
+
+def test_a_calibrated_captures_device_wall_spans_follow_its_records(tmp_path):
+    """Anchors put cycle 1000 at R + 3000; q = [-1000, 2000] (the records in device_wall),
+    its middle 500: device_wall's origin goes at R + 3000 - (1000 + 500) = R + 1500. Put
+    later than device_wall can start and still end inside runner_run: at R + 994 us."""
+    d = anchored(tmp_path / "cap", R + 3_000)
+    run_log(d, 7, WALL_SPANS)
+    p = plan_of(d)
+    assert p.captures[0].device.status == "calibrated"
+    assert p.wall_offsets == {(str(d / "host_log.txt"), 7, 1): (R + 1_500, "calibrated ±0 ns")}
+    late = anchored(tmp_path / "late", R + 2_001_000)
+    run_log(late, 7, WALL_SPANS)
+    assert plan_of(late).wall_offsets[(str(late / "host_log.txt"), 7, 1)] == (
+        R + 994_000, "calibrated ±0 ns")
+
+
+@pytest.mark.parametrize("first, said, agrees", [
+    # span containment: the join brackets the origin cycle to [4000 - 6000, 1000] (-500,
+    # ±1500), the block [0, 6000] from R: cycle 1000 at R + 1500 at the earliest, slack
+    # 1 ms - 6 us. The anchors (±100 ns) agree from 1500 + 100 before to 994 us + 1600 after.
+    (R + 3_000, "1500 ns after", True),
+    (R + 500, "1000 ns before", True),
+    (R - 100, "1600 ns before", True),
+    (R - 101, "1601 ns before", False),
+    (R + 997_100, "995.6 us after", True),
+    (R + 997_101, "995.6 us after", False),
+])
+def test_a_calibrated_capture_is_cross_checked_against_its_invocation(tmp_path, first, said,
+                                                                      agrees):
+    d = anchored(tmp_path / "cap", first, rtt=200)
+    run_log(d, 7, WALL_SPANS)
+    p = plan_of(d)
+    dev = p.captures[0].device
+    assert (dev.status, dev.uncertainty_ns) == ("calibrated", 100)
+    where = f"span containment in {d / 'host_log.txt'} (pid 7 inv 1)"
+    if agrees:
+        assert dev.cross_check == (f"{where} agrees: {said} its earliest placement, slack "
+                                   "994.0 us, join ±1500 ns")
+        assert p.warnings == []
+    else:
+        assert dev.cross_check is None
+        assert p.warnings == [(
+            f"{d / 'chip_swimlane_records.json'}: its clock anchors put it {said} the "
+            f"earliest placement {where} allows (slack 994.0 us, join ±1500 ns): the "
+            "anchors or the run log are wrong; the anchors are used")]
+
+
+def test_a_calibrated_capture_and_a_log_of_another_run_are_refused(tmp_path):
+    """device_wall (1 us) cannot hold records 3 us long, nor runner_run (2 us) them
+    device_wall: not one run, even with anchors."""
+    d = anchored(tmp_path / "cap", R + 3_000)
+    run_log(d, 7, [("chip.run.runner_run", R, 2_000),
+                   ("chip.run.runner_run.device_wall", 0, 1_000, "dev")])
+    with pytest.raises(TraceInputError, match="cannot describe one run") as e:
+        plan_of(d)
+    assert e.value.path == str(d / "chip_swimlane_records.json")
+    assert e.value.problem.startswith(f"and {d / 'host_log.txt'} (pid 7 inv 1) cannot "
+                                      "describe one run: ")
+
+
+def test_exact_device_times_stay_exact_past_float_precision():
+    """A whole number of ns per cycle and an integer offset: int64 all the way, so a time
+    near the 2^62 ns limit keeps its last ns (float64 would not); else rounded once."""
+    import numpy as np
+
+    big = 4_000_000_000_000_000_001                 # ns; float64 has no odd integers here
+    ghz = DeviceClock("contained", GHZ, "", offset_ns=3)
+    assert ghz.to_ns(np.array([big], dtype=np.int64)).tolist() == [big + 3]
+    slow = DeviceClock("contained", 50_000_000, "", offset_ns=-7)          # 20 ns a cycle
+    assert slow.to_ns(np.array([big // 20], dtype=np.int64)).tolist() == [big - 1 - 7]
+    hz = DeviceClock("contained", 1, "", offset_ns=0)                       # 1 s a cycle
+    assert hz.to_ns(np.array([4_000_000_001], dtype=np.int64)).tolist() == [
+        4_000_000_001_000_000_000]
+    frac = DeviceClock("estimated", GHZ, "", offset_ns=0.4).to_ns(np.array([0, 1, 3]))
+    assert frac.dtype == np.int64 and frac.tolist() == [0, 1, 3]
+
+
+def test_a_calibrated_capture_on_another_host_is_moved_by_its_run_logs_anchor(tmp_path):
+    """The anchors put cycle 1000 at R + 3000 on the log's host, 3 s behind the trace's."""
+    import numpy as np
+
+    wall = 1_700_000_000_000_000_000
+    d = anchored(tmp_path / "cap", R + 3_000)
+    run_log(d, 7, WALL_SPANS, anchor=(R, wall + 3_000_000_000))
+    tr = trace(tmp_path / "trace.json", [("compile", 0, 3 * R)], anchor=(R, wall))
+    (cp,) = plan_of(tr, d).captures
+    assert (cp.device.status, cp.device.host_offset_ns) == ("calibrated", 3_000_000_000)
+    assert cp.device.to_ns(np.array([1_000, 4_000])).tolist() == [
+        R + 3_000_000_000 + 3_000, R + 3_000_000_000 + 6_000]
+    assert cp.device.describe()["host_offset_ns"] == 3_000_000_000
+
+
+@pytest.mark.parametrize("extra, origin", [
+    ([], 0),                               # the join: origin in [4000 - 5000, 1000]
+    ([(1, 3, 0, 0)], 0),                   # 0: never stamped, not a time
+    ([(1, 3, 1, 1), (1, 4, 0, 0)], Fraction(-999, 2)),   # 1 is: origin in [-1000, 1]
+])
+def test_unstamped_times_are_no_part_of_a_contained_captures_extent(tmp_path, extra, origin):
+    d = contained_run(tmp_path / "cap")
+    records(d, ROWS + extra)
+    (cp,) = plan_of(d).captures
+    assert cp.device.status == "contained" and cp.device.containment.join.origin == origin
+
+
+def test_a_capture_of_aicpu_tasks_only_is_contained_by_their_extent(tmp_path):
+    d = contained_run(tmp_path / "cap")
+    doc = json.loads((d / "chip_swimlane_records.json").read_text())
+    doc.update(chip_swimlane_level=2, aicore_tasks=[], aicpu_tasks=[[0, 1, 1_000, 4_000]])
+    (d / "chip_swimlane_records.json").write_text(json.dumps(doc))
+    (cp,) = plan_of(d).captures
+    assert cp.device.status == "contained" and cp.device.containment.join.origin == 0
+    assert (cp.device.offset_ns, cp.device.uncertainty_ns) == (R, 1_000_000 - 5_000)
+
+
+def test_aicpu_lifecycle_records_widen_an_estimated_captures_extent(tmp_path):
+    """Today's writer golden (50 MHz: 20 ns a cycle) with one AICPU thread whose handshake
+    starts at cycle 1 and whose exit wait ends at cycle 1,000,000, before and after every
+    other record: the extent is [20 ns, 20 ms], so in a 30 ms device_execution stage from R
+    the offset lies in [R - 20, R + 30 ms - 20 ms]."""
+    golden = Path(__file__).parent / "fixtures" / "simpler_today" / "writer_golden"
+    doc = json.loads((golden / "chip_swimlane_records.json").read_text())
+    doc["aicpu_lifecycle_records"] = [{"aicpu_thread_id": 0, "handshake_start_cycles": 1,
+                                       "handshake_complete_cycles": 2,
+                                       "exit_wait_start_cycles": 999_999,
+                                       "exit_wait_end_cycles": 1_000_000}]
+    d = tmp_path / "dfx_outputs"
+    d.mkdir()
+    (d / "chip_swimlane_records.json").write_text(json.dumps(doc))
+    tr = trace(tmp_path / "trace.json", [("device_execution", R, R + 30_000_000)])
+    (cp,) = plan_of(tr, d).captures
+    lo, hi = R - 20, R + 30_000_000 - 20_000_000
+    assert (cp.device.status, cp.device.offset_ns, cp.device.uncertainty_ns) == (
+        "estimated", (lo + hi) / 2, (hi - lo) / 2)
