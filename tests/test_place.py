@@ -605,7 +605,7 @@ def test_of_two_calibrated_captures_the_earlier_first_record_places_the_profile(
 
 # ------------------------------------------------------------------ clk=dev spans' offset
 
-WALL_SPANS = [("chip.run", R - 100, 1_000_200), ("chip.run.runner_run", R, 1_000_000),
+WALL_SPANS = [("chip.run", R - 300, 1_000_400), ("chip.run.runner_run", R, 1_000_000),
               ("chip.run.runner_run.device_wall", 0, 6_000, "dev")]
 
 
@@ -687,11 +687,14 @@ def test_device_wall_on_another_thread_is_placed_in_the_invocations_runner_run(t
         R + (1_000_000 - 6_000) // 2, "estimated: middle of its host span")}
 
 
-def anchored(d: Path, first: int, rtt: int = 0) -> Path:
+def anchored(d: Path, first: int, rtt: int = 0, drift: int = 0) -> Path:
     """ROWS with clock anchors at 1 ns a cycle that put cycle 1000 at host `first` ns
-    (each sample's host time: the middle of its round trip `rtt`)."""
+    (each sample's host time: the middle of its round trip `rtt`); `drift`: the end
+    anchor that many ns later, i.e. 1 + drift / 9500 ns a cycle from cycle 500, which puts
+    cycle 1000 drift / 19 ns later than `first`."""
     return calibrated(d, ROWS, (first - 500 - rtt // 2, first - 500 + rtt // 2, 500),
-                      (first + 9_000 - rtt // 2, first + 9_000 + rtt // 2, 10_000))
+                      (first + 9_000 + drift - rtt // 2, first + 9_000 + drift + rtt // 2,
+                       10_000))
 
 
 def test_a_calibrated_captures_device_wall_spans_follow_its_records(tmp_path):
@@ -714,6 +717,7 @@ def test_a_calibrated_captures_device_wall_spans_follow_its_records(tmp_path):
     # ±1500), the block [0, 6000] from R: cycle 1000 at R + 1500 at the earliest, slack
     # 1 ms - 6 us. The anchors (±100 ns) agree from 1500 + 100 before to 994 us + 1600 after.
     (R + 3_000, "1500 ns after", True),
+    (R + 1_500, "0 ns after", True),
     (R + 500, "1000 ns before", True),
     (R - 100, "1600 ns before", True),
     (R - 101, "1601 ns before", False),
@@ -826,3 +830,115 @@ def test_aicpu_lifecycle_records_widen_an_estimated_captures_extent(tmp_path):
     lo, hi = R - 20, R + 30_000_000 - 20_000_000
     assert (cp.device.status, cp.device.offset_ns, cp.device.uncertainty_ns) == (
         "estimated", (lo + hi) / 2, (hi - lo) / 2)
+
+
+def test_device_wall_spans_from_their_own_origin_listed_as_simpler_writes_them(tmp_path):
+    """Simpler writes a span when it ends, so children come first; device_wall's clock has
+    its own origin (here 50 us). device_wall starts in runner_run at o + 50 us and its sched
+    child ends there by o + 58.1 us: o in [R - 50 us, R + 1 ms - 58.1 us], the middle (the
+    child ends after device_wall does, at o + 56 us, which bounds nothing then)."""
+    d = tmp_path / "log"
+    run_log(d, 7, [("chip.run.runner_run.device_wall.sched", 50_100, 8_000, "dev"),
+                   ("chip.run.runner_run.device_wall", 50_000, 6_000, "dev"), *WALL_SPANS[:2]])
+    lo, hi = R - 50_000, R + 1_000_000 - 58_100
+    assert plan_of(d).wall_offsets == {(str(d / "host_log.txt"), 7, 1): (
+        (lo + hi) // 2, "estimated: middle of its host span")}
+    # no child: device_wall's own end (o + 56 us) bounds it inside runner_run
+    run_log(tmp_path / "bare", 7, [("chip.run.runner_run.device_wall", 50_000, 6_000, "dev"),
+                                   *WALL_SPANS[:2]])
+    lo, hi = R - 50_000, R + 1_000_000 - 56_000
+    assert plan_of(tmp_path / "bare").wall_offsets == {
+        (str(tmp_path / "bare" / "host_log.txt"), 7, 1): (
+            (lo + hi) // 2, "estimated: middle of its host span")}
+
+
+def test_device_wall_as_long_as_its_runner_run_has_one_place(tmp_path):
+    """device_wall 1 ms in a 1 ms runner_run: it must start where runner_run does, with or
+    without a hand-placed capture (whose records would otherwise move it)."""
+    spans = [("chip.run.runner_run", R, 1_000_000),
+             ("chip.run.runner_run.device_wall", 0, 1_000_000, "dev")]
+    run_log(tmp_path / "log", 7, spans)
+    assert plan_of(tmp_path / "log").wall_offsets == {
+        (str(tmp_path / "log" / "host_log.txt"), 7, 1): (R, "estimated: middle of its host span")}
+    d = records(tmp_path / "cap", ROWS)
+    run_log(d, 7, spans)
+    assert plan_of(d, offset_us=100).wall_offsets == {
+        (str(d / "host_log.txt"), 7, 1): (R, "estimated")}
+
+
+def test_device_wall_goes_in_its_own_threads_runner_run(tmp_path):
+    """One invocation, runner_run on threads 7 and 9, device_wall on 9: thread 9's holds it."""
+    d = tmp_path / "log"
+    run_log(d, 7, [("chip.run.runner_run", R, 1_000_000),
+                   ("chip.run.runner_run", R + 2_000_000, 100_000),
+                   ("chip.run.runner_run.device_wall", 0, 6_000, "dev")])
+    text = (d / "host_log.txt").read_text().splitlines()
+    text[1:] = [line.replace("tid=7", "tid=9") for line in text[1:]]
+    (d / "host_log.txt").write_text("\n".join(text) + "\n")
+    assert plan_of(d).wall_offsets == {(str(d / "host_log.txt"), 7, 1): (
+        R + 2_000_000 + (100_000 - 6_000) // 2, "estimated: middle of its host span")}
+
+
+def test_device_wall_spans_of_a_log_of_another_host_are_moved_with_it(tmp_path):
+    """The log's host is 3 s behind the trace's: every offset of its clk=dev spans too,
+    whether centred (no capture), contained or calibrated."""
+    wall = 1_700_000_000_000_000_000
+    shift = 3_000_000_000
+    tr = trace(tmp_path / "trace.json", [("compile", 0, 3 * R)], anchor=(R, wall))
+    run_log(tmp_path / "log", 7, WALL_SPANS, anchor=(R, wall + shift))
+    assert plan_of(tr, tmp_path / "log").wall_offsets[
+        (str(tmp_path / "log" / "host_log.txt"), 7, 1)] == (
+        R + shift + (1_000_000 - 6_000) // 2, "estimated: middle of its host span")
+    # contained: the join puts the origin cycle at (4000 - 6000 + 1000) / 2 = -500, the
+    # block [0, 6000] from runner_run's start; the device_wall spans' origin is the block's
+    cap = records(tmp_path / "cap", ROWS)
+    run_log(cap, 7, WALL_SPANS, anchor=(R, wall + shift))
+    p = plan_of(tr, cap)
+    assert p.captures[0].device.status == "contained"
+    assert p.wall_offsets[(str(cap / "host_log.txt"), 7, 1)][0] == R + shift
+    # calibrated: the anchors put cycle 1000 at R + 3000 on the log's host
+    cal = anchored(tmp_path / "cal", R + 3_000)
+    run_log(cal, 7, WALL_SPANS, anchor=(R, wall + shift))
+    p = plan_of(tr, cal)
+    assert p.captures[0].device.cross_check.startswith(
+        f"span containment in {cal / 'host_log.txt'} (pid 7 inv 1) agrees: 1500 ns after")
+    assert p.wall_offsets[(str(cal / "host_log.txt"), 7, 1)][0] == R + shift + 1_500
+
+
+def test_a_drifting_clock_is_cross_checked_at_the_first_record(tmp_path):
+    """The end anchor 950 ns late: 1.1 ns a cycle from cycle 500, so cycle 1000 is at
+    R + 3050, 1550 ns after its earliest placement (R + 1500); the last record, cycle 4000,
+    at R + 2500 + 3500 * 1.1 = R + 6350 against R + 4500 would say 1850."""
+    d = anchored(tmp_path / "cap", R + 3_000, drift=950)
+    run_log(d, 7, WALL_SPANS)
+    dev = plan_of(d).captures[0].device
+    assert dev.cross_check == (f"span containment in {d / 'host_log.txt'} (pid 7 inv 1) "
+                               "agrees: 1550 ns after its earliest placement, slack 994.0 us, "
+                               "join ±1500 ns")
+
+
+def test_a_hand_placed_capture_at_500_mhz_moves_its_device_wall_in_ns(tmp_path):
+    """2 ns a cycle: records 2000..8000 ns, --offset-us 100: p = R + 100 us - 2000; q in
+    [0 - 2000, 6000 - 8000] = -2000: o = p - q = R + 100 us. Calibrated at 500 MHz, cycle
+    1000 at R + 3000: o = R + 3000 - (2000 - 2000)."""
+    d = records(tmp_path / "cap", ROWS, freq=500_000_000)
+    run_log(d, 7, WALL_SPANS)
+    p = plan_of(d, offset_us=100)
+    assert p.captures[0].device.offset_ns == R + 98_000
+    assert p.wall_offsets[(str(d / "host_log.txt"), 7, 1)] == (R + 100_000, "estimated")
+    cal = calibrated(tmp_path / "cal", ROWS, (R + 2_000, R + 2_000, 500),
+                     (R + 20_000, R + 20_000, 9_500), freq=500_000_000)
+    run_log(cal, 7, WALL_SPANS)
+    p = plan_of(cal)
+    assert p.captures[0].device.status == "calibrated"
+    assert p.wall_offsets[(str(cal / "host_log.txt"), 7, 1)][0] == R + 3_000
+
+
+def test_a_device_clock_runner_run_never_names_the_run_pid(tmp_path):
+    """pid 9's runner_run is on the device clock: the pid is the anchor's (7), not 9."""
+    d = records(tmp_path / "cap", ROWS)
+    run_log(d, 7, [("chip.run", R, 10), ("chip.run.runner_run", 0, 10, "dev")], anchor=(R, 5))
+    text = (d / "host_log.txt").read_text().splitlines()
+    text[2] = text[2].replace("pid=7 tid=7", "pid=9 tid=9")
+    (d / "host_log.txt").write_text("\n".join(text) + "\n")
+    assert plan_of(d).captures[0].run_pid == 7
