@@ -8,7 +8,7 @@
     python3 benchmarks/bench_merge.py --layout both    # August and today's layout, alternated
 
 `--layout today` writes the capture in today's Simpler records layout (scheduler_tasks,
-scheduler_records streams with metrics, run_epoch: tests/simpler_today.py's rewrite of the
+scheduler_records streams with metrics, run_epoch: tests/support/simpler_today.py's rewrite of the
 same records); `--layout both` builds both from the same records and merges them alternately
 (`--repeat` rounds), printing each and today's / August's ratio (target: <= 1.10x).
 
@@ -45,7 +45,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO / "tests" / "support"))
 from simpler_fixtures import FIXTURES  # where the real captures are (worktrees too)
 from simpler_today import to_today  # the documented rewrite into today's layout, reused
 

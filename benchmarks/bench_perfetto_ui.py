@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """What one trace load costs the end-to-end UI tests: a fresh UI page per load against one
-booted page reused (tests/perfetto_ui.py), measured in one run, interleaved.
+booted page reused (tests/support/perfetto_ui.py), measured in one run, interleaved.
 
     python3 benchmarks/bench_perfetto_ui.py              # 3 rounds of 4 traces per mode
     python3 benchmarks/bench_perfetto_ui.py --rounds 5
@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(REPO), str(REPO / "tests")]
+sys.path[:0] = [str(REPO), str(REPO / "tests" / "support")]
 
 from merge_inputs import CALIBRATED, FIXTURES, compile_trace_around
 from perfetto_ui import PerfettoUI, missing_requirements

@@ -43,7 +43,7 @@ def _source() -> Path:
     """The real capture: beside the checkout, else where the tests find the fixtures."""
     if SOURCE.is_dir():
         return SOURCE
-    sys.path.insert(0, str(REPO / "tests"))
+    sys.path.insert(0, str(REPO / "tests" / "support"))
     from simpler_fixtures import FIXTURES
 
     return FIXTURES / SOURCE.name

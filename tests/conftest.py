@@ -1,4 +1,5 @@
-"""Shared pytest setup: the repo root on sys.path, and session fixtures used by several tests."""
+"""Shared pytest setup: the repo root and `tests/support/` (the helpers shared by the tests)
+on sys.path, and session fixtures used by several tests."""
 
 from __future__ import annotations
 
@@ -19,8 +20,8 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-TESTS_DIR = Path(__file__).resolve().parent
-for _path in (str(REPO_ROOT), str(TESTS_DIR)):
+SUPPORT_DIR = Path(__file__).resolve().parent / "support"
+for _path in (str(REPO_ROOT), str(SUPPORT_DIR)):
     if _path not in sys.path:
         sys.path.insert(0, _path)
 

@@ -21,7 +21,7 @@ What differs from one merge of the same inputs: the ids above, and what joins a 
 the host inputs: no `kernel_codegen -> its tasks` arrows, and a run log whose process is
 a compile process (an in-process run) is drawn as its own process of the same pid (the
 trace processor shows them as one process). Slices, arrows within a rank, counters and
-every time are the same (tests/test_per_rank.py).
+every time are the same (tests/compile_profiling/query/test_per_rank.py).
 
 Tasks run on a local cluster of processes sized to the usable CPUs (one thread each, a
 memory limit per worker), or on the cluster at `scheduler` (its workers must see the inputs

@@ -12,7 +12,7 @@ each format renders that kind.
 
 A column's kind is its dtype's when the dtype says it (`column_kind`), else each value's
 (`arg_value`): the writers' column fast paths render a kind as the table says, and
-`tests/test_timeline_arg_values.py` checks both writers against this table for hostile values.
+`tests/compile_profiling/timeline/test_arg_values.py` checks both writers against this table for hostile values.
 Keys are text (`arg_key`).
 """
 

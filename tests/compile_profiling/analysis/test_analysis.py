@@ -1,0 +1,306 @@
+"""The run explained (`pypto.compile_profiling.analysis`): a DAG built by hand and computed on
+paper, every real capture against an independent plain-Python computation of the same
+definitions (tests/support/analysis_reference.py), a level-1 capture, bad input, and the end-to-end
+tiling of the README's main example."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from analysis_reference import critical_path as ref_path
+from analysis_reference import load, starvation
+from repo_paths import REPO_ROOT
+from simpler_fixtures import CASES, FIXTURES
+
+from pypto.compile_profiling.analysis import CATEGORIES, analyze
+
+DEPGEN = [c for c in CASES if (FIXTURES / c / "deps.json").exists()]
+LEVEL1 = [c for c in CASES if c.endswith("_l1")]
+
+
+def write_capture(d, rows, edges, *, core_types, deps_tasks=None, level=2, freq=1_000_000_000):
+    """A level-2 capture: `rows` (core, token, start, end); each block dispatched 1 cycle
+    before it starts (at 0 at the earliest) and seen finished 1 after it ends."""
+    d.mkdir(parents=True, exist_ok=True)
+    regs: dict[int, int] = {}
+    aicore, aicpu = [], []
+    for core, token, st, en in rows:
+        regs[core] = regs.get(core, 0) + 1
+        aicore.append([core, token, regs[core], st, en, 0])
+        aicpu.append([core, regs[core], max(st - 1, 0), en + 1])
+    rec = {"chip_swimlane_level": level,
+           "metadata": {"clock_freq_hz": freq, "core_types": core_types},
+           "aicore_tasks": aicore, "aicpu_tasks": aicpu}
+    (d / "chip_swimlane_records.json").write_text(json.dumps(rec))
+    tokens = deps_tasks if deps_tasks is not None else sorted({r[1] for r in rows})
+    deps = {"tasks": [{"task_id": str(t), "kernel_ids": [0, -1, -1], "block_num": 1}
+                      for t in tokens],
+            "edges": [{"pred": str(p), "succ": str(s)} for p, s in edges]}
+    (d / "deps.json").write_text(json.dumps(deps))
+    return d
+
+
+# Tokens: A=1, N=9, T=10, D=4, E=5, M=6, G=7, H=8, K=11. "10" < "9" as strings, although
+# 10 > 9: the observed path's tie rule compares ids as strings (Simpler keys by str(id)).
+A, N, T, D, E, M, G, H, K = 1, 9, 10, 4, 5, 6, 7, 8, 11
+HAND_ROWS = [                      # (core, token, start, end), record order
+    (0, A, 0, 100),
+    (1, N, 2, 100),
+    (2, T, 2, 100),
+    (0, D, 103, 200),
+    (1, E, 197, 250),
+    (2, M, 198, 260),
+    (0, G, 202, 300),
+    (0, H, 305, 400),
+    (1, K, 364, 400),
+    (2, K, 370, 395),              # K is SPMD: two blocks, span 364..400
+]
+HAND_EDGES = [
+    (T, D),          # kept
+    (N, D),          # kept
+    (D, G),          # kept
+    (D, E),          # dropped: D ends at 200 > E's start 197 + tolerance 2
+    (D, M),          # kept: D ends at 200 = M's start 198 + 2 (the tolerance's edge)
+    (A, H),          # kept
+    (M, K),          # kept
+    (K, K),          # a self-loop: ignored, said once
+    (99, D),         # task 99 never ran: left out, counted
+    (T, D),          # a duplicate: counted once
+]
+
+
+def test_hand_built_dag(tmp_path):
+    cap = write_capture(tmp_path / "dfx_outputs", HAND_ROWS, HAND_EDGES,
+                        core_types=["aic", "aiv", "aiv"],
+                        deps_tasks=[A, N, T, D, E, M, G, H, K, 99])
+    result = analyze([cap])
+    (r,) = result.ranks
+    ids = r.tasks.ids
+    # makespan: first start A 0 .. last end H/K 400
+    assert r.makespan_cycles == 400
+    # static path, durations: A 100, N 98, T 98, D 97, E 53, M 62, G 98, H 95, K 36.
+    # finish: A 100, N 98, T 98, E 53 (no kept edge in);
+    #   D: T (first kept edge, 98 > 0) then N (98, not > 98): T wins the tie, 98 + 97 = 195;
+    #   G = 195 + 98 = 293; M = 195 + 62 = 257; H = 100 + 95 = 195; K = 257 + 36 = 293.
+    # G and K tie at 293: the first in the topological sort's order wins. Sort: level 0 A N T
+    # E (positions 0-3, record order); level 1 H (last producer A at 0) then D (last
+    # producer T at 2): 4, 5; level 2 G (kept edge 2) then M (edge 4): 6, 7; level 3 K: 8.
+    # G (6) before K (8): the path is T -> D -> G, 293 cycles, 3 tasks.
+    assert r.static.length_cycles == 293
+    assert ids[r.static.tasks].tolist() == [T, D, G]
+    # observed path, back from H (H and K both end at 400; H comes first in the records):
+    #   H: data A (end 100) vs core G (G freed core 0 at 300): core-wait, stall 305-300 = 5
+    #   G: data D (200) and core D (200), the same task: data wins, data-wait 202-200 = 2
+    #   D: data N (100, "9"), data T (100, "10"), core A (100, "1"): "9" is the largest
+    #      string: N, data-wait 103-100 = 3
+    #   N: no producer, first block on core 1: front-gap, 2-0 = 2
+    obs = r.observed
+    assert ids[obs.tasks].tolist() == [N, D, G, H]
+    assert [["data-wait", "core-wait", "front-gap"][k] for k in obs.kind] == \
+        ["front-gap", "data-wait", "data-wait", "core-wait"]
+    # compute: N 100-2 = 98, D 200-103 = 97, G 300-202 = 98, H 400-305 = 95 -> 388;
+    # stall 2 + 3 + 2 + 5 = 12; 388 + 12 = 400, the makespan: exact
+    assert obs.compute.tolist() == [98, 97, 98, 95]
+    assert obs.stall.tolist() == [2, 3, 2, 5]
+    assert obs.stall_by_kind() == {"data-wait": 5, "core-wait": 5, "front-gap": 2}
+    assert obs.exact
+    # kept edges: T->D, N->D, D->G, D->M, A->H, M->K = 6 (D->E dropped, K->K ignored,
+    # 99->D untimed, the duplicate T->D removed by the reader)
+    e = r.edges
+    assert (e.kept, e.edges_out_of_order, e.self_loops, e.missing_tasks) == (6, 1, 1, 1)
+    notes = "\n".join(result.warnings)
+    assert "1 of its 10 tasks are missing from the records" in notes
+    assert "1 edges from a task to itself" in notes
+    # the reference computation agrees on everything
+    ref = ref_path(*load(cap))
+    assert ref["static_path"] == [str(T), str(D), str(G)]
+    assert ref["observed"] == [str(N), str(D), str(G), str(H)]
+
+
+def test_core_predecessor_ties(tmp_path):
+    """A task's first blocks on two cores, both freed at the same time by different tasks:
+    the first core in record order proposes (Simpler keeps the first of equal proposals);
+    a later free time on another core beats it."""
+    rows = [(0, 1, 0, 50), (1, 2, 0, 50), (1, 3, 60, 90), (0, 3, 60, 80)]
+    cap = write_capture(tmp_path / "a", rows, [], core_types=["aiv", "aiv"])
+    (r,) = analyze([cap]).ranks
+    # task 3 starts at 60 on cores 0 and 1; core 0 (seen first) freed by 1 at 50, core 1 by
+    # 2 at 50: equal, so core 0's proposal (task 1) stands: path 1 -> 3, core-wait 10
+    assert r.tasks.ids[r.observed.tasks].tolist() == [1, 3]
+    rows = [(0, 1, 0, 50), (1, 2, 0, 55), (1, 3, 60, 90), (0, 3, 60, 80)]
+    cap = write_capture(tmp_path / "b", rows, [], core_types=["aiv", "aiv"])
+    (r,) = analyze([cap]).ranks
+    assert r.tasks.ids[r.observed.tasks].tolist() == [2, 3]     # freed later: 55 > 50
+    assert r.observed.stall.tolist() == [0, 5]
+
+
+@pytest.mark.parametrize("case", DEPGEN)
+def test_real_capture_matches_the_definitions(case):
+    """Every real capture with deps.json: the NumPy analysis gives what a literal
+    plain-Python computation of the definitions gives, and the path tiles the makespan."""
+    rec, deps = load(FIXTURES / case)
+    ref = ref_path(rec, deps)
+    result = analyze([FIXTURES / case])
+    (r,) = result.ranks
+    obs, st = r.observed, r.static
+    assert r.makespan_cycles == ref["makespan"]
+    assert (st.length_cycles, len(st.tasks)) == (ref["static_length"], ref["static_tasks"])
+    assert [str(t) for t in r.tasks.ids[st.tasks]] == ref["static_path"]
+    assert [str(t) for t in r.tasks.ids[obs.tasks]] == ref["observed"]
+    assert obs.compute_total == ref["compute"]
+    assert {k: v for k, v in obs.stall_by_kind().items() if v} == \
+        {k: v for k, v in ref["stall"].items() if v}
+    # invariants
+    assert obs.exact and obs.compute_total + obs.stall_total == obs.makespan
+    s = r.tasks.start[obs.tasks]
+    assert (np.diff(s) > 0).all()                        # starts rise strictly along it
+    assert (obs.compute <= r.tasks.duration[obs.tasks]).all() and (obs.stall >= 0).all()
+    assert obs.kind[0] == 2 and (obs.kind[1:] != 2).all()   # one front gap, first
+    assert st.length_cycles <= r.makespan_cycles + 2 * len(st.tasks)
+    # the overhead shares, against the reference sweep
+    ref_share = starvation(rec, deps)
+    ov = r.overhead
+    got = {e.engine.lower(): e.starved_share for e in ov.engines}
+    for ty, share in got.items():
+        assert share == pytest.approx(ref_share[ty], abs=1e-12)
+    assert ov.all_starved_share == pytest.approx(ref_share["all"], abs=1e-12)
+    assert ov.some_starved_share == pytest.approx(ref_share["some"], abs=1e-12)
+    assert ov.all_starved_share <= min(got.values()) + 1e-12
+    assert ov.some_starved_share >= max(got.values()) - 1e-12
+    assert r.verdict in ("scheduler-bound", "dependency-bound", "compute-bound")
+
+
+@pytest.mark.parametrize("case", LEVEL1)
+def test_level1_capture(case):
+    """No deps.json, no AICPU records: no static path, the observed path follows the
+    previous task on the core only, and the report says so once."""
+    rec, _ = load(FIXTURES / case)
+    ref = ref_path(rec, None)
+    result = analyze([FIXTURES / case])
+    (r,) = result.ranks
+    assert r.static is None and r.verdict is None
+    assert [str(t) for t in r.tasks.ids[r.observed.tasks]] == ref["observed"]
+    assert set(r.observed.kind[1:].tolist()) <= {1}          # core-wait only
+    assert r.observed.exact
+    lines = [w for w in result.warnings if "no deps.json" in w]
+    assert len(lines) == 1 and "resource predecessors" in lines[0]
+    assert r.overhead.head is None and r.overhead.some_starved_share is None
+
+
+def test_dependency_cycle_is_one_line(tmp_path):
+    rows = [(0, 1, 0, 10), (0, 2, 20, 30), (0, 3, 40, 50)]
+    cap = write_capture(tmp_path / "c", rows, [(1, 2), (2, 3), (3, 2)], core_types=["aiv"])
+    result = analyze([cap])
+    lines = [w for w in result.warnings if "dependency cycle" in w]
+    assert len(lines) == 1
+    assert "t2 -> t3 -> t2" in lines[0] or "t3 -> t2 -> t3" in lines[0]
+    assert result.ranks[0].observed.exact
+
+
+def test_tasks_with_no_blocks(tmp_path):
+    rows = [(0, 1, 0, 10), (0, 2, 20, 30)]
+    cap = write_capture(tmp_path / "d", rows, [(1, 2), (1, 5), (5, 2)], core_types=["aiv"],
+                        deps_tasks=[1, 2, 5])
+    deps = json.loads((cap / "deps.json").read_text())
+    deps["tasks"][2]["kernel_ids"] = [-1, -1, -1]       # task 5: a dummy, nothing runs
+    (cap / "deps.json").write_text(json.dumps(deps))
+    result = analyze([cap])
+    assert sum("1 tasks have no blocks" in w for w in result.warnings) == 1
+    assert not any("missing from the records" in w for w in result.warnings)
+
+
+def test_readme_example_end_to_end(tmp_path):
+    """The main job (compile + run with profiling, level 4, dep_gen): the wall time from
+    the first compile stage to the last device task is tiled exactly, every named category
+    is there, and the compile side follows the first path task's kernel."""
+    from example_runs import run_many_kernels
+
+    work = run_many_kernels(tmp_path / "many_kernels", runtime="host_build_graph")
+    result = analyze([work / "report" / "trace.json", work / "dfx_outputs"])
+    (r,) = result.ranks
+    e2e = r.end_to_end
+    assert e2e is not None and e2e.exact
+    assert sum(e2e.totals.values()) == e2e.end_ns - e2e.start_ns
+    assert set(e2e.totals) == set(CATEGORIES)
+    for cat in ("compile", "host preparation", "launch", "device compute"):
+        assert e2e.totals[cat] > 0, cat
+    names = [s.name for s in e2e.segments]
+    trace = json.loads((work / "report" / "trace.json").read_text())
+    stages = sorted((ev for ev in trace["traceEvents"] if ev.get("ph") == "X"),
+                    key=lambda ev: ev["ts"])
+    assert names[0] == stages[0]["name"]               # the first compile stage opens it
+    assert e2e.start_ns == round(stages[0]["ts"] * 1000)
+    assert f"kernel_codegen:{e2e.kernel}" in names
+    assert any(n.startswith("dispatched → started") for n in names)
+    # segments touch: each starts where the one before ended
+    for a, b in zip(e2e.segments, e2e.segments[1:]):
+        assert a.end_ns == b.start_ns
+    assert not e2e.estimated and e2e.uncertainty_ns is not None
+
+
+def test_cli_json_follows_the_schema(tmp_path, capsys):
+    """`pypto-profile analyze --format json` on every real capture: valid against
+    docs/analysis.schema.json, with the figures of the library."""
+    import jsonschema
+
+    from pypto.compile_profiling.cli.profile import main
+
+    schema = json.loads((REPO_ROOT / "docs" /
+                         "analysis.schema.json").read_text())
+    out = tmp_path / "report.json"
+    assert main(["analyze", *map(str, (FIXTURES / c for c in CASES)), "--format", "json",
+                 "-o", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    jsonschema.validate(doc, schema)
+    assert len(doc["ranks"]) == len(CASES)
+    for rank in doc["ranks"]:
+        assert rank["observed_path"]["tiling"] == "exact"
+    err = capsys.readouterr().err
+    assert "warning:" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("fmt", ["text", "markdown"])
+def test_cli_text_and_markdown(capsys, fmt):
+    from pypto.compile_profiling.cli.profile import main
+
+    assert main(["analyze", str(FIXTURES / "tmr_vector_example_l4_depgen"), "--format",
+                 fmt]) == 0
+    text = capsys.readouterr().out
+    assert "tiling check: compute + stall = 233165 cycles vs makespan 233165 cycles (exact)" \
+        in text
+    assert "verdict: dependency-bound" in text
+
+
+def test_cli_bad_input_is_one_line(tmp_path, capsys):
+    from pypto.compile_profiling.cli.profile import main
+
+    (tmp_path / "empty").mkdir()
+    assert main(["analyze", str(tmp_path / "empty")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(str(tmp_path / "empty"))
+    bad = tmp_path / "bad" / "dfx_outputs"
+    write_capture(bad, [(0, 1, 0, 10)], [], core_types=["aiv"])
+    (bad / "deps.json").write_text('{"tasks": [}')
+    assert main(["analyze", str(bad)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "deps.json" in err[0]
+
+
+def test_a_first_calls_imports_count_as_compile_time(tmp_path):
+    """In a fresh interpreter the first compile imports the compiler lazily; those
+    `import:<module>` stages are compile time in the end-to-end tiling, not host
+    preparation (they happen inside `compile`, paid by the program being compiled)."""
+    import subprocess
+    import sys
+
+    repo = REPO_ROOT
+    work = tmp_path / "vector_dag"
+    r = subprocess.run([sys.executable, str(repo / "examples" / "run_vector_dag.py"), str(work)],
+                       capture_output=True, text=True, timeout=300, check=False)
+    assert r.returncode == 0, r.stderr[-2000:]
+    (rank,) = analyze([work / "report" / "trace.json", work / "dfx_outputs"]).ranks
+    imports = [s for s in rank.end_to_end.segments if s.name.startswith("import:")]
+    assert imports, [s.name for s in rank.end_to_end.segments]
+    assert {s.category for s in imports} == {"compile"}

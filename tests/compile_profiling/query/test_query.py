@@ -1,0 +1,204 @@
+"""`pypto-profile query` / `aggregate`: SQL over a run's tables, and every preset against the
+command that computes the same thing (kernels by device time == `pypto-profile kernels`,
+slowest stages == `pypto-profile show`), on a real run of the 64-kernel example and on the
+real Simpler captures; the same answers from a Parquet dataset as from the inputs."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from example_runs import run_many_kernels
+from merge_inputs import CASES, FIXTURES
+from repo_paths import REPO_ROOT as ROOT
+
+from pypto.compile_profiling.cli.profile import main
+from pypto.compile_profiling.profile_data.load import load_profile
+from pypto.compile_profiling.profile_data.model import walk
+from pypto.compile_profiling.profile_data.view import slowest_stages
+from pypto.compile_profiling.query.aggregate import aggregate, find_runs
+from pypto.compile_profiling.query.run import run_preset, run_query
+from pypto.compile_profiling.query.tables import open_run
+from pypto.compile_profiling.timeline import write_timeline
+from pypto.compile_profiling.trace_merge import merge_traces
+from pypto.errors import QueryError
+
+
+@pytest.fixture(scope="module")
+def work_dir(tmp_path_factory) -> Path:
+    """A run() work dir of the 64-kernel example: report/ and dfx_outputs/ at level 4."""
+    return run_many_kernels(tmp_path_factory.mktemp("run") / "many_kernels")
+
+
+def cli(capsys, *argv) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _kernels_command(capsys, path) -> dict:
+    code, out, _ = cli(capsys, "kernels", path, "--format", "json")
+    assert code == 0
+    return {k["kernel"]: k for k in json.loads(out)["kernels"] if k["tasks"] is not None}
+
+
+def _assert_kernels_agree(preset: list[dict], command: dict) -> None:
+    assert sorted(r["kernel"] for r in preset) == sorted(command)
+    totals = [r["device_total_us"] for r in preset]      # slowest first, as the command
+    assert totals == sorted(totals, reverse=True)
+    for r in preset:
+        want = command[r["kernel"]]
+        assert (r["tasks"], r["runs"], r["core_type"]) == (
+            want["tasks"], want["executions"], want["core_type"])
+        for key in ("device_total_us", "device_mean_us", "device_max_us"):
+            assert r[key] == pytest.approx(want[key], rel=1e-12)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_kernels_preset_equals_the_kernels_command_on_every_capture(case, capsys):
+    con = open_run([FIXTURES / case])
+    preset = run_preset(con, "kernels").records()
+    command = _kernels_command(capsys, FIXTURES / case)
+    assert preset or not command
+    _assert_kernels_agree(preset, command)
+
+
+def test_kernels_preset_on_a_work_dir_and_its_parquet_dataset(work_dir, tmp_path, capsys):
+    command = _kernels_command(capsys, work_dir)
+    assert len(command) == 64
+    _assert_kernels_agree(run_preset(open_run([work_dir]), "kernels").records(), command)
+    write_timeline(merge_traces([str(work_dir)]).timeline, tmp_path / "run.parquet")
+    code, out, _ = cli(capsys, "query", "--preset", "kernels", tmp_path / "run.parquet",
+                       "--format", "json")
+    assert code == 0
+    _assert_kernels_agree(json.loads(out), command)
+
+
+def test_slowest_stages_preset_equals_show(work_dir):
+    profile = load_profile(work_dir)
+    want = [(s.path, s.self_ns, s.stage.duration_ns) for s in slowest_stages(profile.stages, 40)]
+    got = run_preset(open_run([work_dir]), "slowest-stages", limit=40).records()
+    assert [(r["path"], r["self_ns"], round(r["total_ms"] * 1e6)) for r in got] == want
+    assert any(p.startswith("compile/codegen/kernel_codegen:") for p, _, _ in want)
+
+
+def test_idle_gaps_preset_equals_the_kernel_bars(capsys):
+    case = FIXTURES / "tmr_bgemm_case0_l4_depgen"
+    tl = merge_traces([str(case)]).timeline
+    block = next(b for b in tl.blocks if b.cat == "aicore")
+    core = {c.key: c for c in block.args}["core_id"].values
+    want = {}
+    for c in np.unique(core).tolist():
+        s = block.start_ns[core == c]
+        e = s + block.dur_ns[core == c]
+        o = np.argsort(s, kind="stable")
+        s, e = s[o], e[o]
+        run_end = np.maximum.accumulate(e)
+        gaps = s[1:] - run_end[:-1]
+        gaps = gaps[gaps > 0]
+        want[c] = (len(gaps), int(gaps.sum()), int(gaps.max()) if len(gaps) else 0)
+    got = run_preset(open_run([case]), "idle-gaps").records()
+    assert {int(r["core"].split("_")[1]): (r["gaps"], round(r["idle_us"] * 1e3),
+                                           round(r["largest_gap_us"] * 1e3)) for r in got} == want
+
+
+def test_sql_over_the_tables(capsys):
+    case = FIXTURES / "hbg_vector_example_l4_depgen"
+    code, out, _ = cli(capsys, "query", "select count(*) as n from slice where category = "
+                       "'aicore'", case, "--format", "csv")
+    assert code == 0 and out == "n\n4\n"
+    con = open_run([case])
+    tl = merge_traces([str(case)]).timeline
+    (n,), = run_query(con, "select count(*) from flow f join slice a on a.id = f.slice_out "
+                      "join slice b on b.id = f.slice_in").rows
+    assert n == tl.flow_count
+    code, out, _ = cli(capsys, "query", "select name, depth from slice order by ts limit 2",
+                       case)
+    assert code == 0 and out.splitlines()[0].split() == ["name", "depth"]
+
+
+def test_an_sql_error_is_one_line_with_duckdbs_message_and_exit_2(capsys):
+    code, out, err = cli(capsys, "query", "select nope from slice",
+                         FIXTURES / "hbg_vector_example_l4_depgen")
+    assert code == 2 and out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err
+    assert "SQL error" in lines[0] and '"nope" not found' in lines[0]
+    with pytest.raises(QueryError):
+        run_query(open_run([FIXTURES / "hbg_vector_example_l4_depgen"]), "selec 1")
+
+
+def test_presets_are_listed_and_an_unknown_one_is_refused(capsys):
+    code, out, _ = cli(capsys, "query", "--preset", "list")
+    assert code == 0
+    assert [ln.split()[0] for ln in out.splitlines()] == ["kernels", "makespan", "idle-gaps",
+                                                         "slowest-stages"]
+    code, _, err = cli(capsys, "query", "--preset", "nope", FIXTURES / CASES[0])
+    assert code == 2 and "unknown preset" in err
+
+
+def test_a_missing_extra_is_one_line_naming_the_pip_command(tmp_path):
+    code = ("import sys; sys.modules['duckdb'] = None; "
+            "from pypto.compile_profiling.cli.profile import main; "
+            f"sys.exit(main(['query', 'select 1', {str(FIXTURES / CASES[0])!r}]))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                       check=False)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.strip().splitlines() == [
+        "pypto-profile: duckdb not installed: python3 -m pip install 'pypto[scale]'"]
+
+
+def test_aggregate_over_a_tree_agrees_with_each_profile(work_dir, tmp_path, capsys):
+    tree = tmp_path / "runs"
+    shutil.copytree(work_dir / "report", tree / "a" / "report")
+    shutil.copytree(work_dir / "report", tree / "nested" / "b" / "report")
+    doc = json.loads((work_dir / "report" / "trace.json").read_text())
+    for ev in doc["traceEvents"]:
+        if ev.get("name") == "golden_write":     # a third run: one stage half as long
+            ev["dur"] = round(ev["dur"] / 2, 3)
+    (tree / "nested" / "c").mkdir(parents=True)
+    (tree / "nested" / "c" / "trace.json").write_text(json.dumps(doc))
+    runs = find_runs([tree])
+    assert [p.relative_to(tree).as_posix() for p in runs] == ["a", "nested/b", "nested/c"]
+    result, n = aggregate([tree])
+    assert n == 3
+    rows = {(r["kind"], r["name"]): r for r in result.records()}
+    want: dict = {}
+    for r in runs:
+        paths: dict = {}
+        for st, _, parent in walk(load_profile(r).stages):
+            paths[id(st)] = f"{paths[id(parent)]}/{st.name}" if parent is not None else st.name
+            want.setdefault(paths[id(st)], []).append(st.duration_ns)
+    stage_rows = {name: r for (kind, name), r in rows.items() if kind in ("stage", "pass")}
+    assert set(stage_rows) == set(want)
+    for path, durations in want.items():
+        r = stage_rows[path]
+        assert r["count"] == len(durations)
+        assert r["total_ms"] == pytest.approx(sum(durations) / 1e6, rel=1e-9, abs=1e-6)
+        assert r["max_ms"] == pytest.approx(max(durations) / 1e6, rel=1e-9, abs=1e-6)
+        assert r["p50_ms"] == pytest.approx(np.percentile(durations, 50) / 1e6, rel=1e-9,
+                                            abs=1e-6)
+        assert r["p95_ms"] == pytest.approx(np.percentile(durations, 95) / 1e6, rel=1e-9,
+                                            abs=1e-6)
+    assert rows[("pass", "compile/passes/ConstantFolding")]["count"] == 3
+    totals = [r["total_ms"] for r in result.records()]
+    assert totals == sorted(totals, reverse=True)
+
+
+def test_aggregate_counts_kernels_across_runs(work_dir, tmp_path, capsys):
+    command = _kernels_command(capsys, work_dir)
+    result, n = aggregate([work_dir, work_dir])
+    assert n == 2
+    kernels = {r["name"]: r for r in result.records() if r["kind"] == "kernel"}
+    assert set(kernels) == set(command)
+    for name, k in kernels.items():
+        assert k["count"] == 2 * command[name]["executions"] and k["runs"] == 2
+        assert k["total_ms"] == pytest.approx(2 * command[name]["device_total_us"] / 1e3,
+                                              rel=1e-9)
+    code, out, err = cli(capsys, "aggregate", work_dir, "--limit", "3")
+    assert code == 0 and len(out.splitlines()) == 4 and "1 run(s)" in err
