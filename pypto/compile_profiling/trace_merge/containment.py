@@ -36,7 +36,7 @@ import numpy as np
 from pypto.compile_profiling.trace_merge.read_run_log import RunLog, StraceSpan
 
 __all__ = ["METHOD", "RUN_ROOTS", "CaptureWindows", "Containment", "HostWindow", "Join",
-           "NotOneRun", "contain", "host_windows", "join_origin"]
+           "NotOneRun", "contain", "fmt_ns", "host_windows", "join_origin"]
 
 METHOD = "span_containment_v1"
 # The root span of one chip run, today's name first: PyPTO #2465 / Simpler #1877 renamed
@@ -258,7 +258,7 @@ def join_origin(w: HostWindow, cap: CaptureWindows) -> Join:
     if lo > hi:
         width = (lo - hi) * NS_PER_S / f
         raise NotOneRun(f"the device windows they report do not overlap ({', '.join(sources)} "
-                        f"miss each other by {_fmt(width)})")
+                        f"miss each other by {fmt_ns(width)})")
     return Join(lo, hi, tuple(sources))
 
 
@@ -284,10 +284,10 @@ def contain(w: HostWindow, cap: CaptureWindows,
     if outer < 0:
         drawn_extent = hi_phase - head
         if w.dur_ns - drawn_extent < 0:
-            raise NotOneRun(f"{_fmt(drawn_extent)} of device work does not fit in "
-                            f"{w.where}'s {w.root}{RUNNER} of {_fmt(w.dur_ns)}")
-        dropped.append(f"device_wall ({_fmt(w.device_wall_ns)}) inside {w.root}{RUNNER} "
-                       f"({_fmt(w.dur_ns)}): longer than what is left after the device "
+            raise NotOneRun(f"{fmt_ns(drawn_extent)} of device work does not fit in "
+                            f"{w.where}'s {w.root}{RUNNER} of {fmt_ns(w.dur_ns)}")
+        dropped.append(f"device_wall ({fmt_ns(w.device_wall_ns)}) inside {w.root}{RUNNER} "
+                       f"({fmt_ns(w.dur_ns)}): longer than what is left after the device "
                        "start; only the records and sub-phases are kept inside")
         extent = drawn_extent
         outer = w.dur_ns - extent
@@ -301,7 +301,7 @@ def contain(w: HostWindow, cap: CaptureWindows,
             constraints.append("after its aicpu_launch marker")
         else:
             dropped.append(f"the aicpu_launch marker at {w.aicpu_launch_ns}: it leaves no "
-                           f"room for {_fmt(extent)} of device work before {w.root}{RUNNER} "
+                           f"room for {fmt_ns(extent)} of device work before {w.root}{RUNNER} "
                            "ends")
     first, last = drawn[0] - head, drawn[1] - head    # the records, from the block start
     for start_ns, end_ns, why in stages:
@@ -315,7 +315,8 @@ def contain(w: HostWindow, cap: CaptureWindows,
                        dropped)
 
 
-def _fmt(ns) -> str:
+def fmt_ns(ns) -> str:
+    """A duration (ns, any real number type) as the merge's messages write it."""
     ns = abs(float(ns))
     if ns < 10_000:
         return f"{ns:.0f} ns"

@@ -55,6 +55,7 @@ from pypto.compile_profiling.trace_merge.containment import (
     HostWindow,
     NotOneRun,
     contain,
+    fmt_ns,
     host_windows,
 )
 from pypto.compile_profiling.trace_merge.pairing import Candidate, PairingError, pair
@@ -179,17 +180,6 @@ class Plan:
     # a per-rank shard's plan holds its own captures only: the labels of every capture
     # each Simpler process ran (by pid), from the whole plan, to name the process by
     run_ranks: dict[int, list[str]] | None = None
-
-
-def fmt_ns(ns: float) -> str:
-    ns = abs(ns)
-    if ns < 10_000:
-        return f"{ns:.0f} ns"
-    if ns < 10_000_000:
-        return f"{ns / 1e3:.1f} us"
-    if ns < 10_000_000_000:
-        return f"{ns / 1e6:.1f} ms"
-    return f"{ns / 1e9:.1f} s"
 
 
 # --------------------------------------------------------------------------- the step
