@@ -15,6 +15,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from child_processes import stop
 from merge_inputs import CALIBRATED, CASES, ESTIMATED, FIXTURES, compile_trace_around
 from repo_paths import REPO_ROOT as REPO
 
@@ -279,11 +280,7 @@ def test_open_serves_only_the_output_then_stops(tmp_path):
         err = proc.stderr.read()
         assert "sent merged.pftrace" in err
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        proc.stdout.close()
-        proc.stderr.close()
+        stop(proc)
 
 
 def test_open_stops_with_one_line_when_the_output_is_changed_in_place(tmp_path):
@@ -305,11 +302,7 @@ def test_open_stops_with_one_line_when_the_output_is_changed_in_place(tmp_path):
         assert err.splitlines()[-1] == (f"{out}: changed since it was opened (written in "
                                         "place); not served: open it again")
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        proc.stdout.close()
-        proc.stderr.close()
+        stop(proc)
 
 
 def test_open_stops_on_ctrl_c(tmp_path):
@@ -329,11 +322,7 @@ def test_open_stops_on_ctrl_c(tmp_path):
         assert "Traceback" not in err and err.splitlines()[-1] == "interrupted"
         assert out.exists()
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        proc.stdout.close()
-        proc.stderr.close()
+        stop(proc)
 
 
 def test_script_runs_from_a_copy_of_the_checkout_without_install(tmp_path):
@@ -456,11 +445,7 @@ def test_open_offline_serves_the_ui_and_the_merged_trace(tmp_path):
         err = proc.stderr.read()
         assert "Traceback" not in err and err.splitlines()[-1] == "interrupted"
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        proc.stdout.close()
-        proc.stderr.close()
+        stop(proc)
 
 
 def test_kernels_in_one_line_by_default_every_kernel_with_kernels(tmp_path, capsys):

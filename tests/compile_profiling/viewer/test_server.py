@@ -12,6 +12,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from child_processes import stop
 from repo_paths import REPO_ROOT as ROOT
 
 from pypto.compile_profiling.cli import merge_traces as merge_cli
@@ -239,11 +240,7 @@ def finish(proc: subprocess.Popen, timeout: float = 20) -> tuple[int, str]:
         code = proc.wait(timeout=timeout)
         return code, proc.stderr.read()
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        proc.stdout.close()
-        proc.stderr.close()
+        stop(proc)
 
 
 def test_open_prints_the_link_serves_until_fetched_and_exits_0(trace):
