@@ -32,8 +32,8 @@ from pypto.compile_profiling.trace_merge.json_pieces import (
     SEP_OBJECTS,
     SEP_ROWS,
     JsonPieces,
-    word_error,
 )
+from pypto.compile_profiling.trace_merge.read_records import read_metadata
 from pypto.compile_profiling.trace_merge.read_run_log import read_run_log
 from pypto.errors import TraceInputError
 
@@ -110,11 +110,7 @@ def _records_envelope(path: str) -> rs.SwimlaneRecords:
             if key in schema.LEVEL_KEYS:
                 level = jp.value(where, schema.SwimlaneLevel)
             elif key == "metadata":
-                raw = jp.value(where)
-                try:
-                    meta = msgspec.convert(raw, schema.SwimlaneMetadata)
-                except msgspec.ValidationError as exc:
-                    raise TraceInputError(path, word_error(exc, where, doc=raw)) from None
+                raw, meta = read_metadata(jp, where)
             elif key in _TODAY_KEYS:
                 today = True    # today's layout: read whole (below), not as an envelope
                 break

@@ -60,7 +60,8 @@ from pypto.compile_profiling.trace_merge.json_pieces import (
 )
 from pypto.errors import TraceInputError
 
-__all__ = ["PhaseColumns", "SwimlaneRecords", "check_clock_range", "read_records"]
+__all__ = ["PhaseColumns", "SwimlaneRecords", "check_clock_range", "read_metadata",
+           "read_records"]
 
 ABSENT = schema.ABSENT
 _TODAY_KEYS = ("scheduler_tasks", "scheduler_records", "aicpu_lifecycle_records")
@@ -672,6 +673,16 @@ def _lifecycle(jp: JsonPieces, where: str, warnings: list[str]) -> list[PhaseCol
 
 # --------------------------------------------------------------------------- the file
 
+def read_metadata(jp: JsonPieces, where: str) -> tuple[dict, schema.SwimlaneMetadata]:
+    """The records file's `metadata` at `where`: (as written, checked against its schema);
+    a `TraceInputError` naming the file and the field when it does not fit."""
+    raw = jp.value(where)
+    try:
+        return raw, msgspec.convert(raw, schema.SwimlaneMetadata)
+    except msgspec.ValidationError as exc:
+        raise TraceInputError(jp.path, word_error(exc, where, doc=raw)) from None
+
+
 def read_records(path: str | os.PathLike) -> SwimlaneRecords:
     """Read and check a records file of either layout (see the module docstring)."""
     path = str(path)
@@ -687,11 +698,7 @@ def read_records(path: str | os.PathLike) -> SwimlaneRecords:
             if key in schema.LEVEL_KEYS:
                 level_key, level = key, jp.value(where, schema.SwimlaneLevel)
             elif key == "metadata":
-                raw_meta = jp.value(where)
-                try:
-                    meta = msgspec.convert(raw_meta, schema.SwimlaneMetadata)
-                except msgspec.ValidationError as exc:
-                    raise TraceInputError(path, word_error(exc, where, doc=raw_meta)) from None
+                raw_meta, meta = read_metadata(jp, where)
             elif key == "aicore_tasks":
                 rows[key] = _rows(jp, where, (5, 6, 7))
             elif key == "aicpu_tasks":
