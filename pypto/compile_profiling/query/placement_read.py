@@ -33,7 +33,7 @@ from pypto.compile_profiling.trace_merge.json_pieces import (
     SEP_ROWS,
     JsonPieces,
 )
-from pypto.compile_profiling.trace_merge.read_records import read_metadata
+from pypto.compile_profiling.trace_merge.read_records import metadata_fields, read_metadata
 from pypto.compile_profiling.trace_merge.read_run_log import read_run_log
 from pypto.errors import TraceInputError
 
@@ -149,16 +149,9 @@ def _records_envelope(path: str) -> rs.SwimlaneRecords:
 
     aicore = rows("aicore_tasks", schema.AICORE_COLUMNS, "start_cycles", "end_cycles")
     aicpu = rows("aicpu_tasks", schema.AICPU_COLUMNS, "dispatch_cycles", "finish_cycles")
-    core_types = list(meta.core_types)
     return rs.SwimlaneRecords(
-        path=path, level=level, level_key=schema.LEVEL_KEYS[0], freq_hz=meta.clock_freq_hz,
-        num_cores=meta.num_cores if meta.num_cores is not None else len(core_types),
-        core_types=core_types, core_to_thread=meta.core_to_thread,
-        clock_anchors=meta.clock_anchors,
-        host_timestamp_quantization_ns=meta.host_timestamp_quantization_ns,
-        orchestrator_source=meta.orchestrator_source,
-        host_orchestration_origin_ns=meta.host_orchestration_origin_ns,
-        metadata=raw, aicore=aicore, aicore_columns=6, aicpu=aicpu,
+        path=path, level=level, level_key=schema.LEVEL_KEYS[0],
+        **metadata_fields(meta, list(meta.core_types)), metadata=raw, aicore=aicore, aicore_columns=6, aicpu=aicpu,
         scheduler=streams.get("aicpu_scheduler_phases", []),
         orchestrator=streams.get("aicpu_orchestrator_phases", []),
         host_orchestrator=streams.get("host_orchestrator_phases", []),

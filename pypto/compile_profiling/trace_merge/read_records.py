@@ -60,8 +60,8 @@ from pypto.compile_profiling.trace_merge.json_pieces import (
 )
 from pypto.errors import TraceInputError
 
-__all__ = ["PhaseColumns", "SwimlaneRecords", "check_clock_range", "read_metadata",
-           "read_records"]
+__all__ = ["PhaseColumns", "SwimlaneRecords", "check_clock_range", "metadata_fields",
+           "read_metadata", "read_records"]
 
 ABSENT = schema.ABSENT
 _TODAY_KEYS = ("scheduler_tasks", "scheduler_records", "aicpu_lifecycle_records")
@@ -673,6 +673,19 @@ def _lifecycle(jp: JsonPieces, where: str, warnings: list[str]) -> list[PhaseCol
 
 # --------------------------------------------------------------------------- the file
 
+def metadata_fields(meta: schema.SwimlaneMetadata, core_types: list[str]) -> dict:
+    """The `SwimlaneRecords` fields taken from the file's metadata as they are (`core_types`
+    as the caller made them text), for every reader that builds one."""
+    return {
+        "freq_hz": meta.clock_freq_hz,
+        "num_cores": meta.num_cores if meta.num_cores is not None else len(core_types),
+        "core_types": core_types, "core_to_thread": meta.core_to_thread,
+        "clock_anchors": meta.clock_anchors,
+        "host_timestamp_quantization_ns": meta.host_timestamp_quantization_ns,
+        "orchestrator_source": meta.orchestrator_source,
+        "host_orchestration_origin_ns": meta.host_orchestration_origin_ns}
+
+
 def read_metadata(jp: JsonPieces, where: str) -> tuple[dict, schema.SwimlaneMetadata]:
     """The records file's `metadata` at `where`: (as written, checked against its schema);
     a `TraceInputError` naming the file and the field when it does not fit."""
@@ -776,13 +789,7 @@ def read_records(path: str | os.PathLike) -> SwimlaneRecords:
     _warn_unknown_kinds(path, scheduler, warnings)
 
     rec = SwimlaneRecords(
-        path=path, level=level, level_key=level_key, freq_hz=meta.clock_freq_hz,
-        num_cores=meta.num_cores if meta.num_cores is not None else len(core_types),
-        core_types=core_types, core_to_thread=meta.core_to_thread,
-        clock_anchors=meta.clock_anchors,
-        host_timestamp_quantization_ns=meta.host_timestamp_quantization_ns,
-        orchestrator_source=meta.orchestrator_source,
-        host_orchestration_origin_ns=meta.host_orchestration_origin_ns,
+        path=path, level=level, level_key=level_key, **metadata_fields(meta, core_types),
         metadata=raw_meta, aicore=aicore, aicore_columns=aic_width, aicpu=aicpu,
         scheduler=scheduler, orchestrator=orchestrator, host_orchestrator=host_orch,
         host_uploads=uploads, ignored_streams=ignored,
