@@ -16,6 +16,7 @@ from timeline_checks import check_matches_timeline, lane_of
 from pypto.compile_profiling.profile_timeline import write_profile_perfetto
 from pypto.compile_profiling.timeline import write_timeline
 from pypto.compile_profiling.trace_merge import merge_traces
+from pypto.compile_profiling.trace_merge.place import fmt_interval
 
 pytestmark = [pytest.mark.perfetto_ui,
               pytest.mark.skipif(not CASES, reason="no Simpler fixtures on this machine")]
@@ -57,7 +58,8 @@ def test_calibrated_merge_device_slices_inside_device_execution(perfetto_ui, tmp
 @pytest.mark.parametrize("suffix", FORMATS)
 def test_contained_merge_is_labelled_and_bounded_by_its_run(perfetto_ui, tmp_path, suffix):
     """A capture placed by span containment, in both formats: zero import errors, its
-    processes named with the slack, every device slice inside its run's runner_run."""
+    processes named with the offset interval, every device slice inside its run's
+    runner_run."""
     case = FIXTURES / "tmr_bgemm_case0_l4_depgen"
     info = compile_trace_around(case, tmp_path / "trace.json")
     tl = merge_traces([tmp_path / "trace.json", case]).timeline
@@ -66,7 +68,11 @@ def test_contained_merge_is_labelled_and_bounded_by_its_run(perfetto_ui, tmp_pat
     t = perfetto_ui.load(out)
     rows = check_matches_timeline(t, tl)
     device = [r for r in rows if r["process_name"].startswith("Device")]
-    assert all("(contained, slack 171.2 ms)" in r["process_name"] for r in device)
+    how = next(p for p in tl.processes if p.name.startswith("Device")).args["alignment"]
+    label = fmt_interval(how["offset_lo_ns"] - how["offset_ns"],
+                         how["offset_hi_ns"] - how["offset_ns"])
+    assert label.startswith("-") and label.endswith(" ms")
+    assert all(f"(contained {label})" in r["process_name"] for r in device)
     (runner,) = [r for r in rows if r["name"] == "chip.run.runner_run"]
     assert runner["ts"] <= min(r["ts"] for r in device)
     assert max(r["ts"] + r["dur"] for r in device) <= runner["ts"] + runner["dur"]
@@ -162,5 +168,5 @@ def test_real_run_on_the_simulator_merges_and_loads(perfetto_ui, tmp_path, runti
         if calibrated:
             assert not r.timeline.metadata["estimated"]
         else:
-            assert all("(contained, slack" in x["process_name"] for x in device
+            assert all("(contained -" in x["process_name"] for x in device
                        if "Orchestrator" not in x["process_name"])

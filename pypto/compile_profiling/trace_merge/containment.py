@@ -23,10 +23,19 @@ All arithmetic is exact (`Fraction`): the published offset and slack are integer
 once, so a test can compute them by hand from the log's and the capture's numbers. When
 constraints exclude each other, the weaker one is dropped and named (`Containment.dropped`);
 only an empty join or device work wider than `runner_run` refuses (`NotOneRun`).
+
+The slack bounds the placement for the join's middle only. What is published as the bound is
+the interval of the offset itself (`host ns = cycles * 1e9 / f + offset`) that every kept
+piece of evidence allows at once, over the whole width of the join: the records inside
+`runner_run`, the sub-phases (joined) inside it, after the launch marker, inside the run's
+`device_execution` stage. `device_wall`'s own length is not one of them: Simpler's a2a3
+simulator measures it on its own clock, and on a real capture it outlasts `runner_run` by
+60 ms; where it would narrow the interval, `wall_hi_ns` says how far.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -128,6 +137,9 @@ class Containment:
     outer_slack_ns: Fraction     # before the launch marker and other narrowing
     constraints: list[str]
     dropped: list[str]
+    offset_lo_ns: Fraction       # the offset (log clock) every kept constraint allows
+    offset_hi_ns: Fraction
+    wall_hi_ns: Fraction | None  # the upper end if device_wall's length bounded it too
 
     @property
     def slack_ns(self) -> Fraction:
@@ -147,7 +159,8 @@ class Containment:
         return round(self.place_lo_ns - self.head_ns - self.join.origin * NS_PER_S / f)
 
     def metadata(self, host_offset_ns: int = 0) -> dict:
-        """Simpler's `span_containment_v1` fields (host ns moved onto the reference axis)."""
+        """Simpler's `span_containment_v1` fields (host ns moved onto the reference axis),
+        and the offset's interval."""
         w, f = self.window, self.capture.freq_hz
         out = {"method": METHOD, "outer_span": w.root + RUNNER, "outer_pid": w.pid,
                "outer_inv": w.inv, "outer_start_ns": w.start_ns + host_offset_ns,
@@ -159,7 +172,12 @@ class Containment:
                "join": {"sources": list(self.join.sources),
                         "origin_cycles": round(self.join.origin),
                         "residual_ns": round((self.join.hi - self.join.lo) * NS_PER_S / f)},
-               "run_log": w.log.path}
+               "run_log": w.log.path,
+               "offset_lo_ns": math.floor(self.offset_lo_ns) + host_offset_ns,
+               "offset_hi_ns": math.ceil(self.offset_hi_ns) + host_offset_ns}
+        if self.wall_hi_ns is not None:
+            out["offset_hi_ns_if_device_wall_inside"] = math.ceil(self.wall_hi_ns) \
+                + host_offset_ns
         if w.aicpu_launch_ns is not None and not any("aicpu_launch" in d for d in self.dropped):
             out["aicpu_launch_ns"] = w.aicpu_launch_ns + host_offset_ns
             out["causal_constraint"] = "aicpu_launch<=device_start"
@@ -293,17 +311,20 @@ def contain(w: HostWindow, cap: CaptureWindows,
         outer = w.dur_ns - extent
     place_lo = Fraction(w.start_ns)
     place_hi = w.start_ns + outer
+    launch = None                       # the marker, when kept
     if w.launch_problem is not None:
         dropped.append(f"the aicpu_launch marker ({w.launch_problem})")
     elif w.aicpu_launch_ns is not None:
         if w.aicpu_launch_ns <= place_hi:
             place_lo = max(place_lo, Fraction(w.aicpu_launch_ns))
             constraints.append("after its aicpu_launch marker")
+            launch = w.aicpu_launch_ns
         else:
             dropped.append(f"the aicpu_launch marker at {w.aicpu_launch_ns}: it leaves no "
                            f"room for {fmt_ns(extent)} of device work before {w.root}{RUNNER} "
                            "ends")
     first, last = drawn[0] - head, drawn[1] - head    # the records, from the block start
+    kept_stages = []
     for start_ns, end_ns, why in stages:
         lo, hi = max(place_lo, start_ns - first), min(place_hi, end_ns - last)
         if lo > hi:
@@ -311,8 +332,35 @@ def contain(w: HostWindow, cap: CaptureWindows,
             continue
         place_lo, place_hi = lo, hi
         constraints.append(why)
+        kept_stages.append((start_ns, end_ns))
+    off_lo, off_hi, wall_hi = _offset_interval(w, cap, join, launch, kept_stages)
     return Containment(w, cap, join, head, extent, place_lo, place_hi, outer, constraints,
-                       dropped)
+                       dropped, off_lo, off_hi, wall_hi)
+
+
+def _offset_interval(w: HostWindow, cap: CaptureWindows, join: Join, launch: int | None,
+                     stages: list[tuple[int, int]]
+                     ) -> tuple[Fraction, Fraction, Fraction | None]:
+    """The offset (`host ns = cycles * k + offset`, k = 1e9 / f, log clock) that the kept
+    evidence allows for any origin in the join: the records `[first, last]` inside
+    `runner_run`, after the launch marker and inside each stage; the sub-phases (at
+    `origin * k + offset + ts`) inside `runner_run` and after the marker. Also the upper end
+    if `device_wall`'s own length had to end inside `runner_run` (None: it would not cut)."""
+    k = Fraction(NS_PER_S, cap.freq_hz)
+    first, last = cap.extent
+    run_s, run_e = w.start_ns, w.start_ns + w.dur_ns
+    p_lo = min([0] + [ts for ts, _ in w.phases.values()])
+    p_hi = max([0] + [ts + dur for ts, dur in w.phases.values()])
+    lows = [run_s - first * k, run_s - p_lo - join.hi * k]
+    highs = [run_e - last * k, run_e - p_hi - join.lo * k]
+    if launch is not None:
+        lows += [launch - first * k, launch - p_lo - join.hi * k]
+    for start_ns, end_ns in stages:
+        lows.append(start_ns - first * k)
+        highs.append(end_ns - last * k)
+    lo, hi = max(lows), min(highs)
+    wall = run_e - max(p_hi, w.device_wall_ns) - join.lo * k
+    return lo, hi, (max(wall, lo) if wall < hi else None)
 
 
 def fmt_ns(ns) -> str:

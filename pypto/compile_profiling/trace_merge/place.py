@@ -32,8 +32,9 @@ puts their starts together.
 
 from __future__ import annotations
 
+import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -49,7 +50,7 @@ from pypto.compile_profiling.trace_merge.clock_alignment import (
 )
 from pypto.compile_profiling.trace_merge.containment import (
     METHOD,
-    NS_PER_S,
+    RUNNER,
     CaptureWindows,
     Containment,
     HostWindow,
@@ -95,7 +96,8 @@ class Interval:
 
 @dataclass(slots=True)
 class DeviceClock:
-    """Device cycles -> reference-axis ns, and how sure that is."""
+    """Device cycles -> reference-axis ns, and how sure that is: the true offset (`ns =
+    cycles * 1e9 / f + offset`) lies in `[offset_lo_ns, offset_hi_ns]` (None: no bound)."""
 
     status: str                       # "calibrated" | "contained" | "estimated"
     freq_hz: int
@@ -103,9 +105,12 @@ class DeviceClock:
     mapping: ClockMapping | None = None
     offset_ns: float = 0.0            # otherwise: ns = cycles * 1e9 / f + offset_ns
     host_offset_ns: int = 0           # calibrated: the run's host onto the reference axis
-    uncertainty_ns: float | None = None   # None: unbounded; contained: the slack
+    uncertainty_ns: float | None = None   # None: unbounded; else the largest error drawn
     containment: Containment | None = None
     cross_check: str | None = None    # calibrated: what span containment says of it
+    offset_lo_ns: float | None = None     # reference axis
+    offset_hi_ns: float | None = None
+    drawn_offset_ns: float | None = None  # the offset drawn (calibrated: at the first record)
 
     def to_ns(self, cycles: np.ndarray) -> np.ndarray:
         """int64 ns on the reference axis (time points rounded once, here)."""
@@ -117,6 +122,22 @@ class DeviceClock:
         else:
             ns = cycles.astype(np.float64) * (1e9 / self.freq_hz) + self.offset_ns
         return np.rint(ns).astype(np.int64)
+
+    def shifted(self, by_ns: int) -> DeviceClock:
+        """The same mapping with the device `by_ns` later: where the records would go at
+        another offset the evidence allows."""
+        if self.mapping is not None:
+            return replace(self, host_offset_ns=self.host_offset_ns + by_ns)
+        return replace(self, offset_ns=self.offset_ns + by_ns)
+
+    @property
+    def interval(self) -> tuple[float, float] | None:
+        """(earliest, latest) shift from the drawn placement that the evidence allows, ns
+        (earliest <= 0 <= latest); None: unbounded."""
+        if self.offset_lo_ns is None or self.offset_hi_ns is None:
+            return None
+        drawn = self.offset_ns if self.drawn_offset_ns is None else self.drawn_offset_ns
+        return self.offset_lo_ns - drawn, self.offset_hi_ns - drawn
 
     def describe(self) -> dict:
         if self.mapping is not None:
@@ -131,18 +152,39 @@ class DeviceClock:
                     "frequency_hz": self.freq_hz, "offset_ns": round(self.offset_ns)}
             if self.uncertainty_ns is not None:
                 info["uncertainty_ns"] = round(self.uncertainty_ns)
+        if self.offset_lo_ns is not None:
+            info["offset_lo_ns"] = math.floor(self.offset_lo_ns)
+            info["offset_hi_ns"] = math.ceil(self.offset_hi_ns)
         if self.host_offset_ns:
             info["host_offset_ns"] = self.host_offset_ns
         return info
 
     @property
+    def bound(self) -> str:
+        """The interval as a figure: "±386 ns", "-2.1 us/+334.0 ms", "unbounded"."""
+        iv = self.interval
+        if iv is None:
+            return "unbounded"
+        return fmt_interval(*iv)
+
+    @property
     def label(self) -> str:
-        """What the device processes' names say: "calibrated ±386 ns", "contained, slack
-        137.0 ms", "estimated ±85.6 ms"."""
+        """What the device processes' names say: "calibrated ±386 ns", "contained -2.1 us/
+        +334.0 ms" (the records may lie that much earlier or later than drawn), "estimated
+        ±85.6 ms"."""
         if self.containment is not None:
-            return f"contained, slack {fmt_ns(self.uncertainty_ns)}"
+            return f"contained {self.bound}"
         sure = "" if self.uncertainty_ns is None else f" ±{fmt_ns(self.uncertainty_ns)}"
         return f"{self.status}{sure}"
+
+
+def fmt_interval(earlier: float, later: float) -> str:
+    """A shift interval around a drawn point: "±25 ns" when symmetric as written, else
+    "-2.1 us/+334.0 ms" (signed: an interval that misses the point reads "+3 ns/+9 ns")."""
+    a, b = fmt_ns(earlier), fmt_ns(later)
+    if a == b and earlier <= 0 <= later:
+        return f"±{a}"
+    return f"{'-' if earlier <= 0 else '+'}{a}/{'+' if later >= 0 else '-'}{b}"
 
 
 @dataclass(slots=True)
@@ -491,6 +533,7 @@ def _device_clock(capture_plan: CapturePlan, stage, ctx: _Context, plan: Plan) -
                               f"({mapping.method})", mapping=mapping,
                               host_offset_ns=capture_plan.host.offset_ns,
                               uncertainty_ns=mapping.uncertainty_ns)
+            _calibrated_interval(dev, ctx.windows(cap))
             if capture_plan.window is not None:
                 dev.cross_check = _cross_check(capture_plan, dev, ctx.windows(cap), plan)
             return dev
@@ -521,32 +564,40 @@ def _not_one_run(capture_plan: CapturePlan, path: str, e: NotOneRun) -> TraceInp
                                  f"{e.detail}")
 
 
+def _calibrated_interval(dev: DeviceClock, windows: CaptureWindows | None) -> None:
+    """The anchors' offset over the capture's extent (the mapping corrects the frequency,
+    so the offset moves along it), widened by their uncertainty either way."""
+    if windows is None:
+        return
+    ends = np.array(windows.extent, dtype=np.int64)
+    offs = dev.to_ns(ends) - ends * (1e9 / dev.freq_hz)
+    sure = dev.uncertainty_ns or 0.0
+    dev.drawn_offset_ns = float(offs[0])
+    dev.offset_lo_ns, dev.offset_hi_ns = float(offs.min()) - sure, float(offs.max()) + sure
+
+
 def _cross_check(capture_plan: CapturePlan, dev: DeviceClock, windows: CaptureWindows | None,
                  plan: Plan) -> str | None:
     """A calibrated capture and the invocation it was paired with: refused when they cannot
-    describe one run (as a contained capture is); else where the anchors put its first
-    record against what span containment allows there (the slack, the join's residual
-    either way, the anchors' uncertainty), said in the summary, warned when outside."""
+    describe one run (as a contained capture is); else whether the offsets span containment
+    allows hold the anchors' (said in the summary; a warning, by how much, when not)."""
     if windows is None:
         return None
     try:
         c = contain(capture_plan.window, windows)
     except NotOneRun as e:
         raise _not_one_run(capture_plan, windows.path, e) from None
-    first = windows.extent[0]
-    earliest = float(c.place_lo_ns - c.head_ns + (first - c.join.origin) * NS_PER_S
-                     / windows.freq_hz) + capture_plan.host.offset_ns
-    calibrated = float(dev.to_ns(np.array([first], dtype=np.int64))[0])
-    later = calibrated - earliest
-    half, slack, sure = float(c.residual_ns) / 2, float(c.slack_ns), dev.uncertainty_ns
+    off = capture_plan.host.offset_ns
+    lo, hi = float(c.offset_lo_ns) + off, float(c.offset_hi_ns) + off
+    a_lo, a_hi, at = dev.offset_lo_ns, dev.offset_hi_ns, dev.drawn_offset_ns
     where = f"span containment in {capture_plan.window.log.path} ({capture_plan.window.where})"
-    if -half - sure <= later <= slack + half + sure:
-        return (f"{where} agrees: {fmt_ns(later)} {'after' if later >= 0 else 'before'} its "
-                f"earliest placement, slack {fmt_ns(slack)}, join ±{fmt_ns(half)}")
-    plan.warnings.append(f"{windows.path}: its clock anchors put it {fmt_ns(later)} "
-                         f"{'after' if later >= 0 else 'before'} the earliest placement "
-                         f"{where} allows (slack {fmt_ns(slack)}, join ±{fmt_ns(half)}): "
-                         "the anchors or the run log are wrong; the anchors are used")
+    if a_hi >= lo and a_lo <= hi:
+        return (f"{where} agrees: it allows {fmt_interval(lo - at, hi - at)} around where the "
+                "anchors put the device")
+    miss = lo - a_hi if a_hi < lo else a_lo - hi
+    plan.warnings.append(f"{windows.path}: its clock anchors put it {fmt_ns(miss)} "
+                         f"{'earlier' if a_hi < lo else 'later'} than anything {where} allows "
+                         "(the anchors or the run log are wrong; the anchors are used)")
     return None
 
 
@@ -567,11 +618,24 @@ def _contained(capture_plan: CapturePlan, windows: CaptureWindows, stage, why_no
            f"(±{fmt_ns(float(c.residual_ns) / 2)}); {why_not}")
     for d in c.dropped:
         plan.warnings.append(f"{windows.path}: placement constraint dropped: {d}")
+    drawn = c.cycle_offset_ns() + off
+    dev = DeviceClock("contained", windows.freq_hz, how, offset_ns=drawn,
+                      host_offset_ns=off, containment=c, offset_lo_ns=float(c.offset_lo_ns) + off,
+                      offset_hi_ns=float(c.offset_hi_ns) + off)
+    earlier, later = dev.interval
+    dev.uncertainty_ns = max(-earlier, later)
+    wall = ""
+    if c.wall_hi_ns is not None:
+        wall = (f"; device_wall ({fmt_ns(w.device_wall_ns)}) ending inside {w.root}{RUNNER}, "
+                f"as Simpler's tools assume, would cut the later end to "
+                f"+{fmt_ns(float(c.wall_hi_ns) + off - drawn)}: not relied on (Simpler's "
+                "simulator times device_wall on its own clock, and it can outlast "
+                f"{w.root}{RUNNER})")
     plan.warnings.append(f"{capture_plan.capture.files.directory}: device time placed by span "
-                         f"containment with slack {fmt_ns(slack)} (the records may lie up to "
-                         f"that much later), not calibrated ({how})")
-    return DeviceClock("contained", windows.freq_hz, how, offset_ns=c.cycle_offset_ns() + off,
-                       host_offset_ns=off, uncertainty_ns=slack, containment=c)
+                         f"containment, not calibrated: the records may lie "
+                         f"{fmt_ns(-earlier)} earlier to {fmt_ns(later)} later than drawn "
+                         f"(drawn as Simpler does, slack {fmt_ns(slack)}){wall} ({how})")
+    return dev
 
 
 def _estimate(capture_plan: CapturePlan, ext: dict, stage, offset_us, plan: Plan, freq: int,
@@ -614,7 +678,8 @@ def _estimate(capture_plan: CapturePlan, ext: dict, stage, offset_us, plan: Plan
     plan.warnings.append(f"{where}: device time is ESTIMATED ±{fmt_ns(feasible.half_width)} "
                          f"({how}), not calibrated")
     return DeviceClock("estimated", freq, how, offset_ns=feasible.mid,
-                       uncertainty_ns=feasible.half_width)
+                       uncertainty_ns=feasible.half_width, offset_lo_ns=feasible.lo,
+                       offset_hi_ns=feasible.hi)
 
 
 def _offset_base(capture_plan: CapturePlan, stage) -> tuple[float, str]:

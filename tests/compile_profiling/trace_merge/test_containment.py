@@ -1,7 +1,8 @@
 """Span containment (Simpler's `span_containment_v1`) and dispatch-identity pairing: the
-exact offset and slack of every real capture, worked out here by hand from its log and its
-records; refusals of artifacts that are not from one run; the interval rules; the
-`aicpu_launch` narrowing; old root names; multi-rank trees paired by dispatch identity."""
+exact offset, slack and offset interval of every real capture, worked out here by hand from
+its log and its records; the interval holds the true offset on every capture; refusals of
+artifacts that are not from one run; the interval rules; the `aicpu_launch` narrowing; old
+root names; multi-rank trees paired by dispatch identity."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from pypto.compile_profiling.trace_merge.containment import (
     join_origin,
 )
 from pypto.compile_profiling.trace_merge.pairing import Candidate, PairingError, pair
+from pypto.compile_profiling.trace_merge.place import fmt_interval
 from pypto.compile_profiling.trace_merge.read_run_log import RunLog, StraceSpan
 from pypto.errors import TraceInputError
 
@@ -55,9 +57,9 @@ def by_hand(log_text: str, records: dict, launch_ns: int | None = None) -> dict:
     phases = {k[len(wall) + 1:]: v for k, v in spans.items()
               if k.startswith(wall + ".") and v[1] > 0}
     brackets = [((0, spans[wall][1]), extent)]
-    if sched:
+    if sched and "sched" in phases:
         brackets.append((phases["sched"], (min(sched), max(sched))))
-    if orch:
+    if orch and "orch" in phases:
         brackets.append((phases["orch"], (min(orch), max(orch))))
     ns = Fraction(10**9, f)
     hi = min(first - start / ns for (start, _), (first, _) in brackets)
@@ -70,7 +72,16 @@ def by_hand(log_text: str, records: dict, launch_ns: int | None = None) -> dict:
     device = max(Fraction(spans[wall][1]), max(drawn)) - head
     rr_start, rr_dur = spans["chip.run.runner_run"]
     start = max(rr_start, launch_ns) if launch_ns is not None else rr_start
+    # the offset interval: records inside runner_run (and after the launch marker); the
+    # sub-phases (device_wall's own length not among them) inside it, for any origin in
+    # [lo, hi]
+    p_lo = min([0] + [ts for ts, _ in phases.values()])
+    p_hi = max([0] + [ts + dur for ts, dur in phases.values()])
+    first_c, last_c = extent
+    lows = [start - first_c * ns, start - p_lo - hi * ns]
+    highs = [rr_start + rr_dur - last_c * ns, rr_start + rr_dur - p_hi - lo * ns]
     return {"offset_ns": round(start - head - origin * ns),
+            "offset_lo_ns": int(np.floor(max(lows))), "offset_hi_ns": int(np.ceil(min(highs))),
             "slack_ns": round(rr_start + rr_dur - device - start),
             "residual_ns": round((hi - lo) * ns), "runner_run": (rr_start, rr_start + rr_dur),
             "first_cycles": min(r[3] for r in records["aicore_tasks"]), "extent": extent,
@@ -104,11 +115,48 @@ def test_offset_and_slack_of_each_real_capture_to_the_nanosecond(case):
     got = alignment(tl)
     assert (got["status"], got["method"]) == ("contained", "span_containment_v1")
     assert got["offset_ns"] == want["offset_ns"]
-    assert got["slack_ns"] == want["slack_ns"] == got["uncertainty_ns"]
+    assert got["slack_ns"] == want["slack_ns"]
+    assert (got["offset_lo_ns"], got["offset_hi_ns"]) == (want["offset_lo_ns"],
+                                                          want["offset_hi_ns"])
+    assert got["offset_lo_ns"] <= got["offset_ns"] <= got["offset_hi_ns"]
+    # the largest error of the drawn placement (the published ends are rounded outwards)
+    assert abs(got["uncertainty_ns"] - max(got["offset_ns"] - got["offset_lo_ns"],
+                                           got["offset_hi_ns"] - got["offset_ns"])) <= 1
     assert got["join"]["residual_ns"] == want["residual_ns"]
     first = min(s.start_ns for s in aicore(tl))
     assert first == want["first_cycles"] * want["ns_per_cycle"] + want["offset_ns"]
-    assert f"(contained, slack {want['slack_ns'] / 1e6:.1f} ms)" in aicore(tl)[0].process.name
+    label = fmt_interval(want["offset_lo_ns"] - want["offset_ns"],
+                         want["offset_hi_ns"] - want["offset_ns"])
+    assert f"(contained {label})" in aicore(tl)[0].process.name
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_the_offset_interval_holds_the_true_offset_on_every_real_capture(case, tmp_path):
+    """Ground truth: on Simpler's a2a3 simulator the device counter is the host's
+    CLOCK_MONOTONIC in cycles, so the true offset is 0 (the three captures with clock
+    anchors say so to within their ±30 ns). Every capture, the anchored ones with their
+    anchors removed, placed by containment alone: its interval holds 0."""
+    cap = tmp_path / case
+    shutil.copytree(FIXTURES / case, cap)
+    rec = records(case)
+    rec["metadata"].pop("clock_anchors", None)
+    (cap / "chip_swimlane_records.json").write_text(json.dumps(rec))
+    got = alignment(merge_traces([cap]).timeline)
+    assert got["status"] == "contained"
+    assert got["offset_lo_ns"] <= 0 <= got["offset_hi_ns"], got
+    want = by_hand(log_text(case), rec)
+    assert (got["offset_lo_ns"], got["offset_hi_ns"]) == (want["offset_lo_ns"],
+                                                          want["offset_hi_ns"])
+
+
+def test_device_walls_own_length_is_named_not_relied_on():
+    """tmr_vector_example_l4_depgen: its device_wall (280.8 ms) starts 197 ms into a 417.8 ms
+    runner_run, so it ends 60 ms after it. Taking device_wall's end inside runner_run as a
+    bound would exclude the truth; it is named, with where it would cut, and not used."""
+    case = "tmr_vector_example_l4_depgen"
+    got = alignment(merge_traces([FIXTURES / case]).timeline)
+    assert got["offset_lo_ns"] <= 0 <= got["offset_hi_ns"]
+    assert got["offset_hi_ns_if_device_wall_inside"] < 0      # it would have missed it
 
 
 def test_the_by_hand_rule_itself_on_one_capture():
@@ -358,8 +406,12 @@ def test_a_converted_trace_is_contained_like_its_records(tmp_path):
     tl = merge_traces([tmp_path / "conv"]).timeline
     want = by_hand(log_text(case), records(case))
     procs = [p for p in tl.processes if p.name.startswith("Device")]
-    assert procs and all("(contained, slack 137.0 ms)" in p.name for p in procs)
-    assert procs[0].args["alignment"]["slack_ns"] == want["slack_ns"]
+    how = procs[0].args["alignment"]
+    label = fmt_interval(how["offset_lo_ns"] - how["offset_ns"],
+                         how["offset_hi_ns"] - how["offset_ns"])
+    assert procs and all(f"(contained {label})" in p.name for p in procs)
+    assert how["slack_ns"] == want["slack_ns"]
+    assert how["offset_lo_ns"] <= how["offset_ns"] <= how["offset_hi_ns"]
     dev = [s for s in tl.slices() if s.process in procs]
     assert min(s.start_ns for s in dev) == \
         want["extent"][0] * want["ns_per_cycle"] + want["offset_ns"]
@@ -377,13 +429,16 @@ def test_a_bad_dispatch_identity_is_refused_naming_it(tmp_path):
 
 
 def test_calibration_is_checked_against_span_containment(tmp_path):
-    """A calibrated capture with its run log: the summary says where the anchors put it
-    within what containment allows; a log whose runner_run starts after the anchored
-    records is warned about (the anchors are used)."""
+    """A calibrated capture with its run log: the summary says what containment allows
+    around where the anchors put it; a log whose runner_run starts after the anchored
+    records is warned about, by how much (the anchors are used)."""
     case = "hbg_vector_example_l4_depgen"
     r = merge_traces([FIXTURES / case])
     line = next(x for x in r.summary_lines if "calibrated by clock anchors" in x)
-    assert "(pid 17544 inv 1) agrees: 8388.6 us before its earliest placement" in line
+    # the interval of test_the_offset_interval_holds_the_true_offset_on_every_real_capture
+    # (-5727.8 us .. 102.9 ms around an offset of 0), around the anchors' offset (±30 ns)
+    assert ("(pid 17544 inv 1) agrees: it allows -5728.1 us/+102.9 ms around where the "
+            "anchors put the device") in line
     shutil.copytree(FIXTURES / case, tmp_path / "cap")
     log = tmp_path / "cap" / "host_log.txt"
     log.write_text(re.sub(r"(name=chip\.run\.runner_run ts=)(\d+)",
@@ -391,8 +446,9 @@ def test_calibration_is_checked_against_span_containment(tmp_path):
                           log.read_text()))
     r = merge_traces([tmp_path / "cap"])
     assert alignment(r.timeline)["status"] == "calibrated"
-    assert any("its clock anchors put it 208.4 ms before the earliest placement span "
-               "containment" in w for w in r.warnings)
+    # containment's interval moves 200 ms later: its earliest offset 200 ms - 5727.8 us
+    assert any("its clock anchors put it 194.3 ms earlier than anything span containment"
+               in w for w in r.warnings)
 
 
 # ------------------------------------------------------------------ host windows, by hand
@@ -577,7 +633,12 @@ def test_the_metadata_says_every_number():
         "join": {"sources": ["sched", "device_wall"], "origin_cycles": 950,
                  "residual_ns": 100},
         "run_log": "log", "aicpu_launch_ns": 11_007,
-        "causal_constraint": "aicpu_launch<=device_start"}
+        "causal_constraint": "aicpu_launch<=device_start",
+        # join [900, 1000]; records 1000..1500 after the marker: offset >= 11000 - 1000;
+        # inside runner_run: <= 15000 - 1500; sub-phases end at 400: <= 15000 - 400 - 900.
+        # device_wall's own 1000 ns inside it would cut to 15000 - 1000 - 900
+        "offset_lo_ns": 10_007, "offset_hi_ns": 13_507,
+        "offset_hi_ns_if_device_wall_inside": 13_107}
     dropped = contain(window(wall=1000, launch=14_500), capture((1000, 1500))).metadata()
     assert "aicpu_launch_ns" not in dropped and "causal_constraint" not in dropped
     assert dropped["dropped_constraints"][0].startswith("the aicpu_launch marker at 14500")

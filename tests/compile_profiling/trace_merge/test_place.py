@@ -123,8 +123,10 @@ def test_of_two_device_execution_stages_in_its_process_the_one_holding_its_run(t
     """pid 7 ran device_execution twice; its run log's runner_run lies in the second. By
     hand: the join brackets the origin cycle to [4000 - 5000, 1000] (origin 0), the block
     [0, 5000] goes in runner_run [R, R + 1 ms] from its start: offset R, slack 1 ms - 5 us.
-    The second stage holds it (a constraint kept); had the first been taken, it would
-    exclude runner_run and be dropped."""
+    The interval: the records (cycles 1000..4000) inside runner_run allow offsets
+    [R - 1000, R + 996000] (the stage, [R - 500, R + 1000100], is wider): the drawn R may be
+    996 us early. The second stage holds it (a constraint kept); had the first been taken,
+    it would exclude runner_run and be dropped."""
     cap = contained_run(tmp_path / "cap")
     tr = trace(tmp_path / "trace.json", [("device_execution", R - 5_000_000, R - 4_000_000),
                                          ("device_execution", R - 500, R + 1_000_100)])
@@ -134,7 +136,8 @@ def test_of_two_device_execution_stages_in_its_process_the_one_holding_its_run(t
     c = dev.containment
     assert (c.join.lo, c.join.hi, c.head_ns, c.extent_ns) == (-1_000, 1_000, 0, 5_000)
     assert (c.place_lo_ns, c.place_hi_ns) == (R, R + 995_000)
-    assert (dev.offset_ns, dev.uncertainty_ns, c.dropped) == (R, 995_000, [])
+    assert (dev.offset_ns, dev.uncertainty_ns, c.dropped) == (R, 996_000, [])
+    assert (dev.offset_lo_ns, dev.offset_hi_ns) == (R - 1_000, R + 996_000)
     assert c.constraints == ["the device block inside chip.run.runner_run",
                              "inside its run's device_execution stage"]
     # two stages on its pid holding no runner_run: neither is its run's, none is a bound
@@ -146,7 +149,7 @@ def test_of_two_device_execution_stages_in_its_process_the_one_holding_its_run(t
     # without the second stage the only one on its pid excludes the run: dropped, named
     tr = trace(tmp_path / "one.json", [("device_execution", R - 5_000_000, R - 4_000_000)])
     (cp,) = plan_of(tr, cap).captures
-    assert cp.device.uncertainty_ns == 1_000_000 - 5_000
+    assert cp.device.uncertainty_ns == 996_000
     assert cp.device.containment.dropped == [
         "inside its run's device_execution stage: it excludes chip.run.runner_run's placement"]
 
@@ -447,7 +450,9 @@ def test_a_converted_trace_without_a_run_log_is_estimated_in_its_stage(tmp_path)
 
 def test_a_converted_trace_with_its_run_log_is_contained(tmp_path):
     """As records: 1 GHz, ns from its origin. Slices 1..6 us, device_wall 10 us: the join
-    brackets the origin to [6000 - 10000, 1000] (-1500), the block [0, 10 us] from R."""
+    brackets the origin to [6000 - 10000, 1000] (-1500), the block [0, 10 us] from R. The
+    slices inside runner_run allow offsets [R - 1000, R + 994000]: the drawn R + 1500 may
+    be 2500 ns late or 992.5 us early."""
     c = converted(tmp_path / "conv", [(4, "Worker View", 1.0, 3.0), (4, "Worker View", 5.0, 1.0)])
     run_log(c, 7, [("chip.run.runner_run", R, 1_000_000),
                    ("chip.run.runner_run.device_wall", 0, 10_000, "dev")])
@@ -455,7 +460,8 @@ def test_a_converted_trace_with_its_run_log_is_contained(tmp_path):
     (cp,) = plan_of(tr, c).captures
     dev = cp.converted
     assert dev.status == "contained" and dev.containment.join.origin == -1_500
-    assert (dev.offset_ns, dev.uncertainty_ns) == (R + 1_500, 1_000_000 - 10_000)
+    assert (dev.offset_ns, dev.uncertainty_ns) == (R + 1_500, 992_500)
+    assert (dev.offset_lo_ns, dev.offset_hi_ns) == (R - 1_000, R + 994_000)
     assert dev.containment.constraints[-1] == "inside its run's device_execution stage"
     assert "Simpler's converted trace has no host clock" in dev.how
 
@@ -714,16 +720,18 @@ def test_a_calibrated_captures_device_wall_spans_follow_its_records(tmp_path):
 
 
 @pytest.mark.parametrize("first, said, agrees", [
-    # span containment: the join brackets the origin cycle to [4000 - 6000, 1000] (-500,
-    # ±1500), the block [0, 6000] from R: cycle 1000 at R + 1500 at the earliest, slack
-    # 1 ms - 6 us. The anchors (±100 ns) agree from 1500 + 100 before to 994 us + 1600 after.
-    (R + 3_000, "1500 ns after", True),
-    (R + 1_500, "0 ns after", True),
-    (R + 500, "1000 ns before", True),
-    (R - 100, "1600 ns before", True),
-    (R - 101, "1601 ns before", False),
-    (R + 997_100, "995.6 us after", True),
-    (R + 997_101, "995.6 us after", False),
+    # span containment: the join brackets the origin cycle to [4000 - 6000, 1000]; the
+    # records (cycles 1000..4000, 1 ns each) inside runner_run [R, R + 1 ms] allow offsets
+    # [R - 1000, R + 996000] (device_wall's own length is no bound). The anchors put the
+    # offset at first - 1000, ±100 ns: they agree from first = R - 100 to R + 997100, and
+    # the summary says what containment allows around them.
+    (R + 3_000, "it allows -3000 ns/+994.0 us around where the anchors put the device", True),
+    (R + 1_500, "it allows -1500 ns/+995.5 us around where the anchors put the device", True),
+    (R + 500, "it allows -500 ns/+996.5 us around where the anchors put the device", True),
+    (R - 100, "it allows +100 ns/+997.1 us around where the anchors put the device", True),
+    (R - 101, "1 ns earlier", False),
+    (R + 997_100, "it allows -997.1 us/-100 ns around where the anchors put the device", True),
+    (R + 997_101, "1 ns later", False),
 ])
 def test_a_calibrated_capture_is_cross_checked_against_its_invocation(tmp_path, first, said,
                                                                       agrees):
@@ -732,17 +740,17 @@ def test_a_calibrated_capture_is_cross_checked_against_its_invocation(tmp_path, 
     p = plan_of(d)
     dev = p.captures[0].device
     assert (dev.status, dev.uncertainty_ns) == ("calibrated", 100)
+    assert (dev.offset_lo_ns, dev.offset_hi_ns) == (first - 1_100, first - 900)
     where = f"span containment in {d / 'host_log.txt'} (pid 7 inv 1)"
     if agrees:
-        assert dev.cross_check == (f"{where} agrees: {said} its earliest placement, slack "
-                                   "994.0 us, join ±1500 ns")
+        assert dev.cross_check == f"{where} agrees: {said}"
         assert p.warnings == []
     else:
         assert dev.cross_check is None
         assert p.warnings == [(
-            f"{d / 'chip_swimlane_records.json'}: its clock anchors put it {said} the "
-            f"earliest placement {where} allows (slack 994.0 us, join ±1500 ns): the "
-            "anchors or the run log are wrong; the anchors are used")]
+            f"{d / 'chip_swimlane_records.json'}: its clock anchors put it {said} than "
+            f"anything {where} allows (the anchors or the run log are wrong; the anchors "
+            "are used)")]
 
 
 def test_a_calibrated_capture_and_a_log_of_another_run_are_refused(tmp_path):
@@ -809,7 +817,8 @@ def test_a_capture_of_aicpu_tasks_only_is_contained_by_their_extent(tmp_path):
     (d / "chip_swimlane_records.json").write_text(json.dumps(doc))
     (cp,) = plan_of(d).captures
     assert cp.device.status == "contained" and cp.device.containment.join.origin == 0
-    assert (cp.device.offset_ns, cp.device.uncertainty_ns) == (R, 1_000_000 - 5_000)
+    # the tasks (cycles 1000..4000) inside runner_run: offsets [R - 1000, R + 996000]
+    assert (cp.device.offset_ns, cp.device.uncertainty_ns) == (R, 996_000)
 
 
 def test_aicpu_lifecycle_records_widen_an_estimated_captures_extent(tmp_path):
@@ -902,20 +911,24 @@ def test_device_wall_spans_of_a_log_of_another_host_are_moved_with_it(tmp_path):
     run_log(cal, 7, WALL_SPANS, anchor=(R, wall + shift))
     p = plan_of(tr, cal)
     assert p.captures[0].device.cross_check.startswith(
-        f"span containment in {cal / 'host_log.txt'} (pid 7 inv 1) agrees: 1500 ns after")
+        f"span containment in {cal / 'host_log.txt'} (pid 7 inv 1) agrees: it allows "
+        "-3000 ns/+994.0 us")
     assert p.wall_offsets[(str(cal / "host_log.txt"), 7, 1)][0] == R + shift + 1_500
 
 
 def test_a_drifting_clock_is_cross_checked_at_the_first_record(tmp_path):
     """The end anchor 950 ns late: 1.1 ns a cycle from cycle 500, so cycle 1000 is at
-    R + 3050, 1550 ns after its earliest placement (R + 1500); the last record, cycle 4000,
-    at R + 2500 + 3500 * 1.1 = R + 6350 against R + 4500 would say 1850."""
+    R + 3050 (offset R + 2050) and the last record, cycle 4000, at R + 2500 + 3500 * 1.1 =
+    R + 6350 (offset R + 2350): the anchors' interval spans both. Containment allows
+    [R - 1000, R + 996000]: around the first record's offset, -3050 ns/+993950 ns."""
     d = anchored(tmp_path / "cap", R + 3_000, drift=950)
     run_log(d, 7, WALL_SPANS)
     dev = plan_of(d).captures[0].device
+    assert (dev.drawn_offset_ns, dev.offset_lo_ns, dev.offset_hi_ns) == (
+        R + 2_050, R + 2_050, R + 2_350)
     assert dev.cross_check == (f"span containment in {d / 'host_log.txt'} (pid 7 inv 1) "
-                               "agrees: 1550 ns after its earliest placement, slack 994.0 us, "
-                               "join ±1500 ns")
+                               "agrees: it allows -3050 ns/+994.0 us around where the "
+                               "anchors put the device")
 
 
 def test_a_hand_placed_capture_at_500_mhz_moves_its_device_wall_in_ns(tmp_path):
