@@ -88,26 +88,72 @@ def critical_path(rec: dict, deps: dict | None, tol: int = TOL) -> dict:
     v = max(end, key=end.__getitem__)
     walk = []
     while v is not None:
-        cands = [(end[p], p, "data-wait") for p in preds.get(v, ())]
+        # "data" sorts before "core" in max() on a tie, so spell the tie rule out
+        cands = [(end[p], p, 1, "data") for p in preds.get(v, ())]
         cp = core_prev.get(v)
         if cp is not None and start[cp[0]] < start[v]:
-            cands.append((cp[1], cp[0], "core-wait"))
+            cands.append((cp[1], cp[0], 0, "core"))
         if not cands:
-            walk.append((v, "front-gap"))
+            walk.append((v, "start"))
             break
-        _, p, kind = max(cands)
+        _, p, _, kind = max(cands)
         walk.append((v, kind))
         v = p
     walk.reverse()
+    dispatch, fin = aicpu_times(rec)
     t0, t1 = min(start.values()), max(end.values())
-    frontier, compute, stall = t0, 0, collections.Counter()
+    frontier, compute = t0, 0
+    stall, parts = collections.Counter(), collections.Counter()
+    prev = None
     for t, kind in walk:
-        stall[kind] += max(0, start[t] - frontier)
+        e, s = frontier, max(start[t], frontier)
+        stall[kind] += s - e
+        for part, width in cut(e, s, None if prev is None else fin.get(prev),
+                               dispatch.get(t), first=prev is None):
+            parts[part] += width
         compute += max(0, end[t] - max(start[t], frontier))
         frontier = max(frontier, end[t])
+        prev = t
     return {"makespan": t1 - t0, "static_length": finish[sink], "static_tasks": len(static),
             "static_path": static[::-1], "observed": [t for t, _ in walk],
-            "compute": compute, "stall": dict(stall)}
+            "held_by": [k for _, k in walk], "compute": compute, "stall": dict(stall),
+            "parts": dict(parts)}
+
+
+def aicpu_times(rec: dict) -> tuple[dict[str, int], dict[str, int]]:
+    """Per task (id as a string) its earliest AICPU dispatch and latest finish, joined on
+    (core, reg_task_id); a task with a block that has no AICPU row has neither."""
+    cpu = {(r[0], r[1]): (r[2], r[3]) for r in rec.get("aicpu_tasks", [])}
+    dispatch: dict[str, int] = {}
+    fin: dict[str, int] = {}
+    missing = set()
+    for row in rec["aicore_tasks"]:
+        token = str(row[1])
+        got = cpu.get((row[0], row[2]))
+        if got is None:
+            missing.add(token)
+            continue
+        dispatch[token] = min(dispatch.get(token, got[0]), got[0])
+        fin[token] = max(fin.get(token, got[1]), got[1])
+    for token in missing:
+        dispatch.pop(token, None)
+        fin.pop(token, None)
+    return dispatch, fin
+
+
+def cut(e: int, s: int, pred_finish: int | None, own_dispatch: int | None, *, first: bool):
+    """The pieces of a stall [e, s) in the order they happen (docs/analysis.md)."""
+    if first:
+        return [("front", s - e)]
+    d = s if own_dispatch is None else min(max(own_dispatch, e), s)
+    f = e if pred_finish is None else min(max(pred_finish, e), d)
+    out = [("launch", s - d)]
+    if pred_finish is None:
+        out.append(("unknown", d - e))
+    else:
+        out.append(("completion", f - e))
+        out.append(("dispatch" if own_dispatch is not None else "unknown", d - f))
+    return out
 
 
 def starvation(rec: dict, deps: dict) -> dict:

@@ -3,13 +3,14 @@
     from pypto.compile_profiling.analysis import analyze
     result = analyze(["work/report/trace.json", "work/dfx_outputs"])
     for rank in result.ranks:
-        print(rank.label, rank.verdict, rank.observed.compute_total, rank.static.length_cycles)
+        print(rank.label, rank.verdict.kind, rank.verdict.rule, rank.verdict.gain_bound_ns)
 
 Per capture (rank): the device critical path (static: the dependency-limited floor; observed:
-the blame path whose compute and stall tile the makespan to the cycle), the overhead verdict
-(was a free core waiting while ready work sat undispatched?) and, with the compile trace or
-Simpler's host log, the whole wall time from the first compile stage to the last device task
-tiled into named segments. The definitions are Simpler's own (`critical_path`,
+the blame path whose compute and stalls tile the makespan to the cycle, each stall cut into
+what filled it: completion, dispatch, launch), the overhead figures (was a free core waiting
+while ready work sat undispatched?), with the compile trace or Simpler's host log the whole
+wall time from the first compile stage to the last device task tiled into named segments,
+and the verdict that follows from the path, with a bound on what fixing its cause can gain. The definitions are Simpler's own (`critical_path`,
 `sched_overhead_analysis`), computed on the merge readers' NumPy columns; docs/analysis.md
 says them in a user's words. Clock placement is the merge's `place` step.
 
@@ -20,10 +21,13 @@ its views through `TIMELINE_VIEWS`, passed in by the caller).
 from __future__ import annotations
 
 from pypto.compile_profiling.analysis.critical_path import (
-    KINDS,
+    HELD_BY,
+    PARTS,
     TOLERANCE_CYCLES,
     DependencyEdges,
+    HeldBy,
     ObservedPath,
+    StallPart,
     StaticPath,
 )
 from pypto.compile_profiling.analysis.end_to_end import CATEGORIES, EndToEnd, Segment
@@ -44,10 +48,12 @@ from pypto.compile_profiling.analysis.overhead import (
 )
 from pypto.compile_profiling.analysis.tasks import TaskTable
 from pypto.compile_profiling.analysis.timeline_views import TIMELINE_VIEWS
+from pypto.compile_profiling.analysis.verdict import Verdict, VerdictKind
 
 __all__ = [
     "CATEGORIES",
-    "KINDS",
+    "HELD_BY",
+    "PARTS",
     "TIMELINE_VIEWS",
     "TOLERANCE_CYCLES",
     "DependencyEdges",
@@ -55,14 +61,18 @@ __all__ = [
     "EndToEnd",
     "EngineStarvation",
     "FamilyRow",
+    "HeldBy",
     "ObservedPath",
     "Overhead",
     "RankAnalysis",
     "RunAnalysis",
     "SchedulerThread",
     "Segment",
+    "StallPart",
     "StaticPath",
     "TaskTable",
+    "Verdict",
+    "VerdictKind",
     "analyze",
     "analyze_capture",
     "analyze_plan",

@@ -10,9 +10,15 @@
   the resource predecessor (the task whose block last freed the core the task's first
   block ran on). The one that ended latest wins; a tie goes to the larger task id compared
   as a decimal string, then to the data predecessor. Walking forward, each path task adds
-  its compute (the part of its span past the path so far) and the stall before it,
-  `data-wait`, `core-wait` or, for the first task, `front-gap`; the two tile the makespan
-  (first start to last end) exactly.
+  its compute (the part of its span past the path so far) and the stall before it; the
+  two tile the makespan (first start to last end) exactly.
+- What held a path task (`HeldBy`): `data` (a producer), `core` (the task before it on its
+  core) or, for the first task, `start`. What filled its stall (`StallPart`): the stall,
+  from the path's frontier `e` to the task's start `s`, is cut at the predecessor's AICPU
+  finish and at the task's own dispatch: `completion` (the predecessor's end not yet seen),
+  `dispatch` (seen, the task not yet dispatched), `launch` (dispatched, not yet started);
+  the first task's gap is `front`; what the records cannot cut is `unknown`. Where the two
+  cuts cross, the time after the dispatch is `launch`. The pieces tile each stall exactly.
 
 All on NumPy columns (`tasks.TaskTable`); the per-level loops run once per dependency level,
 not per task. See docs/analysis.md for the definitions in a user's words.
@@ -26,14 +32,39 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pypto.compile_profiling.analysis.tasks import TaskTable
+from pypto.compile_profiling.foundation.str_enum import StrEnum
 
-__all__ = ["KINDS", "TOLERANCE_CYCLES", "DependencyEdges", "ObservedPath", "StaticPath",
-           "core_predecessors", "dependency_edges", "kahn_levels", "observed_path",
-           "static_path"]
+__all__ = ["HELD_BY", "PARTS", "SCHEDULER_PARTS", "TOLERANCE_CYCLES", "DependencyEdges",
+           "HeldBy", "ObservedPath", "StallPart", "StaticPath", "core_predecessors",
+           "dependency_edges", "kahn_levels", "observed_path", "stall_parts", "static_path"]
 
 TOLERANCE_CYCLES = 2          # Simpler's --tol: "finished before" allows this many ticks
-KINDS = ("data-wait", "core-wait", "front-gap")
-DATA, CORE, FRONT = 0, 1, 2
+
+
+class HeldBy(StrEnum):
+    """What the observed path's walk blamed for a task's start."""
+
+    DATA = "data"             # a producer (a kept deps.json edge)
+    CORE = "core"             # the task that last freed the core its first block ran on
+    START = "start"           # neither: the path's first task
+
+
+class StallPart(StrEnum):
+    """What filled a stall on the observed path (see the module docstring)."""
+
+    COMPLETION = "completion"   # before the predecessor's AICPU finish
+    DISPATCH = "dispatch"       # after that finish, before the task's dispatch
+    LAUNCH = "launch"           # after the task's dispatch, before its start
+    FRONT = "front"             # the first path task's gap from the makespan's start
+    UNKNOWN = "unknown"         # no dispatch/finish records to cut it by
+
+
+HELD_BY = tuple(HeldBy)
+PARTS = tuple(StallPart)
+# the scheduler's round trip: what a faster scheduler could take off the path
+SCHEDULER_PARTS = (StallPart.COMPLETION, StallPart.DISPATCH, StallPart.LAUNCH)
+DATA, CORE, FRONT = 0, 1, 2                     # index in HELD_BY
+COMPLETION, DISPATCH, LAUNCH, FRONT_GAP, UNKNOWN = range(5)   # index in PARTS
 
 
 # --------------------------------------------------------------------------- edges
@@ -272,10 +303,11 @@ class ObservedPath:
     """The observed (blame) path, first task to last, with what each task adds."""
 
     tasks: np.ndarray          # task indices in path order
-    kind: np.ndarray           # int8 per path task: how its start was gated (index in KINDS)
+    held_by: np.ndarray        # int8 per path task: what gated its start (index in HELD_BY)
     stall: np.ndarray          # int64 cycles of stall before it
     compute: np.ndarray        # int64 cycles of compute it adds
     frontier: np.ndarray       # int64 cycles: where the path stood before it
+    parts: np.ndarray          # int64 cycles (path task, part in PARTS): its stall, cut
     t0: int                    # first start of any task
     t1: int                    # last end of any task
 
@@ -291,14 +323,20 @@ class ObservedPath:
     def stall_total(self) -> int:
         return int(self.stall.sum())
 
-    def stall_by_kind(self) -> dict[str, int]:
-        sums = np.bincount(self.kind, weights=self.stall, minlength=len(KINDS))
-        return {k: int(v) for k, v in zip(KINDS, sums.tolist())}
+    def stall_by_part(self) -> dict[StallPart, int]:
+        """Cycles of stall on the path per part (every part, zeros included)."""
+        return {k: int(v) for k, v in zip(PARTS, self.parts.sum(axis=0).tolist())}
+
+    def held_by_counts(self) -> dict[HeldBy, int]:
+        counts = np.bincount(self.held_by, minlength=len(HELD_BY))
+        return {k: int(v) for k, v in zip(HELD_BY, counts.tolist())}
 
     @property
     def exact(self) -> bool:
-        """Compute plus stall equal the makespan, to the cycle."""
-        return self.compute_total + self.stall_total == self.makespan
+        """Compute plus stall equal the makespan, and each stall's parts its stall, to the
+        cycle."""
+        return (self.compute_total + self.stall_total == self.makespan
+                and bool((self.parts.sum(axis=1) == self.stall).all()))
 
 
 def _ancestors(parent: np.ndarray, v: int) -> np.ndarray:
@@ -319,7 +357,11 @@ def _ancestors(parent: np.ndarray, v: int) -> np.ndarray:
 
 
 def observed_path(tt: TaskTable, edges: DependencyEdges,
-                  tolerance: int = TOLERANCE_CYCLES) -> ObservedPath | None:
+                  tolerance: int = TOLERANCE_CYCLES, dispatch: np.ndarray | None = None,
+                  finish: np.ndarray | None = None) -> ObservedPath | None:
+    """The observed path; `dispatch` / `finish`: per task its earliest AICPU dispatch and
+    latest AICPU finish in cycles, -1 unknown (`tasks.task_dispatch_finish`; None: a capture
+    without AICPU records), which cut each stall into its parts."""
     n = len(tt)
     if not n:
         return None
@@ -352,5 +394,33 @@ def observed_path(tt: TaskTable, edges: DependencyEdges,
     frontier = np.maximum(np.concatenate(([t0], reach[:-1])), t0)
     stall = np.maximum(0, ps - frontier)
     compute = np.maximum(0, pe - np.maximum(ps, frontier))
-    kind = gate[path]
-    return ObservedPath(path, kind, stall, compute, frontier, t0, t1)
+    none = np.full(n, -1, dtype=np.int64)
+    d = (none if dispatch is None else dispatch)[path]
+    f = (none if finish is None else finish)[np.concatenate(([-1], path[:-1]))] \
+        if len(path) else none[:0]
+    parts = stall_parts(frontier, frontier + stall, f, d)
+    return ObservedPath(path, gate[path], stall, compute, frontier, parts, t0, t1)
+
+
+def stall_parts(e: np.ndarray, s: np.ndarray, finish: np.ndarray, dispatch: np.ndarray
+                ) -> np.ndarray:
+    """Each stall [e, s) of a path (the first one is the front gap) cut at its predecessor's
+    `finish` and its own `dispatch` (cycles, -1 unknown) into PARTS: (n, 5) int64 cycles
+    whose rows sum to `s - e` exactly."""
+    n = len(e)
+    out = np.zeros((n, len(PARTS)), dtype=np.int64)
+    if not n:
+        return out
+    out[0, FRONT_GAP] = s[0] - e[0]
+    e, s, finish, dispatch = e[1:], s[1:], finish[1:], dispatch[1:]
+    dk, fk = dispatch >= 0, finish >= 0
+    cut_d = np.where(dk, np.clip(dispatch, e, s), s)     # after it: launch
+    cut_f = np.minimum(np.where(fk, np.clip(finish, e, s), e), cut_d)
+    rest = cut_d - cut_f                                 # after the finish, before dispatch
+    out[1:, LAUNCH] = s - cut_d
+    out[1:, COMPLETION] = cut_f - e
+    out[1:, DISPATCH] = np.where(dk & fk, rest, 0)
+    # a cut the records cannot make: unknown (no finish: all before the dispatch; no
+    # dispatch either: the whole stall)
+    out[1:, UNKNOWN] = np.where(fk, np.where(dk, 0, rest), cut_d - e)
+    return out

@@ -1,7 +1,8 @@
 """Past the device: the run's whole wall time, first compile stage to last device task.
 
-The device part is the observed path from its first task's start (device compute and
-stall by kind; its front gap is what this module explains instead). Before it, on the
+The device part is the observed path from its first task's start (device compute and its
+stalls by what filled them: completion, dispatch, launch, unknown; its front gap is what
+this module explains instead). Before it, on the
 reference axis of the merge's `place` step (never a second clock decision), every instant
 goes to the most specific thing known to have been happening on the way to that first task,
 in this order of precedence (highest first):
@@ -18,7 +19,9 @@ in this order of precedence (highest first):
    `kernel_codegen:<kernel>` stage of the first task's kernel;
 
 and an instant that none of them covers is "unexplained". The segments tile the wall time
-exactly (integer ns). A capture placed by estimate carries its bound into the result.
+exactly (integer ns). Where the device's placement is uncertain, the tiling is made again at
+each end of the offset interval the evidence allows, and every category carries the range
+(`EndToEnd.ranges`): the segments at the host/device boundary are never one false point.
 """
 
 from __future__ import annotations
@@ -27,15 +30,19 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pypto.compile_profiling.analysis.critical_path import KINDS, ObservedPath
+from pypto.compile_profiling.analysis.critical_path import PARTS, ObservedPath, StallPart
 from pypto.compile_profiling.analysis.tasks import TaskTable
 from pypto.compile_profiling.trace_merge.builder import KERNEL_CODEGEN_PREFIX
 from pypto.compile_profiling.trace_merge.place import DEVICE_EXECUTION, CapturePlan, Plan
 
-__all__ = ["CATEGORIES", "EndToEnd", "Segment", "device_segments", "end_to_end"]
+__all__ = ["CATEGORIES", "COMPUTE", "EndToEnd", "Segment", "device_segments", "end_to_end"]
 
+# the device's stall categories carry the stall parts' names (the front gap is explained by
+# the host side instead, so it never appears)
+DEVICE_STALLS = tuple(p for p in PARTS if p is not StallPart.FRONT)
 CATEGORIES = ("compile", "host preparation", "launch", "device compute",
-              "device stall: data-wait", "device stall: core-wait", "unexplained")
+              *(f"device stall: {p}" for p in DEVICE_STALLS), "unexplained")
+COMPUTE = len(PARTS)          # `device_segments`' code for a compute piece
 # categories of stages that are compile time; `import` is a first call's lazy imports
 # (`import:<module>` stages), paid by the compile that triggered them
 COMPILE_CATS = ("parse", "pass", "codegen", "compile", "import")
@@ -69,6 +76,11 @@ class EndToEnd:
     uncertainty_ns: float | None
     estimated: bool
     notes: list[str] = field(default_factory=list)
+    # per category (and "wall") its (least, most) ns over the placements the evidence
+    # allows; equal ends where the placement does not move it
+    ranges: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # the tilings at the interval's ends (where they differ from this one)
+    alternatives: list[EndToEnd] = field(default_factory=list)
 
     @property
     def wall_ns(self) -> int:
@@ -83,26 +95,26 @@ class EndToEnd:
 def device_segments(path: ObservedPath, to_ns, *, front_gap: bool = True
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The observed path as reference-axis pieces: (start_ns, end_ns, path position, what:
-    0..2 a stall of that kind, 3 compute). Boundaries are converted as time points, so the
-    pieces touch and tile [first start (or t0 with the front gap), last end]."""
-    begin_stall = path.frontier.copy()
-    start = begin_stall + path.stall                  # where its compute starts
-    if not front_gap and len(start):
-        begin_stall[0] = start[0]
-    end_compute = start + path.compute
-    pts = to_ns(np.concatenate((begin_stall, start, end_compute)))
-    n = len(start)
-    b, s, e = pts[:n], pts[n:2 * n], pts[2 * n:]
-    idx = np.arange(n)
-    has_stall = s > b
-    has_compute = e > s
-    starts = np.concatenate((b[has_stall], s[has_compute]))
-    ends = np.concatenate((s[has_stall], e[has_compute]))
-    where = np.concatenate((idx[has_stall], idx[has_compute]))
-    what = np.concatenate((path.kind[has_stall].astype(np.int64),
-                           np.full(int(has_compute.sum()), 3, dtype=np.int64)))
-    o = np.argsort(starts, kind="stable")
-    return starts[o], ends[o], where[o], what[o]
+    a stall part's index in PARTS, or COMPUTE). Each stall's parts go in the order they
+    happen (front; completion, dispatch or unknown, launch). Boundaries are converted as
+    time points, so the pieces touch and tile [first start (or t0 with the front gap), last
+    end]."""
+    n = len(path.tasks)
+    order = [PARTS.index(p) for p in (StallPart.FRONT, StallPart.COMPLETION,
+                                       StallPart.DISPATCH, StallPart.UNKNOWN,
+                                       StallPart.LAUNCH)]
+    widths = np.concatenate((path.parts[:, order], path.compute[:, None]), axis=1)
+    if not front_gap and n:
+        widths[0, 0] = 0
+    start_at = path.frontier + path.stall - widths[:, :-1].sum(axis=1)
+    bounds = start_at[:, None] + np.concatenate((np.zeros((n, 1), np.int64),
+                                                 np.cumsum(widths, axis=1)), axis=1)
+    pts = to_ns(bounds.reshape(-1)).reshape(bounds.shape)
+    b, e = pts[:, :-1], pts[:, 1:]
+    keep = e > b
+    what = np.broadcast_to(np.array(order + [COMPUTE], dtype=np.int64), keep.shape)
+    where = np.broadcast_to(np.arange(n)[:, None], keep.shape)
+    return b[keep], e[keep], where[keep], what[keep]
 
 
 def _nesting_depth(start: list[int], end: list[int]) -> list[int]:
@@ -127,12 +139,33 @@ def _compile_trace(plan: Plan, capture_plan: CapturePlan):
 
 
 def end_to_end(plan: Plan, capture_plan: CapturePlan, tt: TaskTable, path: ObservedPath,
-               first_label: str, kernel: str | None, dispatch_ns: int | None
+               first_label: str, kernel: str | None, dispatch_cycles: int | None
                ) -> EndToEnd | None:
-    """The tiled wall time of one capture's run (None without any host-clock source).
-    `first_label`: the first path task as the timeline names it; `kernel`: its kernel;
-    `dispatch_ns`: the AICPU dispatch of its first block (None: not recorded)."""
+    """The tiled wall time of one capture's run (None without any host-clock source), at the
+    drawn placement, with each category's range over the placements its offset interval
+    allows. `first_label`: the first path task as the timeline names it; `kernel`: its
+    kernel; `dispatch_cycles`: the AICPU dispatch of its first block (None: not recorded)."""
     dev = capture_plan.device
+    drawn = _tiled(plan, capture_plan, dev, tt, path, first_label, kernel, dispatch_cycles)
+    if drawn is None:
+        return None
+    runs = [drawn]
+    iv = dev.interval
+    for shift in (() if iv is None else iv):
+        if round(shift):
+            runs.append(_tiled(plan, capture_plan, dev.shifted(round(shift)), tt, path,
+                               first_label, kernel, dispatch_cycles))
+    drawn.ranges = {c: (min(r.totals[c] for r in runs), max(r.totals[c] for r in runs))
+                    for c in CATEGORIES}
+    drawn.ranges["wall"] = (min(r.wall_ns for r in runs), max(r.wall_ns for r in runs))
+    drawn.alternatives = runs[1:]
+    return drawn
+
+
+def _tiled(plan: Plan, capture_plan: CapturePlan, dev, tt: TaskTable, path: ObservedPath,
+           first_label: str, kernel: str | None, dispatch_cycles: int | None
+           ) -> EndToEnd | None:
+    """The tiling with the device placed by `dev`."""
     if dev is None or path is None or not len(path.tasks):
         return None
     cap = capture_plan.capture
@@ -141,6 +174,8 @@ def end_to_end(plan: Plan, capture_plan: CapturePlan, tt: TaskTable, path: Obser
     starts, ends, _where, what = device_segments(path, dev.to_ns, front_gap=False)
     dev_start = int(starts[0]) if len(starts) else int(dev.to_ns(np.array([path.t1]))[0])
     dev_end = int(ends[-1]) if len(ends) else dev_start
+    disp_ns = None if dispatch_cycles is None else \
+        int(dev.to_ns(np.array([dispatch_cycles], dtype=np.int64))[0])
     iv: list[tuple[float, int, int, int, str, str]] = []   # (layer, depth, s, e, name, cat)
     trace, host_clock = _compile_trace(plan, capture_plan)
     host_off = capture_plan.host.offset_ns
@@ -170,7 +205,6 @@ def end_to_end(plan: Plan, capture_plan: CapturePlan, tt: TaskTable, path: Obser
                 iv.extend((4, 0, int(a), int(b), name, "host preparation")
                           for a, b in zip(s0.tolist(), e0.tolist()))
     tid = int(tt.ids[first])
-    disp_ns = dispatch_ns
     submit_end = None
     rec = cap.records
     for s in rec.host_orchestrator:
@@ -211,14 +245,15 @@ def end_to_end(plan: Plan, capture_plan: CapturePlan, tt: TaskTable, path: Obser
     for sg in segments:
         totals[sg.category] += sg.dur_ns
     d = (ends - starts).astype(np.int64)
-    totals["device compute"] += int(d[what == 3].sum())
-    for k, kind in enumerate(KINDS[:2]):
-        totals[f"device stall: {kind}"] += int(d[what == k].sum())
+    totals["device compute"] += int(d[what == COMPUTE].sum())
+    for part in DEVICE_STALLS:
+        totals[f"device stall: {part}"] += int(d[what == PARTS.index(part)].sum())
     segments.append(Segment(f"device: observed path ({len(path.tasks)} tasks)", "device",
                             dev_start, dev_end))
     if dev.status != "calibrated":
         notes.append(f"the device side is not calibrated ({dev.label}): where host time "
-                     "ends and device time begins is uncertain by that much")
+                     "ends and device time begins is uncertain by that much; the ranges "
+                     "cover it")
     return EndToEnd(w0, dev_end, dev_start, segments, totals, first_label, kernel, dev.label,
                     dev.uncertainty_ns, dev.status != "calibrated", notes)
 

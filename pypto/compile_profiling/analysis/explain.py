@@ -1,5 +1,6 @@
-"""Explain a run: per capture (rank), the critical paths, the overhead verdict and the end
-to end tiling, from what the merge reads and places (`read_inputs`, `place`)."""
+"""Explain a run: per capture (rank), the critical paths, what filled the path's stalls,
+the overhead figures, the end to end tiling and the verdict that follows from them, from
+what the merge reads and places (`read_inputs`, `place`)."""
 
 from __future__ import annotations
 
@@ -20,8 +21,21 @@ from pypto.compile_profiling.analysis.critical_path import (
     static_path,
 )
 from pypto.compile_profiling.analysis.end_to_end import EndToEnd, end_to_end
-from pypto.compile_profiling.analysis.overhead import Overhead, overhead, verdict
-from pypto.compile_profiling.analysis.tasks import TaskTable, task_table
+from pypto.compile_profiling.analysis.overhead import Overhead, overhead
+from pypto.compile_profiling.analysis.tasks import (
+    TaskTable,
+    engine_name,
+    task_dispatch_finish,
+    task_table,
+)
+from pypto.compile_profiling.analysis.verdict import (
+    EngineUse,
+    Verdict,
+    decide,
+    engine_use,
+    host_side,
+    starved_on_path,
+)
 from pypto.compile_profiling.trace_merge.layout_device import (
     DeviceRows,
     device_rows,
@@ -50,7 +64,7 @@ class FamilyRow:
     tasks: int
 
 
-@dataclass(slots=True, eq=False)
+@dataclass(slots=True, eq=False, kw_only=True)
 class RankAnalysis:
     """One capture (rank, or dispatch of a rank) explained."""
 
@@ -58,17 +72,23 @@ class RankAnalysis:
     source: str
     level: int
     freq_hz: int
-    clock: str                        # "calibrated ±636 ns", "estimated ±85.6 ms"
-    estimated: bool
-    uncertainty_ns: float | None
+    clock: str                        # "calibrated ±636 ns", "contained -1050 ns/+333.8 ms"
+    placement: str                    # "calibrated" | "contained" | "estimated"
+    estimated: bool                   # not calibrated
+    uncertainty_ns: float | None      # the largest error of the drawn placement
+    offset_ns: float | None           # drawn: device ns = cycles * 1e9 / f + offset
+    offset_lo_ns: float | None        # the interval the evidence allows (None: unbounded)
+    offset_hi_ns: float | None
     tasks: TaskTable
     edges: DependencyEdges
     has_deps: bool
+    has_cpu: bool                     # AICPU dispatch/finish records (level >= 2)
     static: StaticPath | None
     observed: ObservedPath | None
     overhead: Overhead
-    verdict: str | None
-    verdict_rule: str
+    engines: list[EngineUse]          # per engine: its cores' busy share of the makespan
+    starvation: list[tuple[str, float, int]]   # (engine, starved share, cycles on the path)
+    verdict: Verdict
     end_to_end: EndToEnd | None
     names: dict[int, str] | None
     notes: list[str] = field(default_factory=list)     # one line each, said once
@@ -138,33 +158,81 @@ def analyze_capture(plan: Plan, capture_plan: CapturePlan, rows: DeviceRows | No
     _edge_notes(edges, path_where, notes)
     has_deps = deps is not None
     static = static_path(tt, edges) if has_deps else None
-    obs = observed_path(tt, edges, tolerance_cycles)
+    task_disp, task_fin = task_dispatch_finish(tt, disp, fin, has)
+    obs = observed_path(tt, edges, tolerance_cycles, task_disp, task_fin)
     if not has_deps:
         notes.append(
             f"{capture_plan.capture.files.directory}: no deps.json (level {rec.level} capture or "
             "dep_gen off): no static path; the observed path follows resource "
             "predecessors (the previous task on the core) only"
         )
-    ov = overhead(tt, disp, fin, has, deps, rec.scheduler)
-    static_share = (static.length_cycles / obs.makespan) if static is not None and obs and \
-        obs.makespan else None
-    word, rule = verdict(ov, static_share)
+    ov = overhead(tt, disp, fin, has, deps, rec.scheduler, rec.core_to_thread)
     dev = capture_plan.device
     names = (
         capture_plan.capture.name_map.names if capture_plan.capture.name_map is not None else None
     )
-    ra = RankAnalysis(capture_plan.label, rec.path, rec.level, rec.freq_hz, dev.label,
-                      dev.status != "calibrated", dev.uncertainty_ns, tt, edges, has_deps,
-                      static, obs, ov, word, rule, None, names, notes)
+    iv = dev.interval
+    ra = RankAnalysis(
+        label=capture_plan.label, source=rec.path, level=rec.level, freq_hz=rec.freq_hz,
+        clock=dev.label, placement=dev.status, estimated=dev.status != "calibrated",
+        uncertainty_ns=dev.uncertainty_ns,
+        offset_ns=dev.drawn_offset_ns if dev.drawn_offset_ns is not None else
+        float(dev.offset_ns),
+        offset_lo_ns=dev.offset_lo_ns, offset_hi_ns=dev.offset_hi_ns,
+        tasks=tt, edges=edges, has_deps=has_deps, has_cpu=bool(has.any()), static=static,
+        observed=obs, overhead=ov, engines=engine_use(tt),
+        starvation=_starvation_on_path(tt, obs, ov),
+        verdict=Verdict(kind="unknown", rule="not decided yet"), end_to_end=None,
+        names=names, notes=notes)
+    if iv is None and dev.status != "calibrated":
+        notes.append(f"{capture_plan.capture.files.directory}: device time placed with no "
+                     "bound: where host time ends and device time begins is unknown")
+    host = None
     if obs is not None and len(obs.tasks):
         first = obs.tasks[:1]
         kernels, _, labels = ra.labels(first)
         kernel = kernels[0] if kernels[0] != "unknown" else None
         mine = np.flatnonzero((tt.row_task == first[0]) & has)
-        first_dispatch = None if not len(mine) else int(dev.to_ns(
-            disp[mine[np.argmin(tt.row_start[mine])]:][:1])[0])
-        ra.end_to_end = end_to_end(plan, capture_plan, tt, obs, labels[0], kernel, first_dispatch)
+        first_dispatch = None if not len(mine) else \
+            int(disp[mine[np.argmin(tt.row_start[mine])]])
+        ra.end_to_end = end_to_end(plan, capture_plan, tt, obs, labels[0], kernel,
+                                   first_dispatch)
+        host = _host_runs(ra)
+    families = [kernel_family(k) for k in ra.labels(obs.tasks)[0]] if obs is not None else []
+    ra.verdict = decide(tt, obs, families, has_cpu=ra.has_cpu, has_deps=has_deps,
+                        static_cycles=static.length_cycles if static is not None else None,
+                        kept_edges=edges.kept, starvation=ra.starvation, host=host)
     return ra
+
+
+def _starvation_on_path(tt: TaskTable, obs: ObservedPath | None, ov: Overhead
+                        ) -> list[tuple[str, float, int]]:
+    """Per engine: its starved share of the makespan, and the cycles of it that fell in the
+    path's stalls before tasks that ran on that engine."""
+    tl = ov.timeline
+    if tl is None or obs is None:
+        return []
+    out = []
+    for i, e in enumerate(ov.engines):
+        flag = tl.get(f"{e.engine} starved")
+        if flag is None:
+            continue
+        bit = tt.core_types.index(next(t for t in tt.core_types
+                                       if engine_name(t) == e.engine))
+        on = ((tt.types[obs.tasks] >> bit) & 1).astype(bool) & (obs.stall > 0)
+        cycles = starved_on_path(tl["ts"], flag, obs.frontier[on], (obs.frontier +
+                                                                    obs.stall)[on])
+        out.append((e.engine, e.starved_share, cycles))
+    return out
+
+
+def _host_runs(ra: RankAnalysis) -> dict | None:
+    """The end-to-end evidence for the host-bound rule: the tiling at the drawn placement
+    and at each end of the offset interval."""
+    e2e = ra.end_to_end
+    if e2e is None:
+        return None
+    return host_side([e2e, *e2e.alternatives], float(e2e.end_ns - e2e.device_start_ns))
 
 
 def _edge_notes(d: DependencyEdges, where: str, notes: list[str]) -> None:

@@ -12,9 +12,17 @@
 - Head overhead of a block: `min(start - dispatch, start - end of the last earlier block on
   its core)`, at least 0; tail overhead: `finish - end`.
 - The AICPU scheduler loop, per thread and phase kind (where the capture has scheduler
-  phases): time in each kind, idle gaps between phases, loops, tasks completed.
+  phases): time in each kind, a phase nested in another (`resolve` inside `complete`) taken
+  out of its container's time so nothing counts twice, idle gaps between phases, loops,
+  block finishes seen (`tasks_processed` of `complete`) and tasks retired (a task is the
+  thread's that saw its last block finish, as Simpler counts them).
+- Task switches (Simpler's "aicore switch"): on a core, the gap from a block's end to the
+  next block's start when that next block was dispatched before the first ended, per core
+  (never summed over cores: switches on different cores overlap), with Simpler's makespan
+  bound [least per-core total, sum over engines of each engine's least per-core total].
+- Fan-out / fan-in per task that ran: its unique consumers and producers in deps.json.
 
-See docs/analysis.md for the words and the verdict's rule.
+The verdict is `verdict.decide`'s, from the critical path; starvation is its evidence.
 """
 
 from __future__ import annotations
@@ -23,25 +31,24 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pypto.compile_profiling.analysis.tasks import TaskTable
+from pypto.compile_profiling.analysis.tasks import TaskTable, engine_name
 
 __all__ = [
-    "DEPENDENCY_BOUND_SHARE",
     "PERCENTILES",
-    "SCHEDULER_BOUND_SHARE",
     "Distribution",
     "EngineStarvation",
+    "EngineSwitches",
     "Overhead",
     "SchedulerThread",
     "distribution",
+    "exclusive_phase_time",
+    "fan_degrees",
     "overhead",
     "scheduler_loop",
-    "verdict",
+    "task_switches",
 ]
 
 PERCENTILES = (10, 25, 50, 75, 90, 95, 99)
-SCHEDULER_BOUND_SHARE = 0.10     # some engine starved this share of the makespan or more
-DEPENDENCY_BOUND_SHARE = 0.50    # the static path is at least this share of the makespan
 
 
 @dataclass(slots=True)
@@ -56,11 +63,12 @@ class Distribution:
     total: float
 
 
-def distribution(cycles: np.ndarray, freq_hz: int) -> Distribution | None:
+def distribution(cycles: np.ndarray, freq_hz: int | None) -> Distribution | None:
+    """The distribution of `cycles` in ns (`freq_hz` None: of plain counts)."""
     n = len(cycles)
     if not n:
         return None
-    v = np.sort(cycles.astype(np.float64) * (1e9 / freq_hz))
+    v = np.sort(cycles.astype(np.float64) * (1.0 if freq_hz is None else 1e9 / freq_hz))
     pct = {f"p{p}": float(v[min(int(n * p / 100), n - 1)]) for p in PERCENTILES}
     return Distribution(n, pct, float(v[-1]), float(v.mean()), float(v.sum()))
 
@@ -74,24 +82,46 @@ class EngineStarvation:
 
 @dataclass(slots=True)
 class SchedulerThread:
-    """One AICPU scheduler thread's loop: ns per phase kind, idle gaps, loops, tasks."""
+    """One AICPU scheduler thread's loop: ns per phase kind with nested phases taken out of
+    their container (`nested`: kind -> the kind it ran inside), idle gaps, loops, block
+    finishes it saw, tasks it retired (None: no `core_to_thread` to tell)."""
 
     thread: int
     loops: int
-    completed: int
+    finishes: int
+    tasks: int | None
     phase_ns: dict[str, float]
     idle_ns: float
+    nested: dict[str, str] = field(default_factory=dict)
     pop_hit: int | None = None
     pop_miss: int | None = None
 
     @property
+    def busy_ns(self) -> float:
+        return sum(self.phase_ns.values())
+
+    @property
     def total_ns(self) -> float:
-        return sum(self.phase_ns.values()) + self.idle_ns
+        return self.busy_ns + self.idle_ns
+
+
+@dataclass(slots=True)
+class EngineSwitches:
+    """Task switches of one engine's cores (ns): per-core totals and the events."""
+
+    engine: str
+    cores: int
+    per_core_min: float
+    per_core_mean: float
+    per_core_max: float
+    events: int
+    mean_event: float
 
 
 @dataclass(slots=True, eq=False)
 class Overhead:
-    """The overhead verdict's inputs and the head/tail distributions of one capture."""
+    """The starvation shares, the head/tail distributions, the scheduler loop, task
+    switches and fan-in/out of one capture."""
 
     engines: list[EngineStarvation]
     all_starved_share: float | None
@@ -101,6 +131,10 @@ class Overhead:
     scheduler: list[SchedulerThread] = field(default_factory=list)
     timeline: dict | None = None      # cycles: "ts" and per counter its values (the view)
     notes: list[str] = field(default_factory=list)
+    switches: list[EngineSwitches] = field(default_factory=list)
+    switch_bound_ns: tuple[float, float] | None = None
+    fan_out: Distribution | None = None    # consumers per task (counts)
+    fan_in: Distribution | None = None     # producers per task (counts)
 
     @property
     def avg_loop_ns(self) -> float | None:
@@ -135,26 +169,108 @@ def _ready(tt: TaskTable, disp: np.ndarray, deps) -> np.ndarray:
 
 
 def overhead(tt: TaskTable, row_dispatch: np.ndarray, row_finish: np.ndarray,
-             has_cpu: np.ndarray, deps, scheduler=None) -> Overhead:
+             has_cpu: np.ndarray, deps, scheduler=None, core_to_thread=None) -> Overhead:
     """The starvation shares (needs AICPU dispatch times and deps.json), head and tail
-    overhead (needs dispatch and finish times) and the scheduler loop (needs phases)."""
+    overhead and task switches (need dispatch and finish times), the scheduler loop (needs
+    phases) and fan-in/out (needs deps.json)."""
     notes: list[str] = []
-    sched = scheduler_loop(scheduler or [], tt.freq_hz)
+    retired = _retired_by_thread(tt, row_finish, has_cpu, core_to_thread)
+    sched = scheduler_loop(scheduler or [], tt.freq_hz, retired)
+    fan_out, fan_in = fan_degrees(tt, deps)
     if not has_cpu.any():
         notes.append("no AICPU dispatch/finish records (swimlane level 1): no starvation "
-                     "shares, no head/tail overhead")
-        return Overhead([], None, None, None, None, sched, None, notes)
+                     "shares, no head/tail overhead, no task switches")
+        return Overhead([], None, None, None, None, sched, None, notes, fan_out=fan_out,
+                        fan_in=fan_in)
     if not has_cpu.all():
         notes.append(f"{int(np.count_nonzero(~has_cpu))} AICore blocks have no AICPU record: "
-                     "left out of the head/tail overhead")
+                     "left out of the head/tail overhead and the task switches")
     head = _head(tt, row_dispatch, has_cpu)
     tail = distribution((row_finish - tt.row_end)[has_cpu], tt.freq_hz)
+    switches, bound = task_switches(tt, row_dispatch, has_cpu)
     if deps is None:
         notes.append("no deps.json: when a task became ready is unknown, so no starvation "
-                     "shares and no verdict (run with enable_dep_gen)")
-        return Overhead([], None, None, head, tail, sched, None, notes)
+                     "shares (run with enable_dep_gen)")
+        return Overhead([], None, None, head, tail, sched, None, notes, switches, bound)
     engines, all_share, some_share, timeline = _starvation(tt, row_dispatch, has_cpu, deps)
-    return Overhead(engines, all_share, some_share, head, tail, sched, timeline, notes)
+    return Overhead(engines, all_share, some_share, head, tail, sched, timeline, notes,
+                    switches, bound, fan_out, fan_in)
+
+
+def _retired_by_thread(tt: TaskTable, row_finish: np.ndarray, has: np.ndarray,
+                       core_to_thread) -> dict[int, int] | None:
+    """Tasks per scheduler thread, each counted by the thread that saw its last block
+    finish (Simpler's rule); None without `core_to_thread` or AICPU records."""
+    if not core_to_thread or not has.any():
+        return None
+    c2t = np.asarray(core_to_thread, dtype=np.int64)
+    rows = np.flatnonzero(has)
+    # per task its row with the latest finish (the first such row in record order)
+    o = rows[np.lexsort((rows, -row_finish[rows], tt.row_task[rows]))]
+    t = tt.row_task[o]
+    last = o[np.concatenate(([True], t[1:] != t[:-1]))]
+    core = tt.row_core[last]
+    ok = (core >= 0) & (core < len(c2t))
+    thread = c2t[core[ok]]
+    thread = thread[thread >= 0]
+    ids, counts = np.unique(thread, return_counts=True)
+    return dict(zip(ids.tolist(), counts.tolist()))
+
+
+def task_switches(tt: TaskTable, row_dispatch: np.ndarray, has: np.ndarray
+                  ) -> tuple[list[EngineSwitches], tuple[float, float] | None]:
+    """Per engine, the task switches of its cores (Simpler's aicore switch: on a core, the
+    gap `[end, next start]` when the next block was dispatched before `end`), and the
+    makespan switch bound [least per-core total, sum of each engine's least per-core
+    total], all in ns."""
+    if not len(tt.row_task):
+        return [], None
+    scale = 1e9 / tt.freq_hz
+    o = np.lexsort((tt.row_end, tt.row_start, tt.row_core))
+    core, st, en, disp, ok = (tt.row_core[o], tt.row_start[o], tt.row_end[o],
+                              row_dispatch[o], has[o])
+    w0, w1 = int(tt.start.min()), int(tt.end.max())
+    same = core[1:] == core[:-1]
+    gap = np.minimum(st[1:], w1) - np.maximum(en[:-1], w0)
+    switch = same & ok[1:] & ok[:-1] & (gap > 0) & (disp[1:] < en[:-1])
+    cores = np.unique(core)
+    per_core = np.zeros(len(cores), dtype=np.float64)
+    np.add.at(per_core, np.searchsorted(cores, core[1:][switch]),
+              gap[switch].astype(np.float64) * scale)
+    events_core = core[1:][switch]
+    type_of = tt.row_type[o][np.searchsorted(core, cores)]
+    out, minima = [], []
+    for i, name in enumerate(tt.core_types):
+        mine = type_of == i
+        if not mine.any():
+            continue
+        totals = per_core[mine]
+        ev = np.isin(events_core, cores[mine])
+        n_ev = int(np.count_nonzero(ev))
+        ev_ns = float(gap[switch][ev].sum()) * scale
+        out.append(EngineSwitches(engine_name(name), int(mine.sum()),
+                                  float(totals.min()), float(totals.mean()),
+                                  float(totals.max()), n_ev, ev_ns / n_ev if n_ev else 0.0))
+        minima.append(float(totals.min()))
+    bound = (float(per_core.min()), float(sum(minima))) if len(per_core) else None
+    return out, bound
+
+
+def fan_degrees(tt: TaskTable, deps) -> tuple[Distribution | None, Distribution | None]:
+    """Per task that ran, its unique consumers (fan-out) and producers (fan-in) in deps.json
+    (edges from a task to itself left out), as distributions of counts."""
+    if deps is None or not len(tt):
+        return None, None
+    ran = np.sort(tt.ids)
+    keep = deps.pred != deps.succ
+    p, s = deps.pred[keep], deps.succ[keep]
+
+    def per_task(ends: np.ndarray) -> np.ndarray:
+        pos = np.minimum(np.searchsorted(ran, ends), len(ran) - 1)
+        hit = ran[pos] == ends
+        return np.bincount(pos[hit], minlength=len(ran))
+
+    return distribution(per_task(p), None), distribution(per_task(s), None)
 
 
 def _head(tt: TaskTable, row_dispatch: np.ndarray, has: np.ndarray) -> Distribution | None:
@@ -172,9 +288,6 @@ def _head(tt: TaskTable, row_dispatch: np.ndarray, has: np.ndarray) -> Distribut
     head = np.empty(len(o), dtype=np.int64)
     head[o] = np.maximum(0, np.where(first, waited, np.minimum(waited, st - prev_end)))
     return distribution(head[has], tt.freq_hz)
-
-
-_ENGINE = {"aic": "AIC", "aiv": "AIV", "aicpu": "AICPU"}
 
 
 def _starvation(tt: TaskTable, row_dispatch: np.ndarray, has: np.ndarray, deps):
@@ -225,7 +338,7 @@ def _starvation(tt: TaskTable, row_dispatch: np.ndarray, has: np.ndarray, deps):
     def share(mask: np.ndarray) -> float:
         return float(seg[mask].sum()) / span
 
-    engines = [EngineStarvation(_ENGINE.get(tt.core_types[i], tt.core_types[i].upper()), k[i],
+    engines = [EngineStarvation(engine_name(tt.core_types[i]), k[i],
                                 share(starved[i])) for i in types]
     timeline = {"ts": ts, "all engines starved": all_st.astype(np.int8),
                 "some engine starved": some.astype(np.int8)}
@@ -236,22 +349,20 @@ def _starvation(tt: TaskTable, row_dispatch: np.ndarray, has: np.ndarray, deps):
     return engines, share(all_st), share(some), timeline
 
 
-def scheduler_loop(streams, freq_hz: int) -> list[SchedulerThread]:
+def scheduler_loop(streams, freq_hz: int, retired: dict[int, int] | None = None
+                   ) -> list[SchedulerThread]:
     """Per AICPU scheduler thread (`read_simpler.PhaseColumns`, device cycles): ns per phase
-    kind, idle gaps between its phases, loops (its highest `loop_iter`), tasks completed
-    (`tasks_processed` of its `complete` phases), pop hits and misses (dispatch phases)."""
+    kind (nested phases out of their container), idle gaps between its phases, loops (its
+    highest `loop_iter`), block finishes (`tasks_processed` of its `complete` phases), tasks
+    retired (`retired`: by thread index), pop hits and misses (dispatch phases)."""
     scale = 1e9 / freq_hz
     out = []
     for s in streams:
-        if not len(s.start):
+        if not len(s.start) or getattr(s, "producer", "aicpu") != "aicpu":
             continue
         o = np.argsort(s.start, kind="stable")
         st, en, kind = s.start[o], s.end[o], s.kind[o]
-        dur = (en - st).astype(np.float64)
-        sums = np.bincount(kind, weights=dur, minlength=len(s.kinds))
-        reach = np.maximum.accumulate(en)
-        idle = float(np.maximum(0, st[1:] - reach[:-1]).sum()) * scale
-
+        excl, idle, nested = exclusive_phase_time(st, en, kind, len(s.kinds))
         loops = _int_arg(s, "loop_iter", o)
         done = _int_arg(s, "tasks_processed", o)
         hit, miss = _int_arg(s, "pop_hit", o), _int_arg(s, "pop_miss", o)
@@ -260,10 +371,74 @@ def scheduler_loop(streams, freq_hz: int) -> list[SchedulerThread]:
         out.append(SchedulerThread(
             s.thread, int(loops.max()) if loops is not None else 0,
             int(done[complete].sum()) if done is not None else 0,
-            {name: float(v) * scale for name, v in zip(s.kinds, sums.tolist())}, idle,
+            None if retired is None else retired.get(s.thread, 0),
+            {name: float(v) * scale for name, v in zip(s.kinds, excl.tolist())},
+            idle * scale, {s.kinds[a]: s.kinds[b] for a, b in nested},
             int(hit[dispatch].sum()) if hit is not None else None,
             int(miss[dispatch].sum()) if miss is not None else None))
     return out
+
+
+def exclusive_phase_time(st: np.ndarray, en: np.ndarray, kind: np.ndarray, kinds: int
+                         ) -> tuple[np.ndarray, int, set[tuple[int, int]]]:
+    """One thread's phases sorted by start: (cycles per kind with every instant counted
+    once, for the innermost phase running then; idle cycles between phases; the (inner,
+    outer) kind pairs that nested). Whole columns for the usual shapes (phases one after
+    another, or one level of nesting); a plain sweep for deeper nesting or partial
+    overlaps, which only a malformed capture has."""
+    n = len(st)
+    if not n:
+        return np.zeros(kinds, dtype=np.int64), 0, set()
+    run = np.maximum.accumulate(en)
+    before = np.concatenate(([st[0]], run[:-1]))
+    first = np.concatenate(([True], np.zeros(n - 1, dtype=bool)))
+    nested = ~first & (en <= before)
+    partial = ~first & ~nested & (st < before)
+    idle = int(np.maximum(0, st[1:] - before[1:]).sum()) if n > 1 else 0
+    inner_st, inner_en = st[nested], en[nested]
+    deep = len(inner_en) > 1 and bool(
+        ((inner_en[1:] <= np.maximum.accumulate(inner_en)[:-1]) &
+         (inner_st[1:] < np.maximum.accumulate(inner_en)[:-1])).any())
+    if partial.any() or deep:
+        return _exclusive_sweep(st, en, kind, kinds, idle)
+    at = np.arange(n)
+    holder = np.maximum.accumulate(np.where(en > np.concatenate(([en[0] - 1], run[:-1])),
+                                            at, 0))
+    container = np.concatenate(([0], holder[:-1]))[nested]
+    own = (en - st).astype(np.int64)
+    sub = np.bincount(container, weights=(inner_en - inner_st), minlength=n).astype(np.int64)
+    excl_rows = own - sub
+    excl = np.bincount(kind, weights=excl_rows, minlength=kinds).astype(np.int64)
+    pairs = set(zip(kind[nested].tolist(), kind[container].tolist()))
+    return excl, idle, pairs
+
+
+def _exclusive_sweep(st, en, kind, kinds: int, idle: int):
+    """The exact sweep behind `exclusive_phase_time`: a stack of open phases; each instant
+    goes to the phase that started last among those still running."""
+    excl = [0] * kinds
+    pairs: set[tuple[int, int]] = set()
+    stack: list[tuple[int, int]] = []
+    cur = int(st[0])
+    for s, e, k in zip(st.tolist(), en.tolist(), kind.tolist()):
+        while stack and stack[-1][0] <= e:     # ended, or overlapped past its end
+            end, k0 = stack.pop()
+            stop = min(end, s)
+            if stop > cur:
+                excl[k0] += stop - cur
+                cur = stop
+        if stack:
+            if s > cur:
+                excl[stack[-1][1]] += s - cur
+            pairs.add((k, stack[-1][1]))
+        cur = max(cur, s)
+        stack.append((e, k))
+    while stack:
+        end, k0 = stack.pop()
+        if end > cur:
+            excl[k0] += end - cur
+            cur = end
+    return np.array(excl, dtype=np.int64), idle, pairs
 
 
 def _int_arg(stream, key: str, order: np.ndarray) -> np.ndarray | None:
@@ -273,24 +448,3 @@ def _int_arg(stream, key: str, order: np.ndarray) -> np.ndarray | None:
         return None
     v = c.values[order]
     return np.where(c.present[order], v, 0) if c.present is not None else v
-
-
-def verdict(ov: Overhead | None, static_share: float | None) -> tuple[str | None, str]:
-    """The one-word verdict and the rule that gave it (first rule that holds):
-    scheduler-bound when some engine was starved at least 10% of the makespan; else
-    dependency-bound when the static path is at least 50% of the makespan; else
-    compute-bound."""
-    if ov is None or ov.some_starved_share is None or static_share is None:
-        return None, "no verdict: it needs AICPU dispatch records and deps.json"
-    some = ov.some_starved_share
-    lim_s, lim_d = SCHEDULER_BOUND_SHARE, DEPENDENCY_BOUND_SHARE
-    if some >= lim_s:
-        return "scheduler-bound", (f"some engine starved {some:.1%} of the makespan "
-                                   f"(>= {lim_s:.0%}): free cores waited for the scheduler")
-    if static_share >= lim_d:
-        return "dependency-bound", (f"some engine starved {some:.1%} (< {lim_s:.0%}) and the "
-                                    f"static path is {static_share:.1%} of the makespan "
-                                    f"(>= {lim_d:.0%}): the dependency chain sets the time")
-    return "compute-bound", (f"some engine starved {some:.1%} (< {lim_s:.0%}) and the static "
-                             f"path is {static_share:.1%} of the makespan (< {lim_d:.0%}): "
-                             "the work itself, spread over the cores, sets the time")

@@ -1,7 +1,12 @@
 """The run explained as text, markdown or JSON (`pypto-profile analyze --format`).
 
-JSON follows docs/analysis.schema.json (`"schema": "pypto.analysis/1"`): times in ns (device
-time at the capture's clock frequency), shares as fractions of the rank's makespan."""
+Every format opens with the answer, at most 8 lines per rank: the verdict, the figures that
+decided it, the bound on what fixing its cause can gain, the path's composition and the
+placement's quality; the details follow, every long list cut to `top` rows.
+
+JSON follows docs/analysis.schema.json (`"schema": "pypto.analysis/2"`): times in ns (device
+time at the capture's clock frequency; a path's ns are integers whose parts sum exactly),
+shares as fractions of the rank's makespan."""
 
 from __future__ import annotations
 
@@ -9,51 +14,85 @@ import json
 
 import numpy as np
 
-from pypto.compile_profiling.analysis.critical_path import KINDS
+from pypto.compile_profiling.analysis.critical_path import HELD_BY, PARTS, SCHEDULER_PARTS
 from pypto.compile_profiling.analysis.end_to_end import CATEGORIES
 from pypto.compile_profiling.analysis.explain import RankAnalysis, RunAnalysis
 from pypto.compile_profiling.analysis.overhead import Distribution
+from pypto.compile_profiling.analysis.verdict import Verdict, engine_label, ms_range
+from pypto.compile_profiling.trace_merge.containment import fmt_ns
 
-__all__ = ["SCHEMA", "analysis_dict", "format_analysis"]
+__all__ = ["ANSWER_LINES", "SCHEMA", "analysis_dict", "answer_lines", "format_analysis"]
 
-SCHEMA = "pypto.analysis/1"
+SCHEMA = "pypto.analysis/2"
 FORMATS = ("text", "markdown", "json")
+ANSWER_LINES = 8                 # the answer's lines per rank, at most
 
 
-def _dist(d: Distribution | None) -> dict | None:
+def _dist(d: Distribution | None, digits: int = 1) -> dict | None:
     if d is None:
         return None
-    return {"count": d.count, **{k: round(v, 1) for k, v in d.percentiles.items()},
-            "max": round(d.max, 1), "mean": round(d.mean, 1), "total": round(d.total, 1)}
+    return {"count": d.count, **{k: round(v, digits) for k, v in d.percentiles.items()},
+            "max": round(d.max, digits), "mean": round(d.mean, digits),
+            "total": round(d.total, digits)}
+
+
+def _int_ns(r: RankAnalysis, widths: np.ndarray) -> np.ndarray:
+    """Cycle widths laid end to end (a row's pieces), as integer ns that sum exactly: each
+    boundary rounded once, the pieces its differences."""
+    scale = 1e9 / r.freq_hz
+    bounds = np.concatenate((np.zeros((len(widths), 1), np.int64),
+                             np.cumsum(widths, axis=1)), axis=1)
+    ns = np.rint(bounds * scale).astype(np.int64)
+    return np.diff(ns, axis=1)
 
 
 def _path_rows(r: RankAnalysis) -> list[dict]:
     p = r.observed
     kernels, displays, _ = r.labels(p.tasks)
-    dur = r.tasks.duration[p.tasks]
-    scale = 1e9 / r.freq_hz
+    widths = np.concatenate((p.parts, p.compute[:, None]), axis=1)
+    ns = _int_ns(r, widths)
+    dur = np.rint(r.tasks.duration[p.tasks] * (1e9 / r.freq_hz)).astype(np.int64)
+    masks = r.tasks.types[p.tasks].tolist()
     rows = []
-    for i, (t, k, d, du, c, s, kd) in enumerate(zip(
-            r.tasks.ids[p.tasks].tolist(), kernels, displays, (dur * scale).tolist(),
-            (p.compute * scale).tolist(), (p.stall * scale).tolist(), p.kind.tolist())):
+    for i, (t, k, d) in enumerate(zip(r.tasks.ids[p.tasks].tolist(), kernels, displays)):
+        parts = {str(name): int(v) for name, v in zip(PARTS, ns[i, :-1].tolist())}
         rows.append({"index": i, "task": d, "task_id": t, "kernel": k,
-                     "duration_ns": round(du, 1), "compute_ns": round(c, 1),
-                     "stall_ns": round(s, 1), "stall_kind": KINDS[kd]})
+                     "engine": engine_label(masks[i], r.tasks.core_types),
+                     "duration_ns": int(dur[i]), "compute_ns": int(ns[i, -1]),
+                     "stall_ns": sum(parts.values()), "held_by": str(HELD_BY[p.held_by[i]]),
+                     "stall_parts_ns": parts})
     return rows
+
+
+def _verdict_dict(v: Verdict | None) -> dict | None:
+    if v is None:
+        return None
+    return {"kind": str(v.kind), "rule": v.rule, "cause": v.cause, "family": v.family,
+            "gain_bound_ns": None if v.gain_bound_ns is None else round(v.gain_bound_ns),
+            "gain_share": v.gain_share, "gain": v.gain_text, "evidence": list(v.evidence),
+            "device": _verdict_dict(v.device)}
 
 
 def rank_dict(r: RankAnalysis) -> dict:
     ms = r.makespan_cycles
     ns = r.ns
     out = {"label": r.label, "source": r.source, "level": r.level, "clock_freq_hz": r.freq_hz,
-           "clock": {"label": r.clock, "estimated": r.estimated,
+           "verdict": _verdict_dict(r.verdict),
+           "clock": {"label": r.clock, "placement": r.placement, "estimated": r.estimated,
                      "uncertainty_ns": None if r.uncertainty_ns is None
-                     else round(r.uncertainty_ns)},
+                     else round(r.uncertainty_ns),
+                     "offset_ns": None if r.offset_ns is None else round(r.offset_ns),
+                     "offset_lo_ns": None if r.offset_lo_ns is None
+                     else int(np.floor(r.offset_lo_ns)),
+                     "offset_hi_ns": None if r.offset_hi_ns is None
+                     else int(np.ceil(r.offset_hi_ns))},
            "tasks": len(r.tasks), "blocks": int(r.tasks.blocks.sum()),
-           "makespan_cycles": ms, "makespan_ns": round(ns(ms), 1)}
+           "makespan_cycles": ms, "makespan_ns": round(ns(ms), 1),
+           "engines": [{"engine": u.engine, "cores": u.cores, "busy_share": u.busy_share}
+                       for u in r.engines]}
     e = r.edges
     out["dependencies"] = None if not r.has_deps else {
-        "edges_in_file": e.edges_in_file, "kept": e.kept, "out_of_order": e.edges_out_of_order,
+        "unique_edges": e.edges_in_file, "kept": e.kept, "out_of_order": e.edges_out_of_order,
         "untimed": e.edges_untimed, "self_loops": e.self_loops, "deps_tasks": e.deps_tasks,
         "missing_tasks": e.missing_tasks, "no_block_tasks": e.no_block_tasks,
         "not_in_deps": e.not_in_deps, "cycle_tasks": e.cycle_tasks}
@@ -67,35 +106,49 @@ def rank_dict(r: RankAnalysis) -> dict:
     else:
         out["static_path"] = None
     p = r.observed
-    by_kind = p.stall_by_kind()
+    by_part = p.stall_by_part()
     check = p.compute_total + p.stall_total
+    sched = sum(by_part[k] for k in SCHEDULER_PARTS)
     out["observed_path"] = {
         "tasks": len(p.tasks), "compute_cycles": p.compute_total,
         "compute_ns": round(ns(p.compute_total), 1), "compute_share": r.share(p.compute_total),
         "stall_cycles": p.stall_total, "stall_ns": round(ns(p.stall_total), 1),
         "stall_share": r.share(p.stall_total),
-        "stall_by_kind": {k: {"cycles": v, "ns": round(ns(v), 1), "share": r.share(v)}
-                          for k, v in by_kind.items()},
-        "tiling": "exact" if check == ms else f"diff {check - ms}",
+        "scheduler_latency_ns": round(ns(sched), 1), "scheduler_latency_share": r.share(sched),
+        "stall_by_part": {str(k): {"cycles": v, "ns": round(ns(v), 1), "share": r.share(v)}
+                          for k, v in by_part.items()},
+        "held_by": {str(k): v for k, v in p.held_by_counts().items()},
+        "tiling": "exact" if check == ms and p.exact else f"diff {check - ms}",
         "families": [{"family": f.family, "compute_ns": round(ns(f.compute_cycles), 1),
                       "compute_share": r.share(f.compute_cycles),
                       "stall_ns": round(ns(f.stall_cycles), 1), "tasks": f.tasks}
                      for f in r.families()],
         "path": _path_rows(r)}
     ov = r.overhead
-    sched = ov.scheduler
+    sched_threads = ov.scheduler
     avg_loop = ov.avg_loop_ns
+    on_path = {e: c for e, _, c in r.starvation}
     out["overhead"] = {
-        "engines": [{"engine": x.engine, "cores": x.cores, "starved_share": x.starved_share}
+        "engines": [{"engine": x.engine, "cores": x.cores, "starved_share": x.starved_share,
+                     "starved_on_path_ns": round(ns(on_path.get(x.engine, 0)), 1)}
                     for x in ov.engines],
         "all_engines_starved_share": ov.all_starved_share,
         "some_engine_starved_share": ov.some_starved_share,
-        "verdict": r.verdict, "rule": r.verdict_rule,
         "head_overhead_ns": _dist(ov.head), "tail_overhead_ns": _dist(ov.tail),
-        "scheduler": [{"thread": t.thread, "loops": t.loops, "completed": t.completed,
+        "task_switches": [{"engine": w.engine, "cores": w.cores,
+                           "per_core_min_ns": round(w.per_core_min, 1),
+                           "per_core_mean_ns": round(w.per_core_mean, 1),
+                           "per_core_max_ns": round(w.per_core_max, 1), "events": w.events,
+                           "mean_event_ns": round(w.mean_event, 1)} for w in ov.switches],
+        "switch_bound_ns": None if ov.switch_bound_ns is None
+        else [round(x, 1) for x in ov.switch_bound_ns],
+        "fan_out": _dist(ov.fan_out, 2), "fan_in": _dist(ov.fan_in, 2),
+        "scheduler": [{"thread": t.thread, "loops": t.loops, "finishes": t.finishes,
+                       "tasks": t.tasks,
                        "phase_ns": {k: round(v, 1) for k, v in t.phase_ns.items()},
+                       "nested": dict(t.nested), "busy_ns": round(t.busy_ns, 1),
                        "idle_ns": round(t.idle_ns, 1), "total_ns": round(t.total_ns, 1),
-                       "pop_hit": t.pop_hit, "pop_miss": t.pop_miss} for t in sched],
+                       "pop_hit": t.pop_hit, "pop_miss": t.pop_miss} for t in sched_threads],
         "avg_loop_ns": None if avg_loop is None else round(avg_loop, 1),
         "tail_to_loop": None if avg_loop is None or ov.tail is None or not avg_loop
         else round(ov.tail.mean / avg_loop, 2),
@@ -103,14 +156,17 @@ def rank_dict(r: RankAnalysis) -> dict:
     e2e = r.end_to_end
     out["end_to_end"] = None if e2e is None else {
         "start_ns": e2e.start_ns, "end_ns": e2e.end_ns, "wall_ns": e2e.wall_ns,
+        "wall_range_ns": list(e2e.ranges.get("wall", (e2e.wall_ns, e2e.wall_ns))),
         "device_start_ns": e2e.device_start_ns,
         "tiling": "exact" if e2e.exact else "inexact", "first_task": e2e.first_task,
         "kernel": e2e.kernel, "clock": e2e.clock, "estimated": e2e.estimated,
         "uncertainty_ns": None if e2e.uncertainty_ns is None else round(e2e.uncertainty_ns),
         "categories": dict(e2e.totals),
+        "category_ranges": {c: list(e2e.ranges.get(c, (v, v))) for c, v in e2e.totals.items()},
         "segments": [{"name": s.name, "category": s.category, "start_ns": s.start_ns,
                       "dur_ns": s.dur_ns} for s in e2e.segments],
         "notes": list(e2e.notes)}
+    out["answer"] = answer_lines(out)
     out["notes"] = list(r.notes)
     return out
 
@@ -120,15 +176,56 @@ def analysis_dict(result: RunAnalysis) -> dict:
             "warnings": list(result.warnings)}
 
 
-# --------------------------------------------------------------------------- text / markdown
+# --------------------------------------------------------------------------- the answer
 
 def _ms(ns: float) -> str:
     return f"{ns / 1e6:.3f} ms"
 
 
 def _pct(x: float | None) -> str:
-    return "-" if x is None else f"{x * 100:.1f}%"
+    return "-" if x is None else f"{x * 100:.1f} %"
 
+
+def answer_lines(d: dict) -> list[str]:
+    """The answer for one rank (a `rank_dict`), at most ANSWER_LINES lines: the verdict,
+    why, the gain bound, the device verdict under a host-bound one, the path's composition,
+    evidence, and the placement."""
+    v = d["verdict"]
+    head = f"{d['label']}: {v['kind']}"
+    if v["cause"] and v["kind"] != "unknown":
+        head += f" ({v['cause']}{', ' + v['family'] if v['family'] else ''})"
+    lines = [head, f"why: {v['rule']}"]
+    if v["gain"]:
+        lines.append(f"gain bound: {v['gain']}")
+    dev = v["device"]
+    if dev is not None:
+        lines.append(f"device: {dev['kind']}: {dev['rule']}")
+    p = d["observed_path"]
+    comp = ", ".join(f"{k} {_pct(x['share'])}" for k, x in p["stall_by_part"].items()
+                     if x["cycles"])
+    lines.append(f"critical path: makespan {_ms(d['makespan_ns'])} = compute "
+                 f"{_pct(p['compute_share'])}" + (f" + stalls ({comp})" if comp else "")
+                 + f"; {p['tasks']} tasks")
+    c = d["clock"]
+    how = {"calibrated": "calibrated by clock anchors", "contained": "contained by the run "
+           "log's host spans", "estimated": "estimated"}.get(c["placement"], c["placement"])
+    if c["offset_lo_ns"] is None:
+        place = f"{how}: no bound on where the device time lies (unknown)"
+    else:
+        place = (f"{how}: the device time may lie "
+                 f"{fmt_ns(max(c['offset_ns'] - c['offset_lo_ns'], 0))} earlier to "
+                 f"{fmt_ns(max(c['offset_hi_ns'] - c['offset_ns'], 0))} later than drawn")
+    evidence = list(v["evidence"]) + ([] if dev is None else list(dev["evidence"]))
+    room = ANSWER_LINES - len(lines) - 1
+    shown = evidence[:room] if len(evidence) <= room else evidence[:room - 1]
+    lines += [f"evidence: {e}" for e in shown]
+    if len(shown) < len(evidence):
+        lines.append(f"evidence: ... {len(evidence) - len(shown)} more below")
+    lines.append(f"placement: {place}")
+    return lines
+
+
+# --------------------------------------------------------------------------- text / markdown
 
 class _Out:
     """Lines of text or markdown: headings, bullet lines and tables in either style."""
@@ -161,15 +258,37 @@ class _Out:
                 c.rjust(widths[i]) if i in right else c.ljust(widths[i])
                 for i, c in enumerate(r)).rstrip())
 
+    def cut(self, total: int, shown: int, what: str) -> None:
+        if shown < total:
+            self.line(f"... {total - shown} more {what}; --top 0 for all")
+
+
+def _top(rows: list, top: int) -> list:
+    return rows if top <= 0 else rows[:top]
+
+
+def _answer_text(o: _Out, d: dict) -> None:
+    lines = d["answer"]
+    if o.md:
+        o.lines += ["", f"**{lines[0]}**", ""] + [f"- {x}" for x in lines[1:]]
+    else:
+        o.lines += (["", lines[0]] if o.lines else [lines[0]]) + ["  " + x for x in lines[1:]]
+
 
 def _rank_text(o: _Out, d: dict, top: int) -> None:
     ms = d["makespan_ns"]
     o.head(f"Critical path: {d['label']} ({d['clock']['label']}; {d['source']}, level "
            f"{d['level']})")
     deps = d["dependencies"]
-    o.line(f"tasks: {d['tasks']} ({d['blocks']} blocks) | dependency edges kept: "
-           + (f"{deps['kept']} of {deps['edges_in_file']}" if deps else "none (no deps.json)"))
-    o.line(f"makespan: {_ms(ms)}")
+    o.line(f"tasks: {d['tasks']} ({d['blocks']} blocks: an SPMD or MIX task runs as several) | "
+           "dependency edges kept: " + (f"{deps['kept']} of {deps['unique_edges']} (unique "
+                                        "producer -> consumer pairs in deps.json)" if deps
+                                        else "none (no deps.json)"))
+    o.line(f"makespan: {_ms(ms)} (first block start to last block end)")
+    if d["engines"]:
+        o.line("core time: " + "; ".join(
+            f"{u['engine']} ({u['cores']} cores) busy {_pct(u['busy_share'])}"
+            for u in d["engines"]))
     st = d["static_path"]
     if st is not None:
         o.line(f"static path: {_ms(st['length_ns'])} ({_pct(st['share'])} of the makespan) "
@@ -177,47 +296,61 @@ def _rank_text(o: _Out, d: dict, top: int) -> None:
     else:
         o.line("static path: none (no deps.json)")
     p = d["observed_path"]
-    o.line(f"observed path: {p['tasks']} tasks")
+    held = ", ".join(f"{k} {v}" for k, v in p["held_by"].items() if v)
+    o.line(f"observed path: {p['tasks']} tasks (held by: {held})")
     o.line(f"compute: {_ms(p['compute_ns'])} ({_pct(p['compute_share'])})", 2)
-    o.line(f"stall: {_ms(p['stall_ns'])} ({_pct(p['stall_share'])})", 2)
-    for kind, v in sorted(p["stall_by_kind"].items(), key=lambda kv: -kv[1]["cycles"]):
+    o.line(f"stall: {_ms(p['stall_ns'])} ({_pct(p['stall_share'])}), by what filled it:", 2)
+    for kind, v in p["stall_by_part"].items():
         if v["cycles"]:
             o.line(f"{kind}: {_ms(v['ns'])} ({_pct(v['share'])})", 3)
     o.line(f"tiling check: compute + stall = {p['compute_cycles'] + p['stall_cycles']} cycles "
            f"vs makespan {d['makespan_cycles']} cycles ({p['tiling']})", 2)
+    fams = p["families"]
     o.head(f"Time on the observed path by kernel family ({d['label']})", 3)
     o.table(["kernel family", "compute ms", "% makespan", "stall ms", "on path"],
             [[f["family"], f"{f['compute_ns'] / 1e6:.3f}", _pct(f["compute_share"]),
-              f"{f['stall_ns'] / 1e6:.3f}", str(f["tasks"])] for f in p["families"][:top]],
+              f"{f['stall_ns'] / 1e6:.3f}", str(f["tasks"])] for f in _top(fams, top)],
             {1, 2, 3, 4})
-    o.head(f"Observed path, all {p['tasks']} tasks ({d['label']})", 3)
+    o.cut(len(fams), len(_top(fams, top)), "families")
+    path = p["path"]
+    shown = path if top <= 0 else sorted(
+        sorted(path, key=lambda t: -(t["compute_ns"] + t["stall_ns"]))[:top],
+        key=lambda t: t["index"])
+    o.head(f"Observed path ({d['label']}): "
+           + (f"all {len(path)} tasks" if len(shown) == len(path) else
+              f"the {len(shown)} of {len(path)} tasks that add the most, in path order"), 3)
 
     def share(v):
         return f"{v / 1e3:.1f} ({v / ms * 100 if ms else 0:.2f}%)"
 
+    def parts(t):
+        return ", ".join(f"{k} {v / 1e3:.1f}" for k, v in t["stall_parts_ns"].items() if v) \
+            or "-"
+
     o.table(["#", "kernel", "task", "task us", "compute us (%mk)", "stall us (%mk)",
-             "stall kind"],
+             "held by", "stall parts us"],
             [[str(t["index"]), t["kernel"], t["task"], f"{t['duration_ns'] / 1e3:.1f}",
-              share(t["compute_ns"]), share(t["stall_ns"]), t["stall_kind"]]
-             for t in p["path"]], {0, 3, 4, 5})
-    _overhead_text(o, d)
-    _e2e_text(o, d)
+              share(t["compute_ns"]), share(t["stall_ns"]), t["held_by"], parts(t)]
+             for t in shown], {0, 3, 4, 5})
+    o.cut(len(path), len(shown), "path tasks")
+    _overhead_text(o, d, top)
+    _e2e_text(o, d, top)
     for n in d["notes"]:
         o.line(f"note: {n}", 1)
 
 
-def _overhead_text(o: _Out, d: dict) -> None:
+def _overhead_text(o: _Out, d: dict, top: int) -> None:
     ov = d["overhead"]
     o.head(f"Overhead: {d['label']}")
     if ov["engines"]:
         o.line("starved (a free core of the engine while a ready, undispatched task of its "
-               "type waits), share of the makespan:")
+               "type waits), share of the makespan; Simpler calls 25 % of 'some engine' "
+               "scheduler-bound, 8 % partially:")
         for e in ov["engines"]:
-            o.line(f"{e['engine']} ({e['cores']} cores): {_pct(e['starved_share'])}", 2)
+            o.line(f"{e['engine']} ({e['cores']} cores): {_pct(e['starved_share'])}; in the "
+                   f"critical path's stalls {_ms(e['starved_on_path_ns'])}", 2)
         o.line(f"all engines starved: {_pct(ov['all_engines_starved_share'])}; some engine "
                f"starved: {_pct(ov['some_engine_starved_share'])}", 2)
-    verdict = ov["verdict"] or "none"
-    o.line(f"verdict: {verdict} ({ov['rule']})")
     for key, what in (("head_overhead_ns", ("head overhead: min(start - dispatch, start - "
                                            "previous end on the core), >= 0")),
                       ("tail_overhead_ns", "tail overhead: finish - end")):
@@ -228,17 +361,43 @@ def _overhead_text(o: _Out, d: dict) -> None:
         o.table(["P10", "P25", "P50", "P75", "P90", "P95", "P99", "max", "mean"],
                 [[f"{dist[k] / 1e3:.2f}" for k in ("p10", "p25", "p50", "p75", "p90", "p95",
                                                   "p99", "max", "mean")]], set(range(9)))
-    if ov["scheduler"]:
-        kinds = list(dict.fromkeys(k for t in ov["scheduler"] for k in t["phase_ns"]))
-        o.line("AICPU scheduler loop (us per phase kind; idle: gaps between phases):")
+    if ov["task_switches"]:
+        o.line("task switches (a core picking up a block dispatched before its previous "
+               "block ended; per core, never summed over cores), us:")
+        o.table(["engine", "cores", "min/core", "mean/core", "max/core", "events",
+                 "us/event"],
+                [[w["engine"], str(w["cores"]), f"{w['per_core_min_ns'] / 1e3:.1f}",
+                  f"{w['per_core_mean_ns'] / 1e3:.1f}", f"{w['per_core_max_ns'] / 1e3:.1f}",
+                  str(w["events"]), f"{w['mean_event_ns'] / 1e3:.2f}"]
+                 for w in ov["task_switches"]], set(range(1, 7)))
+        lo, hi = ov["switch_bound_ns"]
+        o.line(f"makespan switch bound (Simpler's): {lo / 1e3:.2f}-{hi / 1e3:.2f} us", 2)
+    for key, what in (("fan_out", "fan-out (consumers per task)"),
+                      ("fan_in", "fan-in (producers per task)")):
+        dist = ov[key]
+        if dist is not None:
+            o.line(f"{what}, {dist['count']} tasks: total {dist['total']:.0f}, mean "
+                   f"{dist['mean']:.2f}, P50 {dist['p50']:.0f}, P90 {dist['p90']:.0f}, max "
+                   f"{dist['max']:.0f}")
+    threads = ov["scheduler"]
+    if threads:
+        kinds = list(dict.fromkeys(k for t in threads for k in t["phase_ns"]))
+        nested = {k: v for t in threads for k, v in t["nested"].items()}
+        o.line("AICPU scheduler loop (us per phase kind, each instant counted once; idle: "
+               "gaps between phases; finishes: blocks seen finished; tasks: tasks whose "
+               "last block it saw finish):")
+        shown = _top(threads, top)
         rows = []
-        for t in ov["scheduler"]:
-            rows.append([f"T{t['thread']}", str(t["loops"]), str(t["completed"]),
+        for t in shown:
+            rows.append([f"T{t['thread']}", str(t["loops"]), str(t["finishes"]),
+                         "-" if t["tasks"] is None else str(t["tasks"]),
                          f"{t['total_ns'] / 1e3:.1f}"]
                         + [f"{t['phase_ns'].get(k, 0) / 1e3:.1f}" for k in kinds]
                         + [f"{t['idle_ns'] / 1e3:.1f}"])
-        o.table(["thread", "loops", "completed", "total us", *kinds, "idle"], rows,
-                set(range(1, 5 + len(kinds))))
+        o.table(["thread", "loops", "finishes", "tasks", "total us",
+                 *(f"{k} (in {nested[k]})" if k in nested else k for k in kinds), "idle"],
+                rows, set(range(1, 6 + len(kinds))))
+        o.cut(len(threads), len(shown), "threads")
         if ov["avg_loop_ns"] is not None:
             o.line(f"average loop {ov['avg_loop_ns'] / 1e3:.3f} us; average tail overhead = "
                    f"{ov['tail_to_loop']} loops" if ov["tail_to_loop"] is not None else
@@ -247,43 +406,60 @@ def _overhead_text(o: _Out, d: dict) -> None:
         o.line(f"note: {n}")
 
 
-def _e2e_text(o: _Out, d: dict) -> None:
+def _e2e_text(o: _Out, d: dict, top: int) -> None:
     e = d["end_to_end"]
     if e is None:
         return
     wall = e["wall_ns"]
     first = e["segments"][0]["category"] if e["segments"] else ""
     origin = "the first compile stage" if first == "compile" else "the first host span"
-    o.head(f"End to end: {d['label']}, {_ms(wall)} from {origin} to the last device task "
-           f"(tiling: {e['tiling']})")
+    lo, hi = e["wall_range_ns"]
+    o.head(f"End to end: {d['label']}, {ms_range(lo, hi)} from {origin} to the last device "
+           f"task (tiling: {e['tiling']})")
     o.line(f"first path task {e['first_task']}" + (f", kernel {e['kernel']}" if e["kernel"]
                                                    else "") + f"; device side {e['clock']}")
-    o.table(["category", "ms", "share"],
-            [[c, f"{e['categories'][c] / 1e6:.3f}", _pct(e["categories"][c] / wall if wall
-                                                      else 0)] for c in CATEGORIES],
-            {1, 2})
-    o.line("segments (from the start of the wall time):")
+    rng = e["category_ranges"]
+    moved = any(a != b for a, b in rng.values())
+    o.table(["category", "ms", "share"] + (["over the placement interval"] if moved else []),
+            [[c, f"{e['categories'][c] / 1e6:.3f}",
+              _pct(e["categories"][c] / wall if wall else 0)]
+             + ([ms_range(*rng[c]) + (" (placement uncertain)" if rng[c][0] != rng[c][1]
+                                      else "")] if moved else [])
+             for c in CATEGORIES], {1, 2})
+    segs = e["segments"]
+    shown = segs
+    if 0 < top < len(segs):
+        longest = sorted(range(len(segs)), key=lambda i: -segs[i]["dur_ns"])[:top]
+        shown = [segs[i] for i in sorted(longest)]
+    o.line("segments (from the start of the wall time, at the drawn placement)"
+           + ("" if len(shown) == len(segs) else f", the {len(shown)} longest in time order")
+           + ":")
     o.table(["at ms", "ms", "category", "segment"],
             [[f"{(s['start_ns'] - e['start_ns']) / 1e6:.3f}", f"{s['dur_ns'] / 1e6:.3f}",
-              s["category"], s["name"]] for s in e["segments"]], {0, 1})
+              s["category"], s["name"]] for s in shown], {0, 1})
+    o.cut(len(segs), len(shown), "segments")
     for n in e["notes"]:
         o.line(f"note: {n}")
 
 
-def format_analysis(result: RunAnalysis, fmt: str = "text", *, top: int = 25) -> str:
-    """`text`, `markdown` or `json` (`top`: rows of the kernel-family table)."""
+def format_analysis(result: RunAnalysis, fmt: str = "text", *, top: int = 10) -> str:
+    """`text`, `markdown` or `json` (`top`: rows of each long list; 0: all)."""
     d = analysis_dict(result)
     if fmt == "json":
         return json.dumps(d, indent=1, ensure_ascii=False, default=_plain) + "\n"
     o = _Out(fmt == "markdown")
     if o.md:
-        o.lines.append("# Run analysis (critical path, overhead, end to end)")
+        o.lines.append("# Run analysis: the answer first")
+    for rank in d["ranks"]:
+        _answer_text(o, rank)
     for rank in d["ranks"]:
         _rank_text(o, rank, top)
     if d["warnings"]:
         o.head("Warnings")
-        for w in d["warnings"]:
+        warnings = _top(d["warnings"], top)
+        for w in warnings:
             o.line(w)
+        o.cut(len(d["warnings"]), len(warnings), "warnings")
     return "\n".join(o.lines).lstrip("\n") + "\n"
 
 

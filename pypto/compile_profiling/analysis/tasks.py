@@ -14,7 +14,16 @@ import numpy as np
 
 from pypto.compile_profiling.trace_merge.layout_device import DeviceRows, kernel_name
 
-__all__ = ["TaskTable", "decimal_string_rank", "task_table"]
+__all__ = ["TaskTable", "decimal_string_rank", "engine_name", "task_dispatch_finish",
+           "task_table"]
+
+_ENGINE = {"aic": "AIC", "aiv": "AIV", "aicpu": "AICPU"}
+
+
+def engine_name(core_type: str) -> str:
+    """An engine as reports name it: a capture's core type `aic` is `AIC`."""
+    return _ENGINE.get(core_type, core_type.upper())
+
 
 _POW10 = np.array([10 ** k for k in range(1, 20)], dtype=np.uint64)
 
@@ -109,3 +118,20 @@ def task_table(rows: DeviceRows, rec) -> TaskTable:
     return TaskTable(ids, start, end, first_row, blocks, types, decimal_string_rank(ids),
                      row_task, row_start, row_end, core, row_type, names,
                      rows.func[first_row] if n else np.zeros(0, np.int64), rec.freq_hz)
+
+
+def task_dispatch_finish(tt: TaskTable, row_dispatch: np.ndarray, row_finish: np.ndarray,
+                         has: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per task, its dispatch (the earliest AICPU dispatch of its blocks) and its finish (the
+    latest AICPU finish), in cycles; -1 for a task with a block that has no AICPU record
+    (a level-1 capture has none), whose earliest dispatch and latest finish are unknown."""
+    n = len(tt)
+    if not n or not has.any():
+        return np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64)
+    big = np.iinfo(np.int64).max
+    dispatch = np.full(n, big, dtype=np.int64)
+    finish = np.full(n, -1, dtype=np.int64)
+    np.minimum.at(dispatch, tt.row_task[has], row_dispatch[has])
+    np.maximum.at(finish, tt.row_task[has], row_finish[has])
+    complete = np.bincount(tt.row_task[has], minlength=n) == tt.blocks
+    return np.where(complete, dispatch, -1), np.where(complete, finish, -1)

@@ -3,7 +3,8 @@
 `TIMELINE_VIEWS` is what `merge_traces(..., derived_views=...)` calls after the device views
 are laid out (the merge never imports this package): per capture, "Device r0 · Critical
 path (<clock>)" holds the observed path as one track (a slice per path task's compute and
-one per stall, named by kind; arrows from task to task along it) and the overhead counters
+one per piece of each stall, named by what filled it: completion, dispatch, launch, front,
+unknown; arrows from task to task along it) and the overhead counters
 (0/1: per engine "starved", a free core while ready work of its type waits undispatched;
 "all engines starved", "some engine starved"). With a host source, the end-to-end segments go on a "critical path (end to end)"
 lane of the run's compile process, the device part as one slice, an arrow into the path.
@@ -13,8 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from pypto.compile_profiling.analysis.critical_path import KINDS
-from pypto.compile_profiling.analysis.end_to_end import device_segments
+from pypto.compile_profiling.analysis.critical_path import HELD_BY, PARTS
+from pypto.compile_profiling.analysis.end_to_end import COMPUTE, device_segments
 from pypto.compile_profiling.analysis.explain import RankAnalysis, analyze_capture
 from pypto.compile_profiling.timeline.model import (
     ArgColumn,
@@ -39,7 +40,7 @@ def draw_views(builder: TimelineBuilder, plan, drawn: list, sel, warnings: list[
         dev = cp.device
         proc = builder.process(f"Device {cp.label}{SEP}Critical path ({dev.label})",
                          args={**device_args(cp, dev, ra.source),
-                               "verdict": ra.verdict, "verdict_rule": ra.verdict_rule},
+                               "verdict": str(ra.verdict.kind), "verdict_rule": ra.verdict.rule},
                          estimated=ra.estimated)
         parts = []
         if sel.view("critical-path"):
@@ -53,8 +54,7 @@ def draw_views(builder: TimelineBuilder, plan, drawn: list, sel, warnings: list[
             counters = _overhead_counters(proc, ra, dev.to_ns)
             builder.tl.counters.extend(counters)
             parts.append(f"{len(counters)} overhead counters")
-        if ra.verdict:
-            parts.append(f"verdict {ra.verdict}")
+        parts.append(f"verdict {ra.verdict.kind}")
         builder.summary.append(f"{ra.source}: capture {cp.label}: " + ", ".join(parts))
 
 
@@ -66,8 +66,8 @@ def _path_block(builder: TimelineBuilder, proc, ra: RankAnalysis, to_ns) -> Slic
     track = builder.lane(proc, "observed path", 0)
     starts, ends, where, what = device_segments(path, to_ns)
     kernels, displays, labels = ra.labels(path.tasks)
-    names = labels + list(KINDS)
-    name = np.where(what == 3, where, len(labels) + np.minimum(what, len(KINDS) - 1))
+    names = labels + [str(p) for p in PARTS]
+    name = np.where(what == COMPUTE, where, len(labels) + np.minimum(what, len(PARTS) - 1))
     scale = 1e9 / ra.freq_hz
     dur = ra.tasks.duration[path.tasks]
     disp_names, disp_ix = intern(displays)
@@ -78,14 +78,15 @@ def _path_block(builder: TimelineBuilder, proc, ra: RankAnalysis, to_ns) -> Slic
             ArgColumn("task", disp_ix[where], table=disp_names),
             ArgColumn("task_id", ra.tasks.ids[path.tasks][where]),
             ArgColumn("kernel", kern_ix[where], table=kern_names),
-            ArgColumn("piece", (what == 3).astype(np.int32), table=["stall", "compute"]),
-            ArgColumn("stall_kind", path.kind[where].astype(np.int32), table=list(KINDS)),
+            ArgColumn("piece", (what == COMPUTE).astype(np.int32), table=["stall", "compute"]),
+            ArgColumn("held_by", path.held_by[where].astype(np.int32),
+                      table=[str(h) for h in HELD_BY]),
             ArgColumn("path_index", where),
             ArgColumn("task_span_ns", np.rint(dur[where] * scale).astype(np.int64)),
             ArgColumn("compute_ns", np.rint(path.compute[where] * scale).astype(np.int64)),
             ArgColumn("stall_ns", np.rint(path.stall[where] * scale).astype(np.int64))])
     builder.tl.blocks.append(block)
-    comp = np.flatnonzero(what == 3)               # one compute piece per task, in order
+    comp = np.flatnonzero(what == COMPUTE)               # one compute piece per task, in order
     if len(comp) > 1:
         builder.tl.flows.append(FlowBlock("critical path", "critical_path", block, comp[:-1],
                                     block, comp[1:]))

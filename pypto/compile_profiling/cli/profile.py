@@ -161,12 +161,16 @@ def _parser() -> argparse.ArgumentParser:
     k.add_argument("--format", choices=("text", "markdown", "csv", "json"), default="text")
     output_arg(k, "the table")
 
-    a = sub.add_parser("analyze", help="why the run took as long as it did: critical path, "
-                                       "overhead verdict, end to end",
-                       description="Per capture (rank): the device critical path (static: the "
-                                   "dependency-limited floor; observed: the blame path whose "
-                                   "compute and stall tile the makespan), the scheduler "
-                                   "overhead verdict and, with the compile trace or Simpler's "
+    a = sub.add_parser("analyze", help="why the run took as long as it did: the verdict, "
+                                       "critical path, overhead, end to end",
+                       description="Per capture (rank), the answer first: what set the run's "
+                                   "length (compute-, scheduler-, dependency-, host-bound or "
+                                   "unknown, from the critical path) and at most how much "
+                                   "fixing it can gain; then the device critical path (static: "
+                                   "the dependency-limited floor; observed: the blame path "
+                                   "whose compute and stalls tile the makespan, each stall "
+                                   "cut into completion, dispatch and launch), the scheduler "
+                                   "overhead and, with the compile trace or Simpler's "
                                    "host log, the wall time from the first compile stage to "
                                    "the last device task tiled into named segments. PATH: "
                                    "what pypto-merge-traces takes (a work dir, dfx_outputs/, "
@@ -174,8 +178,9 @@ def _parser() -> argparse.ArgumentParser:
                                    "docs/analysis.md.")
     a.add_argument("paths", nargs="+", metavar="PATH")
     a.add_argument("--format", choices=("text", "markdown", "json"), default="text")
-    a.add_argument("--top", type=_count, default=25, metavar="N",
-                   help="rows of the kernel-family table (default 25)")
+    a.add_argument("--top", type=_count, default=10, metavar="N",
+                   help="rows of every long list: families, path tasks, segments, threads, "
+                        "warnings (default 10; 0: all)")
     a.add_argument("--tolerance-cycles", type=_count, default=2, metavar="N",
                    help="a producer counts as finished before its consumer started when it "
                         "ended at most N device cycles after (default 2, as Simpler's tool)")

@@ -157,6 +157,7 @@ def _kernel_table(rows: list[KernelRow]) -> str:
 _STYLE = """
 body{font:13px system-ui,sans-serif;margin:16px;color:#222}
 h1{font-size:18px} h2{font-size:15px;margin-top:24px}
+.answer{border-left:4px solid #c33;padding:2px 10px;margin:8px 0;background:#fafafa} .answer ul{margin:4px 0}
 #wrap{overflow-x:auto;border:1px solid #ddd;padding:4px}
 svg text{font:11px system-ui,sans-serif;pointer-events:none}
 svg text.lane{font-weight:bold;fill:#444}
@@ -195,9 +196,22 @@ document.getElementById('chart').addEventListener('mouseleave', () => {
 """
 
 
+def _answer_section(doc: dict) -> str:
+    """The run explained, answer first (`pypto-profile analyze --format json`'s document):
+    per rank its answer lines (verdict, why, gain bound, path, evidence, placement)."""
+    esc = html.escape
+    out = []
+    for r in doc.get("ranks", []):
+        head, *rest = r["answer"]
+        out.append(f"<div class=\"answer\"><p><b>{esc(head)}</b></p><ul>"
+                   + "".join(f"<li>{esc(x)}</li>" for x in rest) + "</ul></div>")
+    return "".join(out)
+
+
 def _analysis_section(doc: dict) -> str:
-    """The run explained (`pypto-profile analyze --format json`'s document): per rank the
-    path summary, the verdict with its rule, and the end-to-end categories."""
+    """The figures behind the answer, per rank: the path's composition by what filled its
+    stalls, starvation, the end-to-end categories (with their ranges where the placement
+    is uncertain)."""
     esc = html.escape
 
     def pct(x) -> str:
@@ -213,15 +227,19 @@ def _analysis_section(doc: dict) -> str:
                 ("observed path", f"{p['tasks']} tasks", f"tiling {p['tiling']}"),
                 ("compute on it", _t(p["compute_ns"]), pct(p["compute_share"]))]
         rows += [(f"stall: {k}", _t(v["ns"]), pct(v["share"]))
-                 for k, v in p["stall_by_kind"].items() if v["cycles"]]
-        rows += [(f"{e['engine']} starved", pct(e["starved_share"]), f"{e['cores']} cores")
+                 for k, v in p["stall_by_part"].items() if v["cycles"]]
+        rows += [(f"{e['engine']} starved", pct(e["starved_share"]),
+                  f"{e['cores']} cores; {_t(e['starved_on_path_ns'])} in the path's stalls")
                  for e in ov["engines"]]
-        rows.append(("verdict", ov["verdict"] or "none", ov["rule"]))
         e2e = r["end_to_end"]
         if e2e is not None:
-            rows += [(f"end to end: {c}", _t(v), pct(v / e2e["wall_ns"] if e2e["wall_ns"]
-                                                      else 0))
-                     for c, v in e2e["categories"].items() if v]
+            for c, v in e2e["categories"].items():
+                lo, hi = e2e["category_ranges"][c]
+                if hi:
+                    rows.append((f"end to end: {c}", _t(v) if lo == hi else
+                                 f"{_t(lo)} to {_t(hi)}",
+                                 pct(v / e2e["wall_ns"] if e2e["wall_ns"] else 0)
+                                 + ("" if lo == hi else " (placement uncertain)")))
         out.append(f"<h3>{esc(r['label'])} ({esc(r['clock']['label'])})</h3>"
                    "<table class=\"analysis\"><tbody>" + "".join(
                        f"<tr><td>{esc(a)}</td><td>{esc(b)}</td><td>{esc(c)}</td></tr>"
@@ -232,7 +250,7 @@ def _analysis_section(doc: dict) -> str:
 def profile_html(profile: Profile, kernels: list[KernelRow] | None = None,
                  analysis: dict | None = None) -> str:
     """The page's HTML text; `analysis`: the run explained, as `pypto-profile analyze`'s
-    JSON document, shown after the tables."""
+    JSON document: its answer opens the page, its figures follow the tables."""
     svg, info = _chart(profile)
     # no `<`, `>` or `&` inside the script element, whatever the stage names hold
     data = (json.dumps(info, ensure_ascii=True, allow_nan=False).replace("<", "\\u003c")
@@ -243,6 +261,8 @@ def profile_html(profile: Profile, kernels: list[KernelRow] | None = None,
         f"<meta http-equiv=\"Content-Security-Policy\" content=\"{_CSP}\">",
         f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>",
         f"<h1>{html.escape(title)}</h1>",
+        *([f"<h2 id=\"answer\">The answer</h2>{_answer_section(analysis)}"]
+          if analysis and analysis.get("ranks") else []),
         (f"<p>Total {_t(profile.total_ns)}, {len(info)} stages"
          + ("" if profile.timed else " (durations only: stages laid end to end)")
          + ". Hover a box for its details.</p>"),
@@ -252,7 +272,7 @@ def profile_html(profile: Profile, kernels: list[KernelRow] | None = None,
     if kernels:
         parts += ["<h2>Kernels: compile and device cost</h2>", _kernel_table(kernels)]
     if analysis and analysis.get("ranks"):
-        parts += ["<h2 id=\"analysis\">Run analysis: critical path and verdict</h2>",
+        parts += ["<h2 id=\"analysis\">Run analysis: the figures behind the answer</h2>",
                   _analysis_section(analysis)]
     parts += [f"<script type=\"application/json\" id=\"stage-data\">{data}</script>",
               f"<script>{_SCRIPT}</script></body></html>"]

@@ -1,7 +1,9 @@
 """The run explained (`pypto.compile_profiling.analysis`): a DAG built by hand and computed on
 paper, every real capture against an independent plain-Python computation of the same
-definitions (tests/support/analysis_reference.py), a level-1 capture, bad input, and the end-to-end
-tiling of the README's main example."""
+definitions (tests/support/analysis_reference.py), captures built by hand for each verdict
+(compute-bound with an engine starved off the path, scheduler latency with every piece,
+level 1, one task without edges, a containment that device_wall's length would get wrong),
+bad input, the answer first, and the end-to-end tiling of the README's main example."""
 
 from __future__ import annotations
 
@@ -14,25 +16,30 @@ from analysis_reference import load, starvation
 from repo_paths import REPO_ROOT
 from simpler_fixtures import CASES, FIXTURES
 
-from pypto.compile_profiling.analysis import CATEGORIES, analyze
+from pypto.compile_profiling.analysis import CATEGORIES, HELD_BY, analyze
+from pypto.compile_profiling.analysis.report import format_analysis
+
+SCHED = ("completion", "dispatch", "launch")
 
 DEPGEN = [c for c in CASES if (FIXTURES / c / "deps.json").exists()]
 LEVEL1 = [c for c in CASES if c.endswith("_l1")]
 
 
 def write_capture(d, rows, edges, *, core_types, deps_tasks=None, level=2, freq=1_000_000_000):
-    """A level-2 capture: `rows` (core, token, start, end); each block dispatched 1 cycle
-    before it starts (at 0 at the earliest) and seen finished 1 after it ends."""
+    """A capture: `rows` (core, token, start, end[, dispatch, finish]); without the last
+    two, each block is dispatched 1 cycle before it starts (at 0 at the earliest) and seen
+    finished 1 after it ends. Level 1: no AICPU rows."""
     d.mkdir(parents=True, exist_ok=True)
     regs: dict[int, int] = {}
     aicore, aicpu = [], []
-    for core, token, st, en in rows:
+    for core, token, st, en, *cpu in rows:
         regs[core] = regs.get(core, 0) + 1
         aicore.append([core, token, regs[core], st, en, 0])
-        aicpu.append([core, regs[core], max(st - 1, 0), en + 1])
+        disp, fin = cpu if cpu else (max(st - 1, 0), en + 1)
+        aicpu.append([core, regs[core], disp, fin])
     rec = {"chip_swimlane_level": level,
            "metadata": {"clock_freq_hz": freq, "core_types": core_types},
-           "aicore_tasks": aicore, "aicpu_tasks": aicpu}
+           "aicore_tasks": aicore, "aicpu_tasks": aicpu if level >= 2 else []}
     (d / "chip_swimlane_records.json").write_text(json.dumps(rec))
     tokens = deps_tasks if deps_tasks is not None else sorted({r[1] for r in rows})
     deps = {"tasks": [{"task_id": str(t), "kernel_ids": [0, -1, -1], "block_num": 1}
@@ -95,16 +102,23 @@ def test_hand_built_dag(tmp_path):
     #   G: data D (200) and core D (200), the same task: data wins, data-wait 202-200 = 2
     #   D: data N (100, "9"), data T (100, "10"), core A (100, "1"): "9" is the largest
     #      string: N, data-wait 103-100 = 3
-    #   N: no producer, first block on core 1: front-gap, 2-0 = 2
+    #   N: no producer, first block on core 1: held by the start, a front gap 2-0 = 2
     obs = r.observed
     assert ids[obs.tasks].tolist() == [N, D, G, H]
-    assert [["data-wait", "core-wait", "front-gap"][k] for k in obs.kind] == \
-        ["front-gap", "data-wait", "data-wait", "core-wait"]
+    assert [str(HELD_BY[k]) for k in obs.held_by] == ["start", "data", "data", "core"]
     # compute: N 100-2 = 98, D 200-103 = 97, G 300-202 = 98, H 400-305 = 95 -> 388;
     # stall 2 + 3 + 2 + 5 = 12; 388 + 12 = 400, the makespan: exact
     assert obs.compute.tolist() == [98, 97, 98, 95]
     assert obs.stall.tolist() == [2, 3, 2, 5]
-    assert obs.stall_by_kind() == {"data-wait": 5, "core-wait": 5, "front-gap": 2}
+    # what filled them (each block dispatched 1 before it starts, seen finished 1 after):
+    #   D: 100 .. N's finish 101 .. D's dispatch 102 .. 103: completion, dispatch, launch 1
+    #   G: 200 .. D's finish 201 = G's dispatch 201 .. 202: completion 1, launch 1
+    #   H: 300 .. G's finish 301 .. H's dispatch 304 .. 305: completion 1, dispatch 3,
+    #   launch 1
+    assert obs.parts.tolist() == [[0, 0, 0, 2, 0], [1, 1, 1, 0, 0], [1, 0, 1, 0, 0],
+                                  [1, 3, 1, 0, 0]]
+    assert obs.stall_by_part() == {"completion": 3, "dispatch": 4, "launch": 3, "front": 2,
+                                   "unknown": 0}
     assert obs.exact
     # kept edges: T->D, N->D, D->G, D->M, A->H, M->K = 6 (D->E dropped, K->K ignored,
     # 99->D untimed, the duplicate T->D removed by the reader)
@@ -149,15 +163,17 @@ def test_real_capture_matches_the_definitions(case):
     assert (st.length_cycles, len(st.tasks)) == (ref["static_length"], ref["static_tasks"])
     assert [str(t) for t in r.tasks.ids[st.tasks]] == ref["static_path"]
     assert [str(t) for t in r.tasks.ids[obs.tasks]] == ref["observed"]
+    assert [str(HELD_BY[k]) for k in obs.held_by] == ref["held_by"]
     assert obs.compute_total == ref["compute"]
-    assert {k: v for k, v in obs.stall_by_kind().items() if v} == \
-        {k: v for k, v in ref["stall"].items() if v}
+    assert {str(k): v for k, v in obs.stall_by_part().items() if v} == \
+        {k: v for k, v in ref["parts"].items() if v}
     # invariants
     assert obs.exact and obs.compute_total + obs.stall_total == obs.makespan
     s = r.tasks.start[obs.tasks]
     assert (np.diff(s) > 0).all()                        # starts rise strictly along it
     assert (obs.compute <= r.tasks.duration[obs.tasks]).all() and (obs.stall >= 0).all()
-    assert obs.kind[0] == 2 and (obs.kind[1:] != 2).all()   # one front gap, first
+    assert obs.held_by[0] == 2 and (obs.held_by[1:] != 2).all()   # held by the start: first
+    assert (obs.parts[1:, 3] == 0).all() and (obs.parts.sum(axis=1) == obs.stall).all()
     assert st.length_cycles <= r.makespan_cycles + 2 * len(st.tasks)
     # the overhead shares, against the reference sweep
     ref_share = starvation(rec, deps)
@@ -169,7 +185,13 @@ def test_real_capture_matches_the_definitions(case):
     assert ov.some_starved_share == pytest.approx(ref_share["some"], abs=1e-12)
     assert ov.all_starved_share <= min(got.values()) + 1e-12
     assert ov.some_starved_share >= max(got.values()) - 1e-12
-    assert r.verdict in ("scheduler-bound", "dependency-bound", "compute-bound")
+    # the verdict follows the path: never the starvation off it
+    assert r.verdict.kind != "unknown"
+    dev = r.verdict.device or r.verdict
+    if dev.kind == "scheduler-bound":
+        assert sum(v for k, v in ref["parts"].items() if k in SCHED) > ref["compute"]
+    else:
+        assert ref["compute"] >= sum(v for k, v in ref["parts"].items() if k in SCHED)
 
 
 @pytest.mark.parametrize("case", LEVEL1)
@@ -180,9 +202,15 @@ def test_level1_capture(case):
     ref = ref_path(rec, None)
     result = analyze([FIXTURES / case])
     (r,) = result.ranks
-    assert r.static is None and r.verdict is None
+    assert r.static is None
+    dev = r.verdict.device or r.verdict
+    assert dev.kind == "unknown" and "level-1 capture" in dev.rule
     assert [str(t) for t in r.tasks.ids[r.observed.tasks]] == ref["observed"]
-    assert set(r.observed.kind[1:].tolist()) <= {1}          # core-wait only
+    assert set(r.observed.held_by[1:].tolist()) <= {1}          # the core only
+    # no dispatch/finish records: what filled the stalls is unknown, never a cause
+    parts = r.observed.stall_by_part()
+    assert parts["completion"] == parts["dispatch"] == parts["launch"] == 0
+    assert parts["unknown"] + parts["front"] == r.observed.stall_total
     assert r.observed.exact
     lines = [w for w in result.warnings if "no deps.json" in w]
     assert len(lines) == 1 and "resource predecessors" in lines[0]
@@ -270,7 +298,19 @@ def test_cli_text_and_markdown(capsys, fmt):
     text = capsys.readouterr().out
     assert "tiling check: compute + stall = 233165 cycles vs makespan 233165 cycles (exact)" \
         in text
-    assert "verdict: dependency-bound" in text
+    # the answer first, at most 8 lines: host-bound end to end, the device's own verdict
+    lines = text.splitlines()
+    first = next(i for i, x in enumerate(lines) if x.strip() and not x.startswith("# "))
+    head = lines[first].strip("*")
+    assert head.startswith("tmr_vector_example_l4_depgen: host-bound")
+    if fmt == "text":                   # the head line, its indented lines, a blank line
+        answer = lines[first:lines.index("", first + 1)]
+    else:                               # **head**, a blank line, the bullets
+        rest = lines[first + 2:]
+        answer = [lines[first]] + rest[:rest.index("")]
+    assert any("device: dependency-bound" in x for x in answer)
+    assert any(x.lstrip("- ").startswith("placement: contained") for x in answer)
+    assert len([x for x in answer if x.strip()]) <= 8
 
 
 def test_cli_bad_input_is_one_line(tmp_path, capsys):
@@ -304,3 +344,133 @@ def test_a_first_calls_imports_count_as_compile_time(tmp_path):
     imports = [s for s in rank.end_to_end.segments if s.name.startswith("import:")]
     assert imports, [s.name for s in rank.end_to_end.segments]
     assert {s.category for s in imports} == {"compile"}
+
+
+# ------------------------------------------------------------------ one capture per verdict
+
+def test_compute_bound_with_an_engine_starved_off_the_path(tmp_path):
+    """AIC core 0 runs 1, 2, 3 back to back (0..3000, each picked up 1 cycle after the one
+    before: launch). AIV core 1 runs 4 (0..10), then sits idle while 5, ready at 10 (its
+    producer 4 ended), waits undispatched until 1499: AIV starved 1489 of 3000 cycles. The
+    path is 1 -> 2 -> 3, all AIC: a faster scheduler would not shorten the run."""
+    rows = [(0, 1, 0, 1000, 0, 1001), (0, 2, 1001, 2000, 999, 2001),
+            (0, 3, 2001, 3000, 1999, 3001), (1, 4, 0, 10, 0, 11),
+            (1, 5, 1500, 1600, 1499, 1601)]
+    cap = write_capture(tmp_path / "c", rows, [(4, 5)], core_types=["aic", "aiv"])
+    (r,) = analyze([cap]).ranks
+    assert r.tasks.ids[r.observed.tasks].tolist() == [1, 2, 3]
+    assert r.observed.stall_by_part() == {"completion": 0, "dispatch": 0, "launch": 2,
+                                          "front": 0, "unknown": 0}
+    v = r.verdict
+    assert (v.kind, v.cause) == ("compute-bound", "AIC")
+    assert v.gain_bound_ns == 2998 and v.gain_share == pytest.approx(2998 / 3000)
+    (aiv,) = [e for e in r.overhead.engines if e.engine == "AIV"]
+    assert aiv.starved_share == pytest.approx(1489 / 3000)
+    assert ("AIV starved 49.6 % of the makespan, off the critical path: it would not "
+            "shorten this run") in v.evidence
+
+
+def test_scheduler_latency_with_every_piece(tmp_path):
+    """1 (0..20) is seen finished at 50; 2 is dispatched at 80 and starts at 120; 2 ends at
+    140, seen at 170; 3 is dispatched at 200 and starts at 240. Each stall: completion 30,
+    dispatch 30, launch 40. Compute 60 of 260 cycles: scheduler latency 200."""
+    rows = [(0, 1, 0, 20, 0, 50), (1, 2, 120, 140, 80, 170), (0, 3, 240, 260, 200, 290)]
+    cap = write_capture(tmp_path / "s", rows, [(1, 2), (2, 3)], core_types=["aiv", "aiv"])
+    (r,) = analyze([cap]).ranks
+    obs = r.observed
+    assert [str(HELD_BY[k]) for k in obs.held_by] == ["start", "data", "data"]
+    assert obs.parts.tolist() == [[0, 0, 0, 0, 0], [30, 30, 40, 0, 0], [30, 30, 40, 0, 0]]
+    v = r.verdict
+    assert (v.kind, v.cause) == ("scheduler-bound", "launch")
+    assert v.gain_bound_ns == 200 and v.gain_share == pytest.approx(200 / 260)
+    assert "completion 23.1 %, dispatch 23.1 %, launch 30.8 %" in v.rule
+    doc = json.loads(format_analysis(analyze([cap]), "json"))
+    (_row1, row2, row3) = doc["ranks"][0]["observed_path"]["path"]
+    assert row2["stall_parts_ns"] == {"completion": 30, "dispatch": 30, "launch": 40,
+                                      "front": 0, "unknown": 0}
+    assert sum(row3["stall_parts_ns"].values()) == row3["stall_ns"] == 100
+    assert doc["ranks"][0]["verdict"]["kind"] == "scheduler-bound"
+
+
+def test_a_level1_capture_names_no_cause(tmp_path):
+    """The same run without AICPU records: the stalls are there, what filled them is not;
+    the verdict is unknown, with each engine's busy share and what to capture instead."""
+    rows = [(0, 1, 0, 20), (1, 2, 120, 140), (0, 3, 240, 260)]
+    cap = write_capture(tmp_path / "l1", rows, [], core_types=["aiv", "aiv"], level=1)
+    (r,) = analyze([cap]).ranks
+    v = r.verdict
+    assert v.kind == "unknown" and v.gain_bound_ns is None
+    assert "level-1 capture has no AICPU dispatch/finish records" in v.rule
+    assert "core time: AIV (2 cores) busy 11.5 %, idle 88.5 %" in v.evidence
+    assert any("enable_chip_swimlane >= 2" in e and "enable_dep_gen" in e for e in v.evidence)
+    parts = r.observed.stall_by_part()
+    assert parts["completion"] == parts["dispatch"] == parts["launch"] == 0
+
+
+def test_one_task_without_edges_is_not_dependency_bound(tmp_path):
+    """One SPMD task on two AIC and two AIV cores, deps.json with no edge: the static path
+    would be the task itself, 100 % of the makespan, which says nothing about dependencies.
+    Twenty tasks and no edge, likewise."""
+    rows = [(0, 7, 0, 100), (1, 7, 0, 100), (2, 7, 5, 90), (3, 7, 5, 95)]
+    cap = write_capture(tmp_path / "one", rows, [], core_types=["aic", "aic", "aiv", "aiv"])
+    (r,) = analyze([cap]).ranks
+    assert (r.verdict.kind, r.verdict.cause) == ("compute-bound", "AIC+AIV")
+    assert r.edges.kept == 0 and "static path" not in " ".join(r.verdict.evidence)
+    rows = [(i % 4, 100 + i, 10 * (i // 4), 10 * (i // 4) + 9) for i in range(20)]
+    cap = write_capture(tmp_path / "twenty", rows, [], core_types=["aiv"] * 4)
+    (r,) = analyze([cap]).ranks
+    assert r.verdict.kind == "compute-bound"
+
+
+def test_a_containment_that_device_walls_length_would_get_wrong(tmp_path):
+    """runner_run [R, R + 1000], device_wall 900 ns long, its sched sub-phase the first 100
+    ns, the device really starting 500 ns into runner_run (as on Simpler's simulator, whose
+    device_wall can outlast runner_run). The join puts the origin cycle in [O - 5, O + 5];
+    the records and the sub-phase inside runner_run allow offsets [R - O - 5, R - O + 905].
+    device_wall's end inside runner_run would cut that to R - O + 105, excluding the truth
+    R - O + 500: it is named, not relied on. Simpler's slack (100 ns) misses it too."""
+    R, O = 10_000_000_000, 5_000_000
+    truth = R - O + 500
+    d = write_capture(tmp_path / "wall" / "dfx_outputs", [(0, 1, O + 10, O + 90, O + 9, O + 91)],
+                      [], core_types=["aiv"], level=4)
+    rec = json.loads((d / "chip_swimlane_records.json").read_text())
+    rec["aicpu_scheduler_phases"] = [[{"kind": "dispatch", "start_cycles": O + 5,
+                                       "end_cycles": O + 95}]]
+    (d / "chip_swimlane_records.json").write_text(json.dumps(rec))
+    spans = [("chip.run.runner_run", R, 1000, ""),
+             ("chip.run.runner_run.device_wall", 0, 900, " clk=dev"),
+             ("chip.run.runner_run.device_wall.sched", 0, 100, " clk=dev"),
+             ("chip.run", R - 50, 1100, "")]
+    (d / "host_log.txt").write_text("".join(
+        f"[STRACE] v=1 pid=7 tid=7 inv=1 hid=0 depth={n.count('.') - 1} name={n} ts={ts} "
+        f"dur={dur}{extra}\n" for n, ts, dur, extra in spans))
+    result = analyze([d])
+    (r,) = result.ranks
+    assert r.placement == "contained" and r.offset_ns == R - O
+    assert (r.offset_lo_ns, r.offset_hi_ns) == (R - O - 5, R - O + 905)
+    assert r.offset_lo_ns <= truth <= r.offset_hi_ns
+    assert r.clock == "contained -5 ns/+905 ns"
+    (line,) = [w for w in result.warnings if "placed by span containment" in w]
+    assert ("device_wall (900 ns) ending inside chip.run.runner_run, as Simpler's tools "
+            "assume, would cut the later end to +105 ns: not relied on") in line
+    assert "(drawn as Simpler does, slack 100 ns)" in line
+    doc = json.loads(format_analysis(result, "json"))["ranks"][0]
+    assert (doc["clock"]["offset_lo_ns"], doc["clock"]["offset_hi_ns"]) == (R - O - 5,
+                                                                           R - O + 905)
+    # the launch at the host/device boundary is a range over the interval, never one point
+    launch = doc["end_to_end"]["category_ranges"]["launch"]
+    assert launch[1] - launch[0] == 910
+
+
+def test_top_cuts_every_long_list_and_says_how_to_see_all(capsys):
+    from pypto.compile_profiling.cli.profile import main
+
+    case = str(FIXTURES / "tmr_bgemm_case0_l4_depgen")
+    assert main(["analyze", case, "--top", "3"]) == 0
+    text = capsys.readouterr().out
+    assert "the 3 of 59 tasks that add the most, in path order" in text
+    assert "... 56 more path tasks; --top 0 for all" in text
+    assert main(["analyze", case, "--top", "0"]) == 0
+    text = capsys.readouterr().out
+    assert "Observed path (tmr_bgemm_case0_l4_depgen): all 59 tasks" in text
+    assert "--top 0 for all" not in text

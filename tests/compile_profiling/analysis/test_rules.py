@@ -1,8 +1,9 @@
 """The critical-path and overhead rules one at a time, on task tables written by hand (a
 few tasks, every cycle chosen): the happens-before edge filter at its tolerance, what is
 counted and left out, cycles, topological levels, the static path's tie rules, resource
-predecessors, the observed path's gating rule, the percentile rule, head and tail
-overhead, starvation shares, the scheduler loop and the verdict at its thresholds."""
+predecessors, the observed path's gating rule, what filled each stall, the percentile rule,
+head and tail overhead, starvation shares, task switches, fan-in/out and the scheduler loop
+(nested phases counted once, finishes vs tasks)."""
 
 from __future__ import annotations
 
@@ -17,16 +18,17 @@ from pypto.compile_profiling.analysis.critical_path import (
     dependency_edges,
     kahn_levels,
     observed_path,
+    stall_parts,
     static_path,
 )
 from pypto.compile_profiling.analysis.overhead import (
-    DEPENDENCY_BOUND_SHARE,
-    SCHEDULER_BOUND_SHARE,
     Overhead,
     distribution,
+    exclusive_phase_time,
+    fan_degrees,
     overhead,
     scheduler_loop,
-    verdict,
+    task_switches,
 )
 from pypto.compile_profiling.analysis.tasks import TaskTable, decimal_string_rank
 
@@ -187,23 +189,25 @@ def test_the_observed_path_takes_the_later_gate_and_ties_to_the_larger_id_string
     tt = table(rows)
     obs = observed_path(tt, dependency_edges(tt, deps([(1, 5)])))
     assert tt.ids[obs.tasks].tolist() == [9, 2, 5]
-    assert obs.kind.tolist() == [2, 1, 1] and obs.stall.tolist() == [0, 1, 1]
+    assert obs.held_by.tolist() == [2, 1, 1] and obs.stall.tolist() == [0, 1, 1]
     assert obs.compute.tolist() == [10, 29, 19] and obs.exact and obs.makespan == 60
     # data and core end together: the larger id string gates ("9" > "10" as strings)
     rows = [(0, 10, 0, 40), (1, 9, 0, 40), (0, 5, 41, 60)]
     tt = table(rows)
     obs = observed_path(tt, dependency_edges(tt, deps([(9, 5)])))
-    assert tt.ids[obs.tasks].tolist() == [9, 5] and obs.kind.tolist() == [2, 0]
+    assert tt.ids[obs.tasks].tolist() == [9, 5] and obs.held_by.tolist() == [2, 0]
     obs = observed_path(tt, dependency_edges(tt, deps([(10, 5)])))
     assert tt.ids[obs.tasks].tolist() == [10, 5]
     # the same task by data and by core: data
     obs = observed_path(tt, dependency_edges(tt, deps([(10, 5), (9, 5)])))
-    assert tt.ids[obs.tasks].tolist() == [9, 5] and obs.kind.tolist() == [2, 0]
+    assert tt.ids[obs.tasks].tolist() == [9, 5] and obs.held_by.tolist() == [2, 0]
     rows = [(0, 10, 0, 40), (0, 5, 41, 60)]
     tt = table(rows)
     obs = observed_path(tt, dependency_edges(tt, deps([(10, 5)])))
-    assert obs.kind.tolist() == [2, 0] and obs.stall_by_kind() == {
-        "data-wait": 1, "core-wait": 0, "front-gap": 0}
+    # no dispatch/finish records: the stall is there, what filled it is unknown
+    assert obs.held_by.tolist() == [2, 0] and obs.stall_by_part() == {
+        "completion": 0, "dispatch": 0, "launch": 0, "front": 0, "unknown": 1}
+    assert obs.held_by_counts() == {"data": 1, "core": 0, "start": 1}
     assert observed_path(_empty(), dependency_edges(tt, None)) is None
 
 
@@ -214,6 +218,42 @@ def test_the_path_ends_at_the_first_task_to_end_last_and_tiles_the_makespan():
     assert tt.ids[obs.tasks].tolist() == [2]
     assert (obs.t0, obs.t1, obs.stall.tolist(), obs.compute.tolist()) == (5, 50, [2], [43])
     assert obs.frontier.tolist() == [5] and obs.exact
+
+
+def test_a_stall_is_cut_at_the_predecessors_finish_and_its_own_dispatch():
+    """Producer 1 on core 0 ends at 100; the AICPU sees it at 130 (finish) and dispatches 2
+    at 150; core 1 starts 2 at 170: completion 30, dispatch 20, launch 20. The first task's
+    gap (it starts at 10, task 3 at 0) is the front."""
+    rows = [(2, 3, 0, 5), (0, 1, 10, 100), (1, 2, 170, 200)]
+    tt = table(rows)
+    finish = np.array([8, 130, 210], dtype=I64)
+    dispatch = np.array([0, 9, 150], dtype=I64)
+    obs = observed_path(tt, dependency_edges(tt, deps([(1, 2)])), dispatch=dispatch,
+                        finish=finish)
+    assert tt.ids[obs.tasks].tolist() == [1, 2]
+    assert obs.parts.tolist() == [[0, 0, 0, 10, 0], [30, 20, 20, 0, 0]]
+    assert obs.stall_by_part() == {"completion": 30, "dispatch": 20, "launch": 20,
+                                   "front": 10, "unknown": 0}
+    assert obs.exact
+
+
+@pytest.mark.parametrize("finish, dispatch, parts", [
+    (130, 150, [30, 20, 20, 0, 0]),      # in order: completion, dispatch, launch
+    (160, 150, [50, 0, 20, 0, 0]),       # dispatched before the finish was seen: launch after
+    (90, 80, [0, 0, 70, 0, 0]),          # both before the stall began: all launch
+    (190, 185, [70, 0, 0, 0, 0]),        # both after the start: all completion
+    (-1, 150, [0, 0, 20, 0, 50]),        # no finish: before the dispatch is unknown
+    (130, -1, [30, 0, 0, 0, 40]),        # no dispatch: after the finish is unknown
+    (-1, -1, [0, 0, 0, 0, 70]),          # neither: all unknown
+])
+def test_the_cuts_tile_a_stall_exactly(finish, dispatch, parts):
+    """One stall from e = 100 to s = 170 (row 0 is a front gap of 5)."""
+    e = np.array([0, 100], dtype=I64)
+    s = np.array([5, 170], dtype=I64)
+    got = stall_parts(e, s, np.array([-1, finish], dtype=I64),
+                      np.array([-1, dispatch], dtype=I64))
+    assert got[0].tolist() == [0, 0, 0, 5, 0]
+    assert got[1].tolist() == parts and got[1].sum() == 70
 
 
 def _empty() -> TaskTable:
@@ -290,12 +330,12 @@ def test_without_dispatch_records_or_deps_the_overhead_says_why():
     ov = overhead(tt, np.zeros(2, I64), np.zeros(2, I64), none, None)
     assert (ov.head, ov.tail, ov.some_starved_share, ov.engines) == (None, None, None, [])
     assert ov.notes == [("no AICPU dispatch/finish records (swimlane level 1): no starvation "
-                        "shares, no head/tail overhead")]
+                        "shares, no head/tail overhead, no task switches")]
     part = np.array([True, False])
     ov = overhead(tt, np.array([0, 0], I64), np.array([11, 0], I64), part, None)
     assert ov.notes == [("1 AICore blocks have no AICPU record: left out of the head/tail "
-                        "overhead"), ("no deps.json: when a task became ready is unknown, so "
-                        "no starvation shares and no verdict (run with enable_dep_gen)")]
+                        "overhead and the task switches"), ("no deps.json: when a task became "
+                        "ready is unknown, so no starvation shares (run with enable_dep_gen)")]
     assert (ov.head.count, ov.tail.total) == (1, 1.0)
 
 
@@ -315,41 +355,68 @@ def test_the_scheduler_loop_per_thread():
     s = _stream(0, kinds, [("complete", 30, 40), ("dispatch", 0, 10), ("dispatch", 12, 20)],
                 loop_iter=[3, 1, 2], tasks_processed=[2, 5, 7], pop_hit=[9, 1, 2],
                 pop_miss=[9, 3, 4])
-    (t,) = scheduler_loop([s, _stream(1, kinds, [])], 500_000_000)     # 2 ns a cycle
-    assert (t.thread, t.loops, t.completed, t.pop_hit, t.pop_miss) == (0, 3, 2, 3, 7)
+    (t,) = scheduler_loop([s, _stream(1, kinds, [])], 500_000_000, {0: 1})   # 2 ns a cycle
+    assert (t.thread, t.loops, t.finishes, t.tasks, t.pop_hit, t.pop_miss) == (0, 3, 2, 1, 3, 7)
     assert t.phase_ns == {"dispatch": 36.0, "complete": 20.0, "idle": 0.0}
-    assert t.idle_ns == (2 + 10) * 2.0 and t.total_ns == 80.0
+    assert t.idle_ns == (2 + 10) * 2.0 and t.total_ns == 80.0 and t.nested == {}
     bare = _stream(2, ["dispatch"], [("dispatch", 0, 5)])
     (b,) = scheduler_loop([bare], 1_000_000_000)
-    assert (b.loops, b.completed, b.pop_hit, b.pop_miss) == (0, 0, None, None)
+    assert (b.loops, b.finishes, b.tasks, b.pop_hit, b.pop_miss) == (0, 0, None, None, None)
     ov = Overhead([], None, None, None, None, [t, b])
     assert ov.avg_loop_ns == (80.0 + 5.0) / 3
     assert Overhead([], None, None, None, None, [b]).avg_loop_ns is None
 
 
-@pytest.mark.parametrize("some, static, word", [
-    (SCHEDULER_BOUND_SHARE, 0.9, "scheduler-bound"),
-    (0.0999, DEPENDENCY_BOUND_SHARE, "dependency-bound"),
-    (0.0999, 0.4999, "compute-bound"),
+def test_a_nested_phase_is_counted_once():
+    """complete 0..100 holds resolve 20..50 and resolve 60..70; dispatch 100..120; a gap;
+    release 130..140. Busy 130 cycles, each instant once: complete 60, resolve 40."""
+    kinds = ["complete", "resolve", "dispatch", "release"]
+    s = _stream(0, kinds, [("complete", 0, 100), ("resolve", 20, 50), ("resolve", 60, 70),
+                           ("dispatch", 100, 120), ("release", 130, 140)])
+    (t,) = scheduler_loop([s], 1_000_000_000)
+    assert t.phase_ns == {"complete": 60.0, "resolve": 40.0, "dispatch": 20.0,
+                          "release": 10.0}
+    assert t.nested == {"resolve": "complete"}
+    assert (t.busy_ns, t.idle_ns, t.total_ns) == (130.0, 10.0, 140.0)
+
+
+@pytest.mark.parametrize("rows, excl", [
+    # three levels: a 0..100 > b 10..90 > c 20..30: a 20, b 70, c 10
+    ([(0, 0, 100), (1, 10, 90), (2, 20, 30)], [20, 70, 10]),
+    # partial overlap: a 0..50, b 40..80: b takes over at 40
+    ([(0, 0, 50), (1, 40, 80)], [40, 40, 0]),
+    # a nested in a nested one, then a sibling in the outer one
+    ([(0, 0, 100), (1, 10, 50), (2, 20, 30), (1, 60, 70)], [50, 40, 10]),
 ])
-def test_the_verdict_at_its_thresholds(some, static, word):
-    ov = Overhead([], 0.0, some, None, None)
-    got, why = verdict(ov, static)
-    assert got == word
-    if word == "scheduler-bound":
-        assert why == ("some engine starved 10.0% of the makespan (>= 10%): free cores "
-                       "waited for the scheduler")
-    elif word == "dependency-bound":
-        assert why == ("some engine starved 10.0% (< 10%) and the static path is 50.0% of "
-                       "the makespan (>= 50%): the dependency chain sets the time")
-    else:
-        assert why == ("some engine starved 10.0% (< 10%) and the static path is 50.0% of "
-                       "the makespan (< 50%): the work itself, spread over the cores, sets "
-                       "the time")
+def test_deeper_nesting_and_overlaps_are_swept_exactly(rows, excl):
+    st = np.array([r[1] for r in rows], dtype=I64)
+    en = np.array([r[2] for r in rows], dtype=I64)
+    kind = np.array([r[0] for r in rows], dtype=I64)
+    got, idle, _ = exclusive_phase_time(st, en, kind, 3)
+    assert got.tolist() == excl and idle == 0
+    union = max(en) - min(st)
+    assert int(got.sum()) == union
 
 
-def test_no_verdict_without_its_inputs():
-    why = "no verdict: it needs AICPU dispatch records and deps.json"
-    assert verdict(None, 0.5) == (None, why)
-    assert verdict(Overhead([], None, None, None, None), 0.5) == (None, why)
-    assert verdict(Overhead([], 0.0, 0.2, None, None), None) == (None, why)
+def test_task_switches_per_core_and_the_makespan_bound():
+    """Core 0 (AIC): 1 (0..10), 2 dispatched at 5, starts 14: a switch of 4; 3 dispatched at
+    20 after 2 ended at 18, starts 22: no switch. Core 1 (AIV): 4 (0..30), 5 dispatched at
+    10, starts 33: a switch of 3."""
+    rows = [(0, 1, 0, 10), (0, 2, 14, 18), (0, 3, 22, 40), (1, 4, 0, 30), (1, 5, 33, 40)]
+    tt = table(rows, core_types=("aic", "aiv"), type_of_core={0: 0, 1: 1})
+    dispatch = np.array([0, 5, 20, 0, 10], dtype=I64)
+    sw, bound = task_switches(tt, dispatch, np.ones(5, dtype=bool))
+    assert [(w.engine, w.cores, w.events, w.per_core_max) for w in sw] == [
+        ("AIC", 1, 1, 4.0), ("AIV", 1, 1, 3.0)]
+    assert bound == (3.0, 7.0)
+
+
+def test_fan_out_and_fan_in_count_unique_neighbours_of_tasks_that_ran():
+    rows = [(0, 1, 0, 10), (0, 2, 11, 20), (0, 3, 21, 30)]
+    fo, fi = fan_degrees(table(rows), deps([(1, 2), (1, 3), (2, 3), (3, 3), (9, 3)],
+                                           tasks=[1, 2, 3, 9]))
+    # out: 1 -> 2, 3; 2 -> 3; 3 -> (self loop left out); 9 never ran
+    assert (fo.count, fo.total, fo.max) == (3, 3.0, 2.0)
+    # in: 2 <- 1; 3 <- 1, 2, 9 (9 is a producer in deps.json even though it never ran)
+    assert (fi.count, fi.total, fi.max) == (3, 4.0, 3.0)
+    assert fan_degrees(table(rows), None) == (None, None)

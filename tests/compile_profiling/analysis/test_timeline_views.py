@@ -30,12 +30,12 @@ def test_views_draw_the_path_the_analysis_finds(work):
     (ra,) = analyze([work / "report" / "trace.json", work / "dfx_outputs"]).ranks
     (path,) = [b for b in tl.blocks if b.cat == "critical_path"]
     obs = ra.observed
-    # one slice per path task's compute and one per stall, touching end to end
-    assert len(path) == np.count_nonzero(obs.compute) + np.count_nonzero(obs.stall)
+    # one slice per path task's compute and one per piece of each stall, touching end to end
+    assert len(path) == np.count_nonzero(obs.compute) + np.count_nonzero(obs.parts)
     assert (path.start_ns[1:] == path.start_ns[:-1] + path.dur_ns[:-1]).all()
-    stalls = {path.names[k] for k in path.name.tolist()} & {"data-wait", "core-wait",
-                                                            "front-gap"}
-    assert stalls and stalls <= {k for k, v in obs.stall_by_kind().items() if v}
+    parts = {"completion", "dispatch", "launch", "front", "unknown"}
+    stalls = {path.names[k] for k in path.name.tolist()} & parts
+    assert stalls and stalls == {k for k, v in obs.stall_by_part().items() if v}
     (arrows,) = [f for f in tl.flows if f.name == "critical path"]
     assert len(arrows) == np.count_nonzero(obs.compute) - 1
     (e2e,) = [b for b in tl.blocks if b.cat == "critical_path_e2e"]

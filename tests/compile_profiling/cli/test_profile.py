@@ -314,12 +314,15 @@ def test_html_is_one_self_contained_page(work_dir, tmp_path, capsys):
     assert len([st for st in stages if not st.name.startswith("import:")]) == 80
     assert text.count('class="stage"') == len(stages)
     assert 'id="kernels"' in text and 'id="summary"' in text
-    # the run explained: the path summary and the verdict, as `analyze` finds them
+    # the run explained: the answer opens the page, the figures follow the tables, as
+    # `analyze` finds them
     from pypto.compile_profiling.analysis import analyze
 
     (rank,) = analyze([work_dir]).ranks
     assert 'id="analysis"' in text and "tiling exact" in text
-    assert f"<td>verdict</td><td>{rank.verdict}</td>" in text
+    answer, figures = text.index('id="answer"'), text.index('id="analysis"')
+    assert answer < text.index('id="summary"') < figures
+    assert f"<b>r0: {rank.verdict.kind}" in text[answer:figures]
 
 
 # ---------------------------------------------------------------- errors and the command
