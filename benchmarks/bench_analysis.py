@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Analysis benchmark: `pypto-profile analyze`'s two parts against our reader, one run.
+"""Analysis benchmark: `pypto-profile analyze` against our reader and against a merge, one run.
 
     python3 benchmarks/bench_analysis.py                   # 100,000 and 1,000,000 tasks
     python3 benchmarks/bench_analysis.py --tasks 100000    # one size
+    python3 benchmarks/bench_analysis.py --pairs 3         # analyze/merge pairs per size
 
 The capture is bench_merge.py's (the real `tmr_bgemm_case0_l4_depgen` repeated in time:
 level 4, deps.json, name map). Per size, two child processes, GC paused as in the tools:
@@ -12,6 +13,12 @@ level 4, deps.json, name map). Per size, two child processes, GC paused as in th
 Printed: the read's CPU and peak RSS, the analysis's CPU (both parts; the end-to-end
 tiling is included, it has no host source here) next to the read's from the same child,
 and the targets: analysis CPU <= 1.0x the read's, peak RSS <= 1.5x the read-only child's.
+
+Then the two commands side by side, as users run them: `pypto-profile analyze CAPTURE -o
+report.txt` and `pypto-merge-traces CAPTURE -o merged.json`, each in a child under a
+wrapper reporting `getrusage(RUSAGE_CHILDREN)`, alternated `--pairs` times. Printed: each
+command's CPU (median) and the ratio of the medians, with the target at 1M tasks:
+analyze CPU <= 0.6x the merge's.
 """
 
 from __future__ import annotations
@@ -26,10 +33,11 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_merge import SOURCE
+from bench_merge import SOURCE, _measured, run_merge
 
 REPO = Path(__file__).resolve().parent.parent
 CPU_TARGET, RSS_TARGET = 1.0, 1.5
+MERGE_TARGET = {1_000_000: 0.6}          # analyze CPU / merge CPU, medians of the pairs
 
 _CHILD = """
 import json, resource, sys, time
@@ -53,7 +61,7 @@ with gc_paused():
         out["path"] = len(r.observed.tasks)
         out["exact"] = r.observed.exact
         out["static"] = len(r.static.tasks)
-        out["verdict"] = r.verdict
+        out["verdict"] = str(r.verdict.kind)
 out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(json.dumps(out))
 """
@@ -85,6 +93,32 @@ def _met(ok: bool) -> str:
     return "met" if ok else "MISSED"
 
 
+def run_analyze(capture: Path, output: Path) -> dict:
+    return _measured([sys.executable, "-m", "pypto.compile_profiling", "analyze",
+                      str(capture), "-o", str(output)], output)
+
+
+def _median(xs: list[float]) -> float:
+    xs = sorted(xs)
+    return (xs[(len(xs) - 1) // 2] + xs[len(xs) // 2]) / 2
+
+
+def side_by_side(cap: Path, n: int, pairs: int) -> None:
+    """The analyze and merge commands alternated `pairs` times on the same capture."""
+    a_cpu, m_cpu = [], []
+    with tempfile.TemporaryDirectory(prefix="bench_analysis_out_") as out:
+        for _ in range(pairs):
+            a_cpu.append(run_analyze(cap, Path(out) / "report.txt")["cpu_s"])
+            m_cpu.append(run_merge(cap, Path(out) / "merged.json")["cpu_s"])
+    ratio = _median(a_cpu) / _median(m_cpu)
+    target = MERGE_TARGET.get(n)
+    print(f"  commands  : analyze {_median(a_cpu):6.2f} s CPU, merge (JSON) "
+          f"{_median(m_cpu):6.2f} s CPU (medians of {pairs} alternated pairs: analyze "
+          f"{', '.join(f'{x:.2f}' for x in a_cpu)}; merge {', '.join(f'{x:.2f}' for x in m_cpu)})")
+    print(f"  analyze/merge: CPU {ratio:.2f}x"
+          + ("" if target is None else f" ({_met(ratio <= target)} <= {target}x)"))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tasks", type=int, action="append",
@@ -94,6 +128,8 @@ def main() -> int:
     ap.add_argument("--source", type=Path, default=default,
                     help="real capture to repeat (default: $PYPTO_SIMPLER_FIXTURES/"
                          f"{SOURCE.name}, else shared/ beside the checkout)")
+    ap.add_argument("--pairs", type=int, default=3,
+                    help="analyze/merge command pairs per size (default 3; 0: skip)")
     args = ap.parse_args()
     for n in args.tasks or [100_000, 1_000_000]:
         with tempfile.TemporaryDirectory(prefix="bench_analysis_") as tmp:
@@ -117,6 +153,8 @@ def main() -> int:
                   f"{both['static']} tasks, verdict {both['verdict']}")
             print(f"  analysis/read: CPU {cpu:.2f}x ({_met(cpu <= CPU_TARGET)} <= {CPU_TARGET}x), "
                   f"peak RSS {rss:.2f}x ({_met(rss <= RSS_TARGET)} <= {RSS_TARGET}x)")
+            if args.pairs:
+                side_by_side(cap, n, args.pairs)
     return 0
 
 

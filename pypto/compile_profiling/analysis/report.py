@@ -18,7 +18,12 @@ from pypto.compile_profiling.analysis.critical_path import HELD_BY, PARTS, SCHED
 from pypto.compile_profiling.analysis.end_to_end import CATEGORIES
 from pypto.compile_profiling.analysis.explain import RankAnalysis, RunAnalysis
 from pypto.compile_profiling.analysis.overhead import Distribution
-from pypto.compile_profiling.analysis.verdict import Verdict, engine_label, ms_range
+from pypto.compile_profiling.analysis.verdict import (
+    RANGE_SHOWN_FROM_NS,
+    Verdict,
+    engine_label,
+    ms_range,
+)
 from pypto.compile_profiling.trace_merge.containment import fmt_ns
 
 __all__ = ["ANSWER_LINES", "SCHEMA", "analysis_dict", "answer_lines", "format_analysis"]
@@ -419,11 +424,12 @@ def _e2e_text(o: _Out, d: dict, top: int) -> None:
     o.line(f"first path task {e['first_task']}" + (f", kernel {e['kernel']}" if e["kernel"]
                                                    else "") + f"; device side {e['clock']}")
     rng = e["category_ranges"]
-    moved = any(a != b for a, b in rng.values())
+    moved = any(b - a >= RANGE_SHOWN_FROM_NS for a, b in rng.values())
     o.table(["category", "ms", "share"] + (["over the placement interval"] if moved else []),
             [[c, f"{e['categories'][c] / 1e6:.3f}",
               _pct(e["categories"][c] / wall if wall else 0)]
-             + ([ms_range(*rng[c]) + (" (placement uncertain)" if rng[c][0] != rng[c][1]
+             + ([ms_range(*rng[c]) + (" (placement uncertain)"
+                                      if rng[c][1] - rng[c][0] >= RANGE_SHOWN_FROM_NS
                                       else "")] if moved else [])
              for c in CATEGORIES], {1, 2})
     segs = e["segments"]

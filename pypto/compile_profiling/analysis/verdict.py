@@ -40,9 +40,22 @@ from pypto.compile_profiling.analysis.critical_path import (
 from pypto.compile_profiling.analysis.tasks import TaskTable, engine_name
 from pypto.compile_profiling.foundation.str_enum import StrEnum
 
-__all__ = ["DEPENDENCY_BOUND_SHARE", "SECONDARY_SHARE", "SIMPLER_PARTIAL_SHARE",
-           "SIMPLER_SCHEDULER_SHARE", "EngineUse", "Verdict", "VerdictKind", "decide",
-           "engine_label", "engine_use", "host_side", "ms_range", "starved_on_path"]
+__all__ = [
+    "DEPENDENCY_BOUND_SHARE",
+    "RANGE_SHOWN_FROM_NS",
+    "SECONDARY_SHARE",
+    "SIMPLER_PARTIAL_SHARE",
+    "SIMPLER_SCHEDULER_SHARE",
+    "EngineUse",
+    "Verdict",
+    "VerdictKind",
+    "decide",
+    "engine_label",
+    "engine_use",
+    "host_side",
+    "ms_range",
+    "starved_on_path",
+]
 
 DEPENDENCY_BOUND_SHARE = 0.50    # static path share of the makespan: the chain sets the time
 SECONDARY_SHARE = 0.08           # a second cause from this share of the makespan on
@@ -297,10 +310,15 @@ def _starvation_evidence(starvation: list[tuple[str, float, int]], makespan: int
     return out
 
 
+RANGE_SHOWN_FROM_NS = 10_000   # narrower ranges are within the ms figures' last digits
+
+
 def ms_range(lo: float, hi: float) -> str:
-    """`12.3 ms`, or `12.3-380.3 ms` where the ends differ as written."""
-    a, b = _ms(lo), _ms(hi)
-    return a if a == b else f"{a[:-3]}-{b}"
+    """`12.345 ms`, or `12.345-380.300 ms` where the ends are 10 us or more apart (a
+    calibrated capture's ±571 ns would otherwise read "363.745-363.746 ms")."""
+    if hi - lo < RANGE_SHOWN_FROM_NS:
+        return _ms((lo + hi) / 2)
+    return f"{_ms(lo)[:-3]}-{_ms(hi)}"
 
 
 def host_side(e2e_by_offset: list, device_ns: float) -> dict | None:
