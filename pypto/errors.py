@@ -57,3 +57,7 @@ class MissingDependencyError(PyptoError):
 
 class QueryError(PyptoError):
     """An SQL query over a run failed (DuckDB's message, one line)."""
+
+
+class QueryTimeout(QueryError):
+    """A query ran longer than its `--timeout` and was stopped."""

@@ -30,6 +30,7 @@ import time
 
 import pypto
 from pypto.compile_profiling.cli.stdout import check_open, reader_gone, writing
+from pypto.compile_profiling.foundation.input_files import guarding_inputs
 from pypto.compile_profiling.viewer.perfetto_ui import (
     DEFAULT_PORT,
     PERFETTO_UI,
@@ -343,7 +344,8 @@ def main(argv: list[str] | None = None) -> int:
     previous = signal.signal(signal.SIGTERM, _raise_terminated) if in_main_thread else None
     state = {"output": None, "before": None, "stdout_started": False}
     try:
-        return _main(argv, state)
+        with guarding_inputs():          # no output replaces a file the merge read
+            return _main(argv, state)
     except (KeyboardInterrupt, _Terminated) as e:
         name, code = (("SIGINT", EXIT_INTERRUPTED) if isinstance(e, KeyboardInterrupt)
                       else ("SIGTERM", EXIT_TERMINATED))
@@ -400,9 +402,21 @@ def _main(argv: list[str] | None, state: dict) -> int:
             server.close()
 
 
+def _log_setup() -> None:
+    """Library messages: errors only, except what a write cleaned up after an interrupted
+    run (`foundation.owned_dir`), said as a warning."""
+    logging.basicConfig(level=logging.ERROR, format="%(message)s")
+    cleanup = logging.getLogger("pypto.compile_profiling.foundation.owned_dir")
+    handler = logging.StreamHandler(sys.stderr)     # today's stderr, each run
+    handler.setFormatter(logging.Formatter("warning: %(message)s"))
+    cleanup.handlers = [handler]
+    cleanup.setLevel(logging.WARNING)
+    cleanup.propagate = False
+
+
 def _merge(args, state: dict, server) -> int:
     to_stdout = args.output == "-"
-    logging.basicConfig(level=logging.ERROR, format="%(message)s")
+    _log_setup()
     from pypto.compile_profiling.foundation.atomic_io import check_output_path
     from pypto.compile_profiling.timeline import format_for_path, write_timeline
     from pypto.compile_profiling.trace_merge import merge_traces
@@ -487,7 +501,7 @@ def _merge(args, state: dict, server) -> int:
 
 def _per_rank(args, state: dict) -> int:
     """--per-rank: `query.per_rank.merge_per_rank`, its summary and the cluster summary."""
-    logging.basicConfig(level=logging.ERROR, format="%(message)s")
+    _log_setup()
     err = sys.stderr
     progress = StepProgress(err if err.isatty() else None)
     t0 = time.perf_counter()

@@ -22,19 +22,28 @@ input or a refused output path (one line `<path>: <problem>` on stderr); 130 int
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gzip
 import math
 import os
 import stat
 import sys
 import webbrowser
+from collections.abc import Callable, Iterator
 
 import pypto
-from pypto.compile_profiling.cli.stdout import reader_gone, writing
-from pypto.errors import OutputPathError, ProfileWriteError, PyptoError, TraceInputError
+from pypto.compile_profiling.cli.stdout import reader_gone, write_text, writing
+from pypto.errors import (
+    OutputPathError,
+    ProfileWriteError,
+    PyptoError,
+    QueryTimeout,
+    TraceInputError,
+)
 
 PROG = "pypto-profile"
 EXIT_OK, EXIT_REGRESSION, EXIT_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_TIMEOUT = 124                    # query --timeout, as timeout(1)
 EXIT_NOT_FETCHED = EXIT_WRITE = 1   # as pypto-merge-traces: a write that failed is 1
 
 
@@ -59,6 +68,16 @@ def _probability(text: str) -> float:
     value = _non_negative(text)
     if not 0 < value < 1:
         raise argparse.ArgumentTypeError(f"{text!r} must be between 0 and 1")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"{text} must be a positive number of seconds")
     return value
 
 
@@ -192,14 +211,18 @@ def _parser() -> argparse.ArgumentParser:
                                    "metadata (docs/tables.md). PATH: a Parquet dataset "
                                    "(pypto-merge-traces --format parquet), or a merge's "
                                    "inputs (work dir, dfx_outputs/, trace.json, profile), "
-                                   "read and placed as the merge does. Needs "
-                                   "'pypto[scale]'.")
+                                   "read and placed as the merge does. The query is "
+                                   "read-only and sees only the run's tables: no files, no "
+                                   "extensions, no settings. Results stream as they are "
+                                   "read. Needs 'pypto[scale]'.")
     q.add_argument("words", nargs="*", metavar="SQL PATH",
                    help="the SQL, then the run's paths (with --preset: the paths only)")
     q.add_argument("--preset", metavar="NAME",
                    help="a ready-made query instead of SQL ('list' names them)")
     q.add_argument("--format", choices=("text", "csv", "json"), default="text")
     q.add_argument("--limit", type=_count, metavar="N", help="at most N rows")
+    q.add_argument("--timeout", type=_seconds, metavar="S",
+                   help="stop the query after S seconds (exit 124, as timeout(1))")
     output_arg(q, "the result")
 
     g = sub.add_parser("aggregate", help="per stage, pass and kernel over many runs",
@@ -220,11 +243,21 @@ def write_output(path: str, text: str, inputs: list[str]) -> None:
     """`text` to stdout (`-`/None) or atomically to `path`; gzip when it ends in `.gz`.
     Refuses a path that exists and is not a regular file, and any file an input stands for
     (see `_input_files`)."""
+    with output_stream(path, inputs) as write:
+        write(text)
+
+
+@contextlib.contextmanager
+def output_stream(path: str | None, inputs: list[str]) -> Iterator[Callable[[str], None]]:
+    """A `write(text)` for a result written in pieces: to stdout (`-`/None, each piece at
+    once, as `cli.stdout` writes), or to a temp file beside `path` renamed over it when the
+    block ends without an error (gzip when it ends in `.gz`). Refused before anything is
+    written: a path that exists and is not a regular file, or that is one of the inputs."""
     if path is None or path == "-":
         with writing() as out:     # as pypto-merge-traces -o -: cli.stdout
-            out.write(text)
+            yield lambda text: write_text(out, text)
         return
-    from pypto.compile_profiling.foundation.atomic_io import atomic_write_bytes
+    from pypto.compile_profiling.foundation.atomic_io import atomic_writer
 
     try:
         st = os.stat(path)
@@ -236,10 +269,14 @@ def write_output(path: str, text: str, inputs: list[str]) -> None:
         raise OutputPathError(path, "exists and is not a regular file; not replaced")
     if _is_input(path, inputs):
         raise OutputPathError(path, "is one of the inputs (or read with them); not overwritten")
-    data = text.encode("utf-8")
-    if path.endswith(".gz"):
-        data = gzip.compress(data, mtime=0)
-    atomic_write_bytes(path, data)
+    with atomic_writer(path, "wb") as raw:
+        gz = path.endswith(".gz")
+        sink = gzip.GzipFile(filename="", fileobj=raw, mode="wb", mtime=0) if gz else raw
+        try:
+            yield lambda text: sink.write(text.encode("utf-8"))
+        finally:
+            if sink is not raw:
+                sink.close()
 
 
 _REPORT_FILES = ("pipeline_profile.json", "pipeline_profile.txt", "trace.json")
@@ -429,8 +466,8 @@ def _kernels(args) -> int:
 
 
 def _query(args) -> int:
-    from pypto.compile_profiling.query.presets import PRESETS
-    from pypto.compile_profiling.query.run import format_result, run_preset, run_query
+    from pypto.compile_profiling.query.presets import PRESETS, preset_sql
+    from pypto.compile_profiling.query.run import QueryResult, format_result, stream_query
     from pypto.compile_profiling.query.tables import open_run
 
     if args.preset == "list":
@@ -450,9 +487,13 @@ def _query(args) -> int:
         raise _Usage("query needs the run's PATH (a Parquet dataset, work dir, dfx_outputs/, "
                      "trace.json or profile)")
     con = open_run(paths)
-    result = run_query(con, sql, args.limit) if sql is not None else \
-        run_preset(con, args.preset, args.limit)
-    write_output(args.output, format_result(result, args.format), paths)
+    if sql is None:
+        sql = preset_sql(con, PRESETS[args.preset])
+        if sql is None:                     # the run has no table the preset reads
+            write_output(args.output, format_result(QueryResult([], []), args.format), paths)
+            return EXIT_OK
+    with output_stream(args.output, paths) as write:
+        stream_query(con, sql, write, args.format, limit=args.limit, timeout_s=args.timeout)
     return EXIT_OK
 
 
@@ -559,10 +600,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     commands = {"show": _show, "html": _html, "open": _open, "kernels": _kernels,
                 "analyze": _analyze, "query": _query, "aggregate": _aggregate}
+    from pypto.compile_profiling.foundation.input_files import guarding_inputs
+
     try:
-        if args.command == "diff":
-            return _diff(args, new_paths)
-        return commands[args.command](args)
+        with guarding_inputs():          # no output of the command replaces what it read
+            if args.command == "diff":
+                return _diff(args, new_paths)
+            return commands[args.command](args)
     except _Usage as e:
         parser.print_usage(sys.stderr)
         print(f"{PROG}: error: {e}", file=sys.stderr)
@@ -573,6 +617,9 @@ def main(argv: list[str] | None = None) -> int:
     except ProfileWriteError as e:
         print(str(e), file=sys.stderr)
         return EXIT_WRITE
+    except QueryTimeout as e:
+        print(f"{PROG}: {e}", file=sys.stderr)
+        return EXIT_TIMEOUT
     except PyptoError as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return EXIT_INPUT

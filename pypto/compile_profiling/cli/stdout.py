@@ -10,6 +10,10 @@
 
 After a failed write fd 1 points at /dev/null, so the interpreter's flush at exit cannot fail
 a second time ("Exception ignored ... BrokenPipeError").
+
+`write_text` writes in pieces of at most `CHUNK` bytes straight to fd 1: CPython's buffered
+stdout, handed one large string, can report a pipe that closed mid-write as written (one
+partial `write(2)`, the rest dropped, no error), so `query ... | head -1` used to exit 0.
 """
 
 from __future__ import annotations
@@ -23,9 +27,10 @@ from typing import TextIO
 
 from pypto.errors import ProfileWriteError
 
-__all__ = ["EXIT_PIPE", "check_open", "reader_gone", "writing"]
+__all__ = ["CHUNK", "EXIT_PIPE", "check_open", "reader_gone", "write_text", "writing"]
 
 EXIT_PIPE = 128 + signal.SIGPIPE   # 141: what a shell reports for a tool stopped by SIGPIPE
+CHUNK = 1 << 16                    # bytes per write(2): a pipe's buffer
 
 
 def check_open() -> None:
@@ -49,6 +54,22 @@ def writing() -> Iterator[TextIO]:
     except OSError as e:
         _drop_stdout()
         raise ProfileWriteError(f"stdout: cannot write: {e.strerror or e}") from None
+
+
+def write_text(out: TextIO, text: str) -> None:
+    """`text` to `out` (inside `writing()`), in pieces of at most CHUNK bytes to its fd, each
+    written whole (a short write is continued, a closed pipe is BrokenPipeError)."""
+    data = text.encode(getattr(out, "encoding", None) or "utf-8", "replace")
+    try:
+        fd = out.fileno()
+    except (AttributeError, OSError, ValueError):     # a stream with no fd (tests)
+        out.write(text)
+        return
+    out.flush()
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view[:CHUNK])
+        view = view[n:]
 
 
 def reader_gone() -> int:

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
 
-from pypto.compile_profiling.foundation.input_files import special_kind
+from pypto.compile_profiling.foundation.input_files import refuse_read_input, special_kind
 from pypto.errors import OutputPathError, ProfileWriteError
 
 log = logging.getLogger(__name__)
@@ -51,7 +51,8 @@ def ensure_dir(path: str | os.PathLike) -> Path:
 
 def check_output_path(path: str | os.PathLike) -> None:
     """Raise `OutputPathError` when something an atomic write must not replace is at `path`:
-    anything but a regular file or a symlink (which is replaced, its target left alone)."""
+    anything but a regular file or a symlink (which is replaced, its target left alone), or
+    a file this command read (`input_files.guarding_inputs`)."""
     try:
         mode = os.lstat(path).st_mode
     except FileNotFoundError:
@@ -61,6 +62,7 @@ def check_output_path(path: str | os.PathLike) -> None:
     kind = None if stat.S_ISLNK(mode) else special_kind(mode)
     if kind is not None:
         raise OutputPathError(path, f"is {kind}, not a regular file: refusing to replace it")
+    refuse_read_input(path)
 
 
 TEMP_MARK = ".pypto-tmp-"
@@ -90,7 +92,7 @@ def temp_beside(path: str | os.PathLike) -> tuple[int, str]:
         raise ProfileWriteError(f"{directory}: cannot write here: {e.strerror or e}") from e
 
 
-def _pid_running(pid: int) -> bool:
+def pid_running(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -115,7 +117,7 @@ def remove_stale_temps(directory: str | os.PathLike) -> list[str]:
         if host != _HOST or not pid_text.isdigit():
             continue
         pid = int(pid_text)
-        if pid == os.getpid() or _pid_running(pid):
+        if pid == os.getpid() or pid_running(pid):
             continue
         path = os.path.join(directory, name)
         with contextlib.suppress(OSError):
@@ -164,19 +166,6 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
     """Write `data` to `path` atomically."""
     with atomic_writer(path, "wb") as f:
         f.write(data)
-
-
-def replace_dir(stage: Path, target: Path) -> None:
-    """Put the complete directory `stage` (a sibling of `target`) at `target`, replacing a
-    directory there: the old one is renamed aside first and removed after, so a reader
-    finds the old tree or the new one, never a mix."""
-    if target.exists():
-        old = target.parent / f".{target.name}.pypto-old-{os.getpid()}-{os.urandom(4).hex()}"
-        os.rename(target, old)
-        os.rename(stage, target)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.rename(stage, target)
 
 
 # -- a set of files replaced together ---------------------------------------------------------
@@ -282,7 +271,7 @@ def _remove_stale_staging(parent: Path, name: str) -> None:
         return
     for entry in entries:
         pid = entry[len(prefix):].split(".", 1)[0]
-        if pid.isdigit() and int(pid) != os.getpid() and not _pid_running(int(pid)):
+        if pid.isdigit() and int(pid) != os.getpid() and not pid_running(int(pid)):
             shutil.rmtree(os.path.join(parent, entry), ignore_errors=True)
 
 

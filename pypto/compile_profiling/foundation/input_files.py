@@ -9,6 +9,11 @@ read, so a file too big for this machine is refused before any memory is used, a
 `sniff` rejects garbage (a sparse file of zeros, a binary blob) from its first bytes.
 
 Every problem is a `TraceInputError(path, problem)`: one line, naming the path.
+
+Inside `guarding_inputs()` (each command of the CLIs runs in one), every file opened here, or
+named to `note_input` (a Parquet file handed to DuckDB), is remembered by device and inode,
+and `refuse_read_input` refuses an output that is one of them, by name, hard link or
+symlink: a command never writes over what it read.
 """
 
 from __future__ import annotations
@@ -19,17 +24,19 @@ import os
 import re
 import stat
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import BinaryIO
 
 import orjson
 
 from pypto.errors import OutputPathError, TraceInputError
 
-__all__ = ["MAX_INPUT_BYTES", "check_input_dir", "entry_is_dir", "list_input_dir",
-           "load_json_input", "open_input", "open_regular_fd", "parse_json_bytes",
-           "read_input_bytes", "refuse_output_among_inputs", "sniff_json", "sniff_text",
-           "special_kind", "stat_input"]
+__all__ = ["MAX_INPUT_BYTES", "check_input_dir", "entry_is_dir", "guarding_inputs",
+           "list_input_dir", "load_json_input", "note_input", "open_input", "open_regular_fd",
+           "parse_json_bytes", "read_input_bytes", "refuse_output_among_inputs",
+           "refuse_read_input", "sniff_json", "sniff_text", "special_kind", "stat_input"]
 
 _O_FLAGS = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
             | getattr(os, "O_NOCTTY", 0))
@@ -102,6 +109,52 @@ def list_input_dir(path: str | os.PathLike) -> list[os.DirEntry]:
     return entries
 
 
+# (device, inode) -> the path it was read as, inside `guarding_inputs()`; None outside it
+_READ: ContextVar[dict[tuple[int, int], str] | None] = ContextVar("pypto_inputs_read",
+                                                                  default=None)
+
+
+@contextmanager
+def guarding_inputs() -> Iterator[None]:
+    """Remember every input file read inside it, so that no output replaces one."""
+    token = _READ.set({})
+    try:
+        yield
+    finally:
+        _READ.reset(token)
+
+
+def note_input(path: str | os.PathLike, st: os.stat_result | None = None) -> None:
+    """Remember `path` as read (inside `guarding_inputs()`; a no-op outside it)."""
+    seen = _READ.get()
+    if seen is None:
+        return
+    try:
+        st = st or os.stat(path)
+    except OSError:
+        return
+    seen.setdefault((st.st_dev, st.st_ino), os.fspath(path))
+
+
+def refuse_read_input(output: str | os.PathLike) -> None:
+    """Raise `OutputPathError` when `output` is a file read inside `guarding_inputs()`:
+    the same file by name, hard link or symlink (by device and inode)."""
+    seen = _READ.get()
+    if not seen:
+        return
+    found = set()
+    for look in (os.lstat, os.stat):
+        try:
+            st = look(output)
+        except OSError:
+            continue
+        found.add((st.st_dev, st.st_ino))
+    hit = next((seen[k] for k in found if k in seen), None)
+    if hit is not None:
+        same = "" if os.path.abspath(hit) == os.path.abspath(output) else f" ({hit})"
+        raise OutputPathError(output, f"is one of the inputs{same}: refusing to overwrite it")
+
+
 def open_regular_fd(path: str | os.PathLike) -> int:
     """A read-only fd of `path`, which must be a regular file (checked before and after the
     open, which never blocks)."""
@@ -118,6 +171,7 @@ def open_regular_fd(path: str | os.PathLike) -> int:
             raise TraceInputError(path, f"is {special_kind(now.st_mode)}, expected a "
                                         "regular file")
         os.set_blocking(fd, True)
+        note_input(path, now)
     except BaseException:
         os.close(fd)
         raise

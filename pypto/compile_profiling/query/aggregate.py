@@ -100,7 +100,7 @@ def aggregate(paths: list[str | os.PathLike], *, progress=None) -> tuple[QueryRe
 
     from pypto.compile_profiling.query.presets import slice_arg_fields
     from pypto.compile_profiling.query.run import run_query
-    from pypto.compile_profiling.query.tables import open_run
+    from pypto.compile_profiling.query.tables import lock, open_run
 
     runs = find_runs(paths)
     parts = []
@@ -116,4 +116,5 @@ def aggregate(paths: list[str | os.PathLike], *, progress=None) -> tuple[QueryRe
         con.close()
     con = duckdb.connect()
     con.register("instances", pa.concat_tables(parts))
+    lock(con, [])
     return run_query(con, _AGGREGATE), len(runs)

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import resource
 import shutil
 import stat
@@ -42,9 +43,14 @@ from pathlib import Path
 
 import numpy as np
 
-from pypto.compile_profiling.foundation.atomic_io import replace_dir
+from pypto.compile_profiling.foundation.owned_dir import (
+    check_replaceable,
+    replace_owned,
+    stage_beside,
+    write_manifest,
+)
 from pypto.compile_profiling.query import require
-from pypto.errors import OutputPathError, ProfileWriteError, TraceInputError
+from pypto.errors import ProfileWriteError, TraceInputError
 
 __all__ = ["FRESH_IDS_PER_SHARD", "FRESH_ID_BASE", "OUTPUT_MARKER", "PerRankResult",
            "RankStats", "cluster_summary", "merge_per_rank", "rank_stats"]
@@ -239,12 +245,19 @@ def _split_inputs(inputs: list[str]) -> tuple[list[str], list]:
     return host, leaves
 
 
+_OUTPUT_TITLE = "pypto-merge-traces --per-rank"
+_OURS = re.compile(r"^(tables/[a-z_]+/rank=[^/]+/part-\d+\.parquet|tables/_pypto_tables|"
+                   r"shards/\d+-[^/]+\.pftrace|merged\.pftrace)$")
+_WHAT = "--per-rank output"
+
+
+def _ours(relative: str) -> bool:
+    """A file name a --per-rank output of ours has (for an older manifest listing none)."""
+    return bool(_OURS.match(relative))
+
+
 def _check_out_dir(out: Path) -> None:
-    if out.is_symlink() or (out.exists() and not out.is_dir()):
-        raise OutputPathError(out, "exists and is not a directory; not replaced")
-    if out.is_dir() and any(out.iterdir()) and not (out / OUTPUT_MARKER).exists():
-        raise OutputPathError(out, "exists, is not empty and is not a --per-rank output "
-                                   f"(no {OUTPUT_MARKER}); not replaced")
+    check_replaceable(out, OUTPUT_MARKER, _ours, _WHAT)
 
 
 def _client(scheduler: str | None, workers: int | None):
@@ -278,7 +291,7 @@ def merge_per_rank(inputs: list[str | os.PathLike], out_dir: str | os.PathLike, 
     require("distributed", "pyarrow", "duckdb")
     from pypto.compile_profiling.foundation.gc_pause import gc_paused
     from pypto.compile_profiling.query.placement_read import placement_capture
-    from pypto.compile_profiling.timeline.write_parquet import DATASET_MARKER
+    from pypto.compile_profiling.timeline.write_parquet import DATASET_MARKER, DATASET_TITLE
     from pypto.compile_profiling.trace_merge.layout import lay_out
     from pypto.compile_profiling.trace_merge.place import place
     from pypto.compile_profiling.trace_merge.read_inputs import Inputs, read_inputs
@@ -300,9 +313,10 @@ def merge_per_rank(inputs: list[str | os.PathLike], out_dir: str | os.PathLike, 
     _check_out_dir(out)
     host_paths, leaves = _split_inputs([str(p) for p in inputs])
     host = read_inputs(host_paths) if host_paths else Inputs()
-    stage = out.parent / f".{out.name}.pypto-tmp-{os.getpid()}-{os.urandom(4).hex()}"
     client, cluster, local = _client(scheduler, workers)
+    stage = None
     try:
+        stage = stage_beside(out)
         say(f"reading what placement needs of {len(leaves)} capture(s)")
         envelopes = client.gather(client.map(placement_capture, leaves, pure=False))
         inputs_ = Inputs(host.traces, host.reports, envelopes)
@@ -312,10 +326,7 @@ def merge_per_rank(inputs: list[str | os.PathLike], out_dir: str | os.PathLike, 
             f = cp.capture.files
             key = ("rank", f.rank) if f.rank is not None else ("leaf", f.directory)
             groups.setdefault(key, []).append(cp)
-        stage.mkdir(parents=True)
-        (stage / OUTPUT_MARKER).write_text("pypto-merge-traces --per-rank\n")
         (stage / "tables").mkdir()
-        (stage / "tables" / DATASET_MARKER).write_text("pypto per-rank merge\n")
         (stage / "shards").mkdir()
         say(f"merging {len(groups)} rank(s) on {len(client.scheduler_info()['workers'])} "
             "worker(s)")
@@ -357,14 +368,16 @@ def merge_per_rank(inputs: list[str | os.PathLike], out_dir: str | os.PathLike, 
         shards = sorted((stage / "shards").glob("*.pftrace"))
         if merge_shards:
             _concatenate(shards, stage / "merged.pftrace")
-        replace_dir(stage, out)
+        write_manifest(stage / "tables", DATASET_MARKER, DATASET_TITLE)
+        write_manifest(stage, OUTPUT_MARKER, _OUTPUT_TITLE)
+        replace_owned(stage, out, OUTPUT_MARKER, _ours, _WHAT)
     except OSError as e:
         raise ProfileWriteError(f"{out}: cannot write: {e.strerror or e}") from e
     finally:
         client.close()
         if cluster is not None:
             cluster.close()
-        if stage.exists():
+        if stage is not None and stage.exists():
             shutil.rmtree(stage, ignore_errors=True)
     every = [host_out, *results]
     counts = {k: sum(r[k] for r in every) for k in ("slices", "flows", "counter_samples",

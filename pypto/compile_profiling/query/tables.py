@@ -3,9 +3,17 @@
 
 - a Parquet dataset directory (`timeline.write_parquet`, or the `tables/` of a
   `pypto-merge-traces --per-rank` output directory): DuckDB reads the files where they
-  are (`read_parquet(..., union_by_name = true)`), nothing is loaded up front;
+  are (`read_parquet(..., union_by_name = true)`), nothing is loaded up front. Each file is
+  checked first (a regular file, a Parquet footer that reads, the columns its table always
+  has; the files its manifest lists all there): a damaged dataset, or somebody else's
+  Parquet, is one line naming the file;
 - anything else: a merge's inputs (capture directories, work dirs, compile traces,
   profiles), read and placed by `merge_traces`, its timeline as Arrow tables in memory.
+
+Then the connection is locked (`lock`): the SQL sees the run's tables and nothing else. No
+file outside the dataset can be read or written (`enable_external_access` off, the
+dataset's files the only `allowed_paths`), no extension installed or loaded, and no setting
+changed after that (`lock_configuration`).
 """
 
 from __future__ import annotations
@@ -16,7 +24,8 @@ from pathlib import Path
 from pypto.compile_profiling.query import require
 from pypto.errors import TraceInputError
 
-__all__ = ["dataset_dir", "open_run", "register_timeline", "tables_of"]
+__all__ = ["check_dataset", "dataset_dir", "lock", "open_run", "register_timeline",
+           "tables_of"]
 
 
 def dataset_dir(path: str | os.PathLike) -> Path | None:
@@ -34,16 +43,67 @@ def _quoted(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def _register_dataset(con, directory: Path) -> None:
-    from pypto.compile_profiling.timeline.write_parquet import TABLES
+def check_dataset(directory: Path) -> dict[str, list[Path]]:
+    """{table: its Parquet files} of a dataset directory, each file checked (see the module
+    docstring); `TraceInputError` naming the file for the first that fails."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
 
+    from pypto.compile_profiling.foundation.input_files import note_input, open_input
+    from pypto.compile_profiling.foundation.owned_dir import read_manifest
+    from pypto.compile_profiling.timeline.write_parquet import (
+        DATASET_MARKER,
+        TABLE_COLUMNS,
+        TABLES,
+    )
+
+    note_input(directory / DATASET_MARKER)
+    listed = read_manifest(directory, DATASET_MARKER) or []
+    for rel in listed:
+        if not os.path.lexists(directory / rel):
+            raise TraceInputError(directory / rel, "is listed in the dataset's manifest but "
+                                                   "missing: the dataset is incomplete")
+    out = {}
     for name in TABLES:
-        files = sorted(str(f) for f in (directory / name).glob("*/*.parquet"))
+        files = sorted((directory / name).glob("*/*.parquet"))
         if not files:
             raise TraceInputError(directory, f"no {name}/ table here (an incomplete dataset)")
-        listing = "[" + ", ".join(map(_quoted, files)) + "]"
+        for f in files:
+            try:
+                with open_input(f) as fh:
+                    schema = pq.read_schema(fh)
+            except (pa.ArrowException, OSError, ValueError) as e:
+                why = " ".join(str(e).split("\n")[0].split()) or type(e).__name__
+                raise TraceInputError(f, f"not a readable Parquet file ({why})") from None
+            missing = [c for c in TABLE_COLUMNS[name] if c not in schema.names]
+            if missing:
+                raise TraceInputError(f, f"not a {name} table of a pypto dataset (no column "
+                                         f"{', '.join(missing)})")
+        out[name] = files
+    return out
+
+
+def _register_dataset(con, directory: Path) -> list[str]:
+    """The dataset's tables as views over its files; -> the files (absolute)."""
+    everything = []
+    for name, files in check_dataset(directory).items():
+        paths = [str(f.resolve()) for f in files]
+        everything += paths
+        listing = "[" + ", ".join(map(_quoted, paths)) + "]"
         con.execute(f"create or replace view {name} as select * from read_parquet("
                     f"{listing}, union_by_name = true, hive_partitioning = false)")
+    return everything
+
+
+def lock(con, allowed: list[str]) -> None:
+    """From now on `con` reads only `allowed` files and its registered tables: no other
+    file, no extension, no setting changes (see the module docstring)."""
+    if allowed:
+        con.execute("set allowed_paths = [" + ", ".join(map(_quoted, allowed)) + "]")
+    con.execute("set enable_external_access = false")
+    con.execute("set autoinstall_known_extensions = false")
+    con.execute("set autoload_known_extensions = false")
+    con.execute("set lock_configuration = true")
 
 
 def tables_of(timeline) -> dict:
@@ -82,10 +142,11 @@ def open_run(paths: list[str | os.PathLike], *, merge_options: dict | None = Non
             raise TraceInputError(paths[1] if datasets[0] is not None else paths[0],
                                   "a Parquet dataset is queried alone (pypto-profile "
                                   "aggregate reads many runs)")
-        _register_dataset(con, datasets[0])
+        lock(con, _register_dataset(con, datasets[0]))
         return con
     from pypto.compile_profiling.trace_merge import merge_traces
 
     result = merge_traces([str(p) for p in paths], **(merge_options or {}))
     register_timeline(con, result.timeline)
+    lock(con, [])
     return con

@@ -20,22 +20,42 @@ The files of one table may differ in their `args` fields: read them with DuckDB'
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 
 import numpy as np
 
-from pypto.compile_profiling.foundation.atomic_io import replace_dir
+from pypto.compile_profiling.foundation.owned_dir import (
+    check_replaceable,
+    replace_owned,
+    stage_beside,
+    write_manifest,
+)
 from pypto.compile_profiling.timeline.json_values import dumps_strict
 from pypto.compile_profiling.timeline.model import ArgColumn, SliceBlock, Timeline
-from pypto.errors import OutputPathError, ProfileWriteError
+from pypto.errors import ProfileWriteError
 
-__all__ = ["DATASET_MARKER", "TABLES", "partition_name", "read_parquet_dataset",
-           "timeline_tables", "write_parquet_dataset", "write_tables"]
+__all__ = ["DATASET_MARKER", "DATASET_TITLE", "TABLES", "TABLE_COLUMNS", "is_dataset_file", "partition_name",
+           "read_parquet_dataset", "timeline_tables", "write_parquet_dataset", "write_tables"]
 
 TABLES = ("process", "thread", "slice", "flow", "counter_track", "counter", "capture",
           "kernel", "metadata")
-DATASET_MARKER = "_pypto_tables"     # a file in the dataset directory: what wrote it
+DATASET_MARKER = "_pypto_tables"     # the dataset's manifest: what wrote it, its files
+# the columns each table always has (docs/tables.md); a reader checks them before it queries
+TABLE_COLUMNS = {
+    "process": ("rank", "upid", "pid", "os_pid", "name", "sort_index", "estimated",
+                "capture_id", "args"),
+    "thread": ("rank", "utid", "tid", "os_tid", "name", "upid", "sort_index", "is_thread"),
+    "slice": ("rank", "id", "ts", "dur", "track_id", "category", "name", "depth",
+              "parent_id"),
+    "flow": ("rank", "slice_out", "slice_in", "name", "category"),
+    "counter_track": ("rank", "id", "name", "upid", "unit"),
+    "counter": ("rank", "track_id", "ts", "value"),
+    "capture": ("rank", "id", "device", "label"),
+    "kernel": ("rank", "capture_id", "kernel_id", "name"),
+    "metadata": ("rank", "name", "value"),
+}
 JSON_ARGS = b"pypto.json_args"        # schema metadata: arg keys whose values are JSON text
 SHARD_BITS, SLICE_SHARD_BITS = 32, 40
 
@@ -491,26 +511,33 @@ def write_tables(timeline: Timeline, directory: str | os.PathLike, shard: int = 
     return sum(p.stat().st_size for p in sink.paths)
 
 
+DATASET_TITLE = "pypto.compile_profiling.timeline.write_parquet"
+_PART = re.compile(r"^[a-z_]+/rank=[^/]+/part-\d+\.parquet$")
+
+
+def is_dataset_file(relative: str) -> bool:
+    """A file name one of our datasets has (for a manifest of an older version, which lists
+    no files)."""
+    return bool(_PART.match(relative))
+
+
 def write_parquet_dataset(timeline: Timeline, directory: str | os.PathLike) -> int:
     """Write `timeline` as a Parquet dataset directory; -> bytes written.
 
-    All or nothing: the dataset is written into a fresh hidden sibling directory and renamed
-    into place; a directory already there is replaced only when it is a dataset written by
-    this function (it holds `DATASET_MARKER`), anything else there is refused.
+    All or nothing (`foundation.owned_dir`): the dataset is written into a fresh staging
+    directory beside it, with a manifest (`DATASET_MARKER`) listing every file, and renamed
+    into place. A directory already there is replaced only when it is empty or an earlier
+    dataset whose manifest lists every file in it; anything else there is refused, nothing
+    deleted.
     """
     target = Path(directory)
-    if (target.exists() or target.is_symlink()) and (
-            target.is_symlink() or not target.is_dir() or not (target / DATASET_MARKER).exists()):
-        raise OutputPathError(target, "exists and is not a Parquet dataset written by "
-                                          "pypto (no " + DATASET_MARKER + " in it); not replaced")
-    parent = target.parent
-    parent.mkdir(parents=True, exist_ok=True)
-    stage = parent / f".{target.name}.pypto-tmp-{os.getpid()}-{os.urandom(4).hex()}"
+    what = "Parquet dataset written by pypto"
+    check_replaceable(target, DATASET_MARKER, is_dataset_file, what)
+    stage = stage_beside(target)
     try:
-        stage.mkdir()
-        (stage / DATASET_MARKER).write_text("pypto.compile_profiling.timeline.write_parquet\n")
         size = write_tables(timeline, stage)
-        replace_dir(stage, target)
+        write_manifest(stage, DATASET_MARKER, DATASET_TITLE)
+        replace_owned(stage, target, DATASET_MARKER, is_dataset_file, what)
     except OSError as e:
         raise ProfileWriteError(f"{target}: cannot write: {e.strerror or e}") from e
     finally:

@@ -21,6 +21,7 @@ from pypto.compile_profiling.query.run import run_preset
 from pypto.compile_profiling.query.tables import open_run, tables_of
 from pypto.compile_profiling.timeline.write_parquet import read_parquet_dataset
 from pypto.compile_profiling.trace_merge import merge_traces
+from pypto.errors import OutputPathError
 
 RANKS = ["hbg_benchmark_bgemm_case0_l4_depgen", "tmr_bgemm_case0_l4_depgen"]
 
@@ -199,3 +200,23 @@ def test_todays_layout_paired_by_dispatch_identity_equals_the_single_merge(clust
     for what, a, b in zip(("slices", "flows", "counters"), single, got):
         assert sum(a.values()) > 100, what
         assert a == b, what
+
+
+def test_an_earlier_output_is_replaced_only_when_every_file_is_ours(layout, cluster, tmp_path):
+    """The output directory written twice is replaced (its manifest lists every file); a
+    user's notes or a capture kept in it stop the third write, and nothing is deleted."""
+    out = tmp_path / "out"
+    for _ in range(2):
+        merge_per_rank([layout], out, scheduler=cluster.scheduler_address)
+    listed = (out / "_pypto_per_rank").read_text().splitlines()
+    assert listed[0] == "pypto-merge-traces --per-rank"
+    assert sorted(listed[1:]) == sorted(p.relative_to(out).as_posix()
+                                        for p in out.rglob("*") if p.is_file()
+                                        and p.name != "_pypto_per_rank")
+    (out / "notes.txt").write_text("mine")
+    shutil.copytree(layout / "rank0", out / "rank0")
+    kept = sorted(p for p in out.rglob("*") if p.is_file())
+    with pytest.raises(OutputPathError, match="holds notes.txt and .* more, which the "
+                                              "earlier --per-rank output here did not write"):
+        merge_per_rank([layout], out, scheduler=cluster.scheduler_address)
+    assert sorted(p for p in out.rglob("*") if p.is_file()) == kept
