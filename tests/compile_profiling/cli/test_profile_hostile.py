@@ -18,7 +18,6 @@ lost, nothing reached, every bad input one line.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 import signal
