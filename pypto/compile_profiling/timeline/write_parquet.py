@@ -134,6 +134,9 @@ def _infer(values: list):
         return pa.string(), True
     if types <= {int, float}:
         return pa.float64(), False
+    if types == {list} and all(type(x) is int and -(1 << 63) <= x < (1 << 63)
+                               for v in values if v is not None for x in v):
+        return pa.list_(pa.int64()), False      # as a 2-D int column gives (a queue depth)
     return pa.string(), True
 
 
@@ -179,6 +182,8 @@ def _column_array(col: ArgColumn, rows: np.ndarray | None, typ, as_json: bool):
         return pa.array(col.table, pa.string()).take(pa.array(ix.astype(np.int64), mask=mask))
     if isinstance(v, np.ndarray):
         sel = v if rows is None else v[rows]
+        if v.ndim == 2 and pa.types.is_string(typ):   # united with JSON text elsewhere
+            return pa.array([_json_text(r) for r in sel.tolist()], pa.string(), mask=mask)
         if v.ndim == 2:
             flat = pa.array(np.ascontiguousarray(sel).reshape(-1))
             offsets = pa.array(np.arange(0, sel.size + 1, max(sel.shape[1], 1), dtype=np.int32)

@@ -28,23 +28,41 @@ def ready_queue_counters(rows: DeviceRows, proc: Process) -> list[CounterTrack]:
     ts, vals = [], []
     for p in rows.scheduler:
         col = p.columns.arg("shared_at_end")
-        if col is None or not isinstance(col.values, np.ndarray) or col.values.ndim != 2 \
-                or col.values.shape[1] != len(QUEUE_TYPES):
+        if col is None:
+            continue
+        depth, have = _queue_depths(col.values)
+        if depth is None:
             continue
         sel = np.zeros(len(p.kind), dtype=bool)
         kinds = SAMPLING_KINDS + (RESOLUTION_SAMPLING_KINDS if p.role == "resolution" else ())
         for k in kinds:
             sel[p.rows_of_kind(k)] = True
+        sel &= have
         if col.present is not None:
             sel &= col.present
         ts.append(p.end[sel])
-        vals.append(col.values[sel])
+        vals.append(depth[sel])
     if not ts or not sum(map(len, ts)):
         return []
     t, v = np.concatenate(ts), np.concatenate(vals)
     o = np.argsort(t, kind="stable")
     return [CounterTrack(proc, f"shared_ready_queue {name}", t[o], v[o, i].astype(np.int64),
                          "tasks") for i, name in enumerate(QUEUE_TYPES)]
+
+
+def _queue_depths(values) -> tuple[np.ndarray | None, np.ndarray | bool]:
+    """`shared_at_end` as (n, 3) int64 and which records have it: the (n, 3) column as it
+    is, or a column of lists (some records lack it, or had another length and were
+    dropped by the reader) with the records that hold three ints."""
+    k = len(QUEUE_TYPES)
+    if isinstance(values, np.ndarray):
+        return (values, True) if values.ndim == 2 and values.shape[1] == k else (None, False)
+    have = np.array([type(v) is list and len(v) == k for v in values], dtype=bool)
+    if not have.any():
+        return None, False
+    depth = np.zeros((len(values), k), dtype=np.int64)
+    depth[have] = [values[i] for i in np.flatnonzero(have).tolist()]
+    return depth, have
 
 
 def nice_bin_ns(span_ns: int, bins: int = UTILISATION_BINS) -> int:

@@ -461,7 +461,9 @@ class JsonPieces:
         finally:
             self.pos = saved
         try:
-            items = msgspec.convert(obj, decoder.type)
+            # a decoder that skips bad records alone converts them its own way
+            items = decoder.convert(obj) if hasattr(decoder, "convert") else \
+                msgspec.convert(obj, decoder.type)
         except msgspec.ValidationError as exc:
             raise self.error(word_error(exc, where, index, obj)) from None
         return items, (used if piece[used:].strip(_WS) else None)

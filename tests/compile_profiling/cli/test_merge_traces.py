@@ -177,17 +177,12 @@ def _bad_log(tmp_path):
 BAD_CASES = {
     "truncated_json": (_truncated, "truncated"),
     "invalid_json": (_invalid, "invalid JSON"),
-    "wrong_types": (lambda t: _records_variant(t, CALIBRATED[0],
-                                               _set(["aicore_tasks", 0, 3], "soon")),
-                    "$.aicore_tasks[0][3]: expected int, got str"),
     "missing_clock_freq_hz": (lambda t: _records_variant(
         t, CALIBRATED[0], _set(["metadata", "clock_freq_hz"], KeyError)), "clock_freq_hz"),
     "unknown_level": (lambda t: _records_variant(t, CALIBRATED[0],
                                                  _set(["chip_swimlane_level"], 9)), "level"),
     "negative_duration_trace": (_neg_trace, "negative duration"),
     "negative_duration_log": (_bad_log, "dur"),
-    "end_before_start": (lambda t: _records_variant(
-        t, CALIBRATED[0], _set(["aicore_tasks", 0, 4], 1)), "end"),
     "unknown_anchor_schema": (lambda t: _records_variant(
         t, CALIBRATED[0], _set(["metadata", "clock_anchors", "schema_version"], 99)),
         "schema"),
@@ -221,6 +216,27 @@ def test_bad_input_is_one_line_exit_2_and_no_output(tmp_path, case, capsys, capl
     # the command's logging.basicConfig(ERROR) would print these too (pytest holds them here)
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
     assert list(outdir.iterdir()) == []
+
+
+@pytest.mark.parametrize("change, reason", [
+    (_set(["aicore_tasks", 0, 3], "soon"), "$.aicore_tasks[0][3]: expected int, got str"),
+    (_set(["aicore_tasks", 0, 4], 1), "$.aicore_tasks[0]: end_cycles 1 is before start_cycles"),
+])
+def test_one_bad_record_costs_that_record_and_one_warning(tmp_path, capsys, change, reason):
+    """A record that cannot be interpreted is skipped alone: the merge goes on, with one
+    warning naming the file, the count and the first reason."""
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    bad = _records_variant(inputs, CALIBRATED[0], change)
+    out = tmp_path / "m.json"
+    code, _, err = cli(capsys, bad, "-o", out)
+    assert code == 0, err
+    (line,) = [x for x in err.splitlines() if "bad record(s) skipped" in x]
+    assert line.startswith(f"warning: {bad}: 1 bad record(s) skipped, each alone") \
+        and f"(the first: {reason}" in line
+    n = len(json.loads((FIXTURES / CALIBRATED[0] / "chip_swimlane_records.json").read_text())[
+        "aicore_tasks"])
+    assert f"{n - 1} aicore_tasks" in err and out.exists()
 
 
 def test_bad_input_among_good_ones_still_fails_whole_merge(tmp_path):

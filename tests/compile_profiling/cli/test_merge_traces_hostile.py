@@ -507,10 +507,9 @@ KNOWN = {
     "profile_seconds_1e308": ("profile", _set_path("stages", 0, "seconds", 1e308), "reject",
                               "seconds"),
     "name_map_key_superscript_two": ("name_map", _name_map_key, "reject", "²"),
-    "tasks_processed_object": ("records_estimated", _first_phase({"n": 1}), "reject",
-                               "tasks_processed"),
-    "tasks_processed_list": ("records_estimated", _first_phase([1, 2]), "reject",
-                             "tasks_processed"),
+    # one record's bad field costs that record alone (issue 29): merged, one warning
+    "tasks_processed_object": ("records_estimated", _first_phase({"n": 1}), "accept", ""),
+    "tasks_processed_list": ("records_estimated", _first_phase([1, 2]), "accept", ""),
     "name_map_lone_surrogate": ("name_map", _first_name("\ud800"), "accept", ""),
     "name_map_control_chars": ("name_map", _first_name("a\x00\x1b[31mb"), "accept", ""),
     "stage_name_lone_surrogate": ("profile", _stage_name("pa\udcffrse"), "accept", ""),
