@@ -408,7 +408,7 @@ BAD_RECORD = [
 def test_one_bad_record_costs_that_record_alone(tmp_path, change, want):
     d = write(tmp_path, _with(change))
     line = skipped(d / RECORDS)
-    assert f"1 bad record(s) skipped, each alone, the rest read as usual: 1 in " in line
+    assert "1 bad record(s) skipped, each alone, the rest read as usual: 1 in " in line
     assert f"(the first: {want})" in line
     ok = read_records(write(tmp_path / "ok", golden()) / RECORDS)
     got = read_records(d / RECORDS)
