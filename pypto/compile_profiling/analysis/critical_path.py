@@ -85,7 +85,7 @@ class DependencyEdges:
     self_loops: int = 0
     edges_out_of_order: int = 0   # not forward in time (within the tolerance)
     cycle_tasks: int = 0          # tasks on or behind a dependency cycle
-    cycle_example: list[int] = field(default_factory=list)   # task ids around one cycle
+    cycle_example: list[int] = field(default_factory=list)   # task ids around one whole cycle
 
     @property
     def kept(self) -> int:
@@ -151,7 +151,7 @@ def _find_cycles(d: DependencyEdges, tt: TaskTable, p: np.ndarray, s: np.ndarray
         seen[v] = len(seen)
         v = int(pred_of[v])
     cycle = list(seen)[seen[v]:][::-1]
-    d.cycle_example = [int(tt.ids[i]) for i in cycle[:8]]
+    d.cycle_example = [int(tt.ids[i]) for i in cycle]     # every edge of it real
 
 
 def kahn_levels(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:

@@ -243,9 +243,12 @@ def _edge_notes(d: DependencyEdges, where: str, notes: list[str]) -> None:
         notes.append(f"{where}: {d.no_block_tasks} tasks have no blocks (no kernel: dummy or "
                      "alloc tasks): left out with their edges")
     if d.cycle_tasks:
-        ring = " -> ".join(task_displays(np.array(d.cycle_example + d.cycle_example[:1])))
-        notes.append(f"{where}: dependency cycle ({ring}; {d.cycle_tasks} tasks on or behind "
-                     "cycles): only edges that run forward in time are kept")
+        names = task_displays(np.array(d.cycle_example))
+        ring = names + names[:1] if len(names) <= 8 else \
+            names[:4] + [f"... ({len(names) - 7} more)"] + names[-3:] + names[:1]
+        notes.append(f"{where}: dependency cycle of {len(names)} tasks ({' -> '.join(ring)}; "
+                     f"{d.cycle_tasks} tasks on or behind cycles): only edges that run forward "
+                     "in time are kept")
     if d.self_loops:
         notes.append(f"{where}: {d.self_loops} edges from a task to itself: ignored")
 

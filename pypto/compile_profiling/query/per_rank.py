@@ -293,6 +293,7 @@ def merge_per_rank(inputs: list[str | os.PathLike], out_dir: str | os.PathLike, 
     from pypto.compile_profiling.query.placement_read import placement_capture
     from pypto.compile_profiling.timeline.write_parquet import DATASET_MARKER, DATASET_TITLE
     from pypto.compile_profiling.trace_merge.layout import lay_out
+    from pypto.compile_profiling.trace_merge.layout_host import run_host_key
     from pypto.compile_profiling.trace_merge.place import place
     from pypto.compile_profiling.trace_merge.read_inputs import Inputs, read_inputs
     from pypto.compile_profiling.trace_merge.views import (
@@ -330,11 +331,11 @@ def merge_per_rank(inputs: list[str | os.PathLike], out_dir: str | os.PathLike, 
         (stage / "shards").mkdir()
         say(f"merging {len(groups)} rank(s) on {len(client.scheduler_info()['workers'])} "
             "worker(s)")
-        run_ranks: dict[int, list[str]] = {}
-        for cp in plan.captures:
+        run_ranks: dict[tuple[str, int], list[str]] = {}
+        for cp in plan.captures:       # by host and pid: two hosts may reuse a pid
             if cp.run_pid is not None and (cp.capture.records is not None
                                            or cp.capture.converted):
-                run_ranks.setdefault(cp.run_pid, []).append(cp.label)
+                run_ranks.setdefault((run_host_key(cp), cp.run_pid), []).append(cp.label)
         plan.run_ranks = run_ranks
         template = dataclasses.replace(plan, traces=[], reports=[], captures=[], warnings=[])
         futures = []

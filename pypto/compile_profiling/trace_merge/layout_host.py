@@ -187,7 +187,7 @@ def _simpler_host(builder: TimelineBuilder, capture_plan: CapturePlan, os_pid: i
     says which captures (ranks) that process ran: "Simpler host r0d0 (pid 16547)"."""
     host = _host_of(builder, capture_plan, os_pid)
     if builder.plan.run_ranks is not None:    # a per-rank shard: the whole plan's
-        ranks = builder.plan.run_ranks.get(os_pid, [])
+        ranks = builder.plan.run_ranks.get((run_host_key(capture_plan), os_pid), [])
     else:
         ranks = list(dict.fromkeys(
             cp.label for cp in builder.plan.captures
@@ -201,11 +201,16 @@ def _simpler_host(builder: TimelineBuilder, capture_plan: CapturePlan, os_pid: i
     return builder.process(f"{name} (pid {os_pid})", os_pid=os_pid, host=host, args=args)
 
 
+def run_host_key(capture_plan: CapturePlan) -> str:
+    """Which host a capture's Simpler process ran on, as far as pids must be told apart:
+    a run log moved by wall-clock anchors is its own host (as `_host_of` draws it), the
+    rest share the reference host. Keys `Plan.run_ranks` with the pid."""
+    return f"{capture_plan.label} host" if capture_plan.host.offset_ns else ""
+
+
 def _host_of(builder: TimelineBuilder, capture_plan: CapturePlan, os_pid: int) -> str | None:
     """The host a capture's Simpler process `os_pid` is drawn on (see `_simpler_host`)."""
-    if capture_plan.host.offset_ns:
-        return f"{capture_plan.label} host"
-    return _compile_host(builder, os_pid)
+    return run_host_key(capture_plan) or _compile_host(builder, os_pid)
 
 
 def _compile_host(builder: TimelineBuilder, os_pid: int) -> str | None:

@@ -220,8 +220,9 @@ class Plan:
     wall_offsets: dict[tuple[str, int, int | None], tuple[int, str]] = field(
         default_factory=dict)
     # a per-rank shard's plan holds its own captures only: the labels of every capture
-    # each Simpler process ran (by pid), from the whole plan, to name the process by
-    run_ranks: dict[int, list[str]] | None = None
+    # each Simpler process ran (by its host key and pid, `layout_host.run_host_key`), from
+    # the whole plan, to name the process by
+    run_ranks: dict[tuple[str, int], list[str]] | None = None
 
 
 # --------------------------------------------------------------------------- the step

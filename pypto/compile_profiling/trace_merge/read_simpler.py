@@ -94,6 +94,7 @@ class CaptureFiles:
     dispatch_program: str | None = None
     dispatch_identity: str | None = None
     listed_only: list[str] = field(default_factory=list)      # pmu.csv, args_dump/, scope_stats/
+    records_ignored: list[str] = field(default_factory=list)  # a second records file
 
     @property
     def label(self) -> str:
@@ -143,8 +144,13 @@ def files_of(files: CaptureFiles) -> list[str]:
 def add_loose_file(files: CaptureFiles, kind: str, path: str) -> None:
     """Put `path` (a file of `kind`, see `file_kind`) into `files`."""
     if kind == "records":
-        if files.records is None or Path(path).name == RECORD_FILE_NAMES[0]:
+        if files.records is None:
             files.records = path
+        elif Path(path).name == RECORD_FILE_NAMES[0]:   # today's name over the older one
+            files.records_ignored.append(files.records)
+            files.records = path
+        else:
+            files.records_ignored.append(path)
     elif kind in ("deps", "dispatch_program", "dispatch_identity", "host_phase_records"):
         setattr(files, kind, path)
     elif kind == "name_map":
@@ -570,6 +576,10 @@ def read_capture(files: CaptureFiles, *, converted: bool = True) -> Capture:
     if files.records:
         cap.records = read_records(files.records)
         cap.warnings.extend(cap.records.warnings)
+        for other in files.records_ignored:
+            cap.warnings.append(f"{files.directory}: read {Path(files.records).name}; "
+                                f"{Path(other).name} beside it was ignored (one records "
+                                f"file per capture; {RECORD_FILE_NAMES[0]} is today's name)")
     if files.deps:
         cap.deps = read_deps(files.deps)
     if files.name_maps:

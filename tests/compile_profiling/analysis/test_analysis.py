@@ -7,6 +7,7 @@ bad input, the answer first, and the end-to-end tiling of the README's main exam
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import numpy as np
@@ -474,3 +475,20 @@ def test_top_cuts_every_long_list_and_says_how_to_see_all(capsys):
     text = capsys.readouterr().out
     assert "Observed path (tmr_bgemm_case0_l4_depgen): all 59 tasks" in text
     assert "--top 0 for all" not in text
+
+
+def test_a_cycle_longer_than_eight_tasks_is_named_by_its_own_edges(tmp_path):
+    """t1 -> t2 -> ... -> t12 -> t1: the note once closed the ring after 8 tasks with an
+    edge that does not exist (t9 -> t2). Each arrow it prints is an edge of deps.json."""
+    rows = [(0, t, 10 * t, 10 * t + 5) for t in range(1, 13)]
+    edges = [(t, t % 12 + 1) for t in range(1, 13)]
+    cap = write_capture(tmp_path / "ring", rows, edges, core_types=["aiv"])
+    (line,) = [w for w in analyze([cap]).warnings if "dependency cycle" in w]
+    ring = line.split("(", 1)[1].split(";")[0]
+    assert line.split(": ", 1)[1].startswith("dependency cycle of 12 tasks (")
+    names = [x for x in ring.split(" -> ") if not x.startswith("...")]
+    assert "... (5 more)" in ring and names[0] == names[-1]
+    real = {(f"t{a}", f"t{b}") for a, b in edges}
+    shown = ring.split(" -> ")
+    pairs = [(a, b) for a, b in itertools.pairwise(shown) if "..." not in a + b]
+    assert pairs and all(p in real for p in pairs), pairs

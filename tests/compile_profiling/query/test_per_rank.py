@@ -220,3 +220,34 @@ def test_an_earlier_output_is_replaced_only_when_every_file_is_ours(layout, clus
                                               "earlier --per-rank output here did not write"):
         merge_per_rank([layout], out, scheduler=cluster.scheduler_address)
     assert sorted(p for p in out.rglob("*") if p.is_file()) == kept
+
+
+def test_two_hosts_reusing_a_pid_keep_their_own_ranks(cluster, tmp_path):
+    """rank1's run log rewritten to the pid of rank0's process but on another host (its
+    CLOCK_ANCHOR's wall clock 213 s off, so its times land on rank0's): one process per host,
+    each named by its own rank, as the single merge names them (they were merged, keyed by
+    the pid alone)."""
+    import re
+
+    root = tmp_path / "dfx_outputs"
+    shutil.copytree(FIXTURES / "tmr_vector_example_l4_depgen", root / "rank0" / "d0")
+    shutil.copytree(FIXTURES / "tmr_mixed_example_case1_l4_depgen", root / "rank1" / "d0")
+    log = root / "rank1" / "d0" / "host_log.txt"
+    text = log.read_text().replace("pid=22981", "pid=16547").replace("tid=22981", "tid=16547")
+    # the anchor (mono 874229009130, wall 1795979133262674619) put 213.5 s earlier in wall
+    # time: another host, whose run lands on rank0's
+    text = re.sub(r"wall_ns=1795979133262674619",
+                  f"wall_ns={1795979133262674619 - 213_500_000_000}", text)
+    log.write_text(text)
+
+    def simpler_hosts(tables) -> list[str]:
+        return sorted(r["name"] for r in tables["process"].to_pylist()
+                      if r["name"].startswith("Simpler host"))
+
+    single = simpler_hosts(tables_of(merge_traces([str(root)]).timeline))
+    out = merge_per_rank([root], tmp_path / "out", scheduler=cluster.scheduler_address)
+    sharded = simpler_hosts(read_parquet_dataset(out.out_dir / "tables"))
+    # the single merge also names the second process's host, to tell the two pids apart
+    assert single == ["Simpler host r0d0 (pid 16547)",
+                      "Simpler host r1d0 (pid 16547) (pid 16547 on r1d0 host)"]
+    assert sharded == ["Simpler host r0d0 (pid 16547)", "Simpler host r1d0 (pid 16547)"]

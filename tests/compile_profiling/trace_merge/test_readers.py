@@ -736,3 +736,15 @@ def test_fuzzed_fields_give_one_line_errors(tmp_path, name, reader):
     """Issue 11: any field of a real file replaced by a hostile value (or removed, or the file
     truncated) is read or refused with one `TraceInputError` line, never another exception."""
     _fuzz_case(tmp_path, name, reader)
+
+
+def test_two_records_files_in_one_capture_say_which_was_read(tmp_path):
+    cap = tmp_path / "cap"
+    shutil.copytree(BGEMM, cap)
+    shutil.copy(cap / "chip_swimlane_records.json", cap / "l2_swimlane_records.json")
+    (files,) = rs.discover_captures(cap)
+    c = rs.read_capture(files)
+    assert c.records.path == str(cap / "chip_swimlane_records.json")
+    assert (f"{cap}: read chip_swimlane_records.json; l2_swimlane_records.json beside it was "
+            "ignored (one records file per capture; chip_swimlane_records.json is today's "
+            "name)") in c.warnings
