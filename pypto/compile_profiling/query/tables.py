@@ -84,15 +84,37 @@ def check_dataset(directory: Path) -> dict[str, list[Path]]:
 
 
 def _register_dataset(con, directory: Path) -> list[str]:
-    """The dataset's tables as views over its files; -> the files (absolute)."""
+    """The dataset's tables as views over its files; -> the files (absolute). DuckDB reads
+    each file's metadata here: one it cannot read (damage past the footer) is named."""
+    import duckdb
+
     everything = []
     for name, files in check_dataset(directory).items():
         paths = [str(f.resolve()) for f in files]
         everything += paths
         listing = "[" + ", ".join(map(_quoted, paths)) + "]"
-        con.execute(f"create or replace view {name} as select * from read_parquet("
-                    f"{listing}, union_by_name = true, hive_partitioning = false)")
+        try:
+            con.execute(f"create or replace view {name} as select * from read_parquet("
+                        f"{listing}, union_by_name = true, hive_partitioning = false)")
+        except duckdb.Error as e:
+            raise _unreadable(con, files, directory / name, e) from None
     return everything
+
+
+def _unreadable(con, files: list[Path], table: Path, error: Exception) -> TraceInputError:
+    """The one-line error for files DuckDB cannot read: the first file that fails alone,
+    else the table (files that fail only together)."""
+    import duckdb
+
+    def why(e: Exception) -> str:
+        return " ".join(str(e).split("\n")[0].split())
+
+    for f in files:
+        try:
+            con.execute(f"select * from read_parquet({_quoted(str(f.resolve()))}) limit 0")
+        except duckdb.Error as e:
+            return TraceInputError(f, f"not a readable Parquet file ({why(e)})")
+    return TraceInputError(table, f"its files cannot be read together ({why(error)})")
 
 
 def lock(con, allowed: list[str]) -> None:
