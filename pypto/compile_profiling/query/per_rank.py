@@ -31,13 +31,16 @@ renamed into place when complete.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import re
 import resource
 import shutil
 import stat
+import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -260,8 +263,32 @@ def _check_out_dir(out: Path) -> None:
     check_replaceable(out, OUTPUT_MARKER, _ours, _WHAT)
 
 
+@contextlib.contextmanager
+def _children_silent() -> Iterator[None]:
+    """The processes started in the block (the local cluster's: Dask starts them from its
+    own threads) get /dev/null as stderr. A terminal's Ctrl-C reaches the whole process
+    group, so they see it too: they end without a word, and this process, which answers
+    it, says the one line. Their failures reach us through Dask's futures, not stderr."""
+    try:
+        saved = os.dup(2)
+    except OSError:
+        yield
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        sys.stderr.flush()
+        os.dup2(null, 2)
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(null)
+
+
 def _client(scheduler: str | None, workers: int | None):
-    """A Dask client: to `scheduler`, or to a new local cluster of processes."""
+    """A Dask client: to `scheduler`, or to a new local cluster of processes, started
+    silent (`_children_silent`). Ctrl-C while it starts: what was started is torn down."""
     require("distributed", "pyarrow")
     import logging
 
@@ -276,10 +303,43 @@ def _client(scheduler: str | None, workers: int | None):
     n = workers or (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
                     else os.cpu_count() or 1)
     limit = int(MEMORY_LIMIT * MEMORY_SHARE / n)
-    cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                           memory_limit=limit, host="127.0.0.1", dashboard_address=None,
-                           silence_logs=logging.CRITICAL)   # a failed task is ours to tell
-    return Client(cluster), cluster, {"workers": n, "memory_limit": limit}
+    try:
+        with _children_silent():
+            cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                                   memory_limit=limit, host="127.0.0.1",
+                                   dashboard_address=None,
+                                   silence_logs=logging.CRITICAL)   # failures: ours to tell
+        return Client(cluster), cluster, {"workers": n, "memory_limit": limit}
+    except KeyboardInterrupt:
+        _quiet_teardown(None, None)
+        raise
+
+
+def _quiet_teardown(client, cluster) -> None:
+    """After Ctrl-C: close the client and the local cluster without a word (Dask reports a
+    cancelled gather and a closing cluster as errors, none of them ours, also from its
+    exit hook for a cluster cut short while starting), then make sure no process of the
+    cluster is left running."""
+    import atexit
+    import logging
+    import multiprocessing
+
+    from distributed.deploy import spec
+
+    logging.disable(logging.CRITICAL)        # for good: the process is on its way out
+    atexit.unregister(spec.close_clusters)
+    if client is not None:
+        with contextlib.suppress(Exception):
+            client.close(timeout=2)
+    if cluster is not None:
+        with contextlib.suppress(Exception):
+            cluster.close(timeout=5)
+    for child in multiprocessing.active_children():
+        child.terminate()
+        child.join(2)
+        if child.is_alive():
+            child.kill()
+            child.join()
 
 
 def merge_per_rank(inputs: list[str | os.PathLike], out_dir: str | os.PathLike, *,
@@ -316,6 +376,7 @@ def merge_per_rank(inputs: list[str | os.PathLike], out_dir: str | os.PathLike, 
     host = read_inputs(host_paths) if host_paths else Inputs()
     client, cluster, local = _client(scheduler, workers)
     stage = None
+    interrupted = False
     try:
         stage = stage_beside(out)
         say(f"reading what placement needs of {len(leaves)} capture(s)")
@@ -374,10 +435,16 @@ def merge_per_rank(inputs: list[str | os.PathLike], out_dir: str | os.PathLike, 
         replace_owned(stage, out, OUTPUT_MARKER, _ours, _WHAT)
     except OSError as e:
         raise ProfileWriteError(f"{out}: cannot write: {e.strerror or e}") from e
+    except KeyboardInterrupt:
+        interrupted = True
+        raise
     finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
+        if interrupted:
+            _quiet_teardown(client, cluster)
+        else:
+            client.close()
+            if cluster is not None:
+                cluster.close()
         if stage is not None and stage.exists():
             shutil.rmtree(stage, ignore_errors=True)
     every = [host_out, *results]

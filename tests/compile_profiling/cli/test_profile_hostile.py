@@ -215,11 +215,18 @@ def _start_query(*args) -> subprocess.Popen:
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
 
 
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")   # utime + stime
+
+
 def test_ctrl_c_stops_a_running_query_within_a_second(dataset):
     proc = _start_query(LONG_SQL, str(dataset))
     try:
-        time.sleep(2)                 # past the start-up: DuckDB is inside the join
-        assert proc.poll() is None
+        deadline = time.monotonic() + 60
+        while _cpu_seconds(proc.pid) < 2.0:       # start-up is ~0.5 s: DuckDB is joining
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
         t0 = time.monotonic()
         os.killpg(proc.pid, signal.SIGINT)
         code = proc.wait(timeout=30)

@@ -251,3 +251,50 @@ def test_two_hosts_reusing_a_pid_keep_their_own_ranks(cluster, tmp_path):
     assert single == ["Simpler host r0d0 (pid 16547)",
                       "Simpler host r1d0 (pid 16547) (pid 16547 on r1d0 host)"]
     assert sharded == ["Simpler host r0d0 (pid 16547)", "Simpler host r1d0 (pid 16547)"]
+
+
+@pytest.mark.parametrize("after_s", [0.5, 1.5, 2.5])
+def test_ctrl_c_is_one_line_130_nothing_left_running_or_written(layout, tmp_path, after_s):
+    """SIGINT to the whole process group, as a terminal's Ctrl-C sends it (the local
+    cluster's processes get it too), while the cluster starts or works: one line, 130,
+    no Dask traceback, no process of the group left, no output or staging directory."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from repo_paths import REPO_ROOT
+
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, str(REPO_ROOT / "tools" / "merge_traces.py"),
+                             str(layout), "--per-rank", str(out)], cwd=REPO_ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        time.sleep(after_s)
+        os.killpg(proc.pid, signal.SIGINT)
+        code = proc.wait(timeout=60)
+        err = proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stderr.close()
+    lines = [x for x in err.splitlines() if not x.startswith(("warning: ", "pypto-"))]
+    if code == 0:                      # it finished first: then it is written, whole
+        assert (out / "_pypto_per_rank").is_file()
+        return
+    assert code == 130 and "Traceback" not in err, err
+    assert lines == [f"{out}: not written (interrupted by SIGINT)"], err
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:        # the group's processes are reaped by now
+        try:
+            os.killpg(proc.pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail("a process of the merge's group is still running")
+    assert not out.exists()
+    assert [p.name for p in tmp_path.iterdir() if "pypto" in p.name] == []
