@@ -15,9 +15,15 @@ a local port:
   gets 409, a fetch under way is cut short, and `wait_fetched` / `wait_closed` raise
   `TraceInputError` (`<file>: changed since it was opened ...`), so the commands stop and
   say so rather than serve bytes that are not the trace that was opened;
-- at most `max_connections` connections are served at once, each on its own thread (more
-  get 503 at once, no thread), and a connection silent for `timeout_s` (no request, or a
-  client that stopped reading) is closed, so half-open connections cannot pile up threads;
+- a connection's request head (request line and headers) is collected by one selector
+  thread, not by a worker: it must be complete within `header_deadline_s` of the connect
+  and under 64 KB, and each client address may have `pending_per_address` heads in the
+  making (one more evicts that address's oldest), so clients that send a header line every
+  few seconds hold a socket, never a thread, and cannot lock anyone out; the listen
+  backlog is 128, so a burst of connects does not wait on SYN retries;
+- only a complete request goes to a worker thread: at most `max_connections` at once (more
+  get 503 at once), one request per connection, and a client that stops reading the
+  response for `timeout_s` is dropped;
 - only `GET` of the trace's one path (plus, offline, of the UI's own files) is answered;
   every other method gets 405, every other path 404;
 - the `Host` header must be `127.0.0.1:<port>` or `localhost:<port>`, else 403: a web page
@@ -29,10 +35,15 @@ a local port:
 
 from __future__ import annotations
 
+import collections
 import http.server
+import io
 import logging
 import os
+import selectors
+import socket
 import threading
+import time
 import urllib.parse
 from pathlib import Path
 
@@ -42,8 +53,12 @@ from pypto.errors import ProfileWriteError, TraceInputError
 log = logging.getLogger(__name__)
 
 _CHUNK = 1 << 20
-TIMEOUT_S = 30.0          # a connection silent this long (per read or write) is closed
-MAX_CONNECTIONS = 32      # served at once; the browser opens about 6 per host
+TIMEOUT_S = 30.0          # a client that stops reading a response this long is dropped
+MAX_CONNECTIONS = 32      # requests served at once; the browser opens about 6 per host
+HEADER_DEADLINE_S = 10.0  # a request head must be complete this soon after the connect
+PENDING_PER_ADDRESS = 256  # request heads in the making per client address
+MAX_HEAD_BYTES = 64 << 10
+LISTEN_BACKLOG = 128
 _BUSY = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nRetry-After: 1\r\n"
          b"Connection: close\r\n\r\n")
 _UI_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript", ".mjs":
@@ -99,29 +114,169 @@ class _OpenTrace:
         os.close(self.fd)
 
 
-class _HTTPServer(http.server.HTTPServer):
-    """An HTTP server with at most `max_connections` connection threads: one more is
-    answered 503 at once, by the accepting thread, and closed."""
+class _Heads:
+    """Collects request heads for the server on one selector thread (see the module
+    docstring); hands each complete one to `server.dispatch(sock, address, head)`."""
 
-    def __init__(self, address, handler, max_connections: int) -> None:
-        self._slots = threading.BoundedSemaphore(max_connections)
-        super().__init__(address, handler)
+    def __init__(self, server, deadline_s: float, per_address: int) -> None:
+        self.server, self.deadline_s, self.per_address = server, deadline_s, per_address
+        self.sel = selectors.DefaultSelector()
+        self.incoming: collections.deque = collections.deque()
+        self.waker_r, self.waker_w = socket.socketpair()
+        self.waker_r.setblocking(False)
+        self.waker_w.setblocking(False)
+        self.sel.register(self.waker_r, selectors.EVENT_READ, None)
+        self.by_address: dict[str, collections.OrderedDict] = {}
+        self.stopping = False
+        self.thread = threading.Thread(target=self._run, daemon=True, name="trace-server-heads")
+        self.thread.start()
 
-    def process_request(self, request, client_address) -> None:
-        if not self._slots.acquire(blocking=False):
+    def add(self, sock: socket.socket, address) -> None:
+        """From the accepting thread: collect this connection's head."""
+        self.incoming.append((sock, address))
+        try:
+            self.waker_w.send(b"\0")
+        except OSError:
+            pass
+
+    def _take_incoming(self) -> None:
+        while self.incoming:
+            sock, address = self.incoming.popleft()
+            host = address[0]
+            mine = self.by_address.setdefault(host, collections.OrderedDict())
+            if len(mine) >= self.per_address:          # the address's oldest makes room
+                old, _ = mine.popitem(last=False)
+                self._drop(old)
             try:
-                request.settimeout(1.0)
-                request.sendall(_BUSY)   # a fresh socket's buffer takes it at once
+                sock.setblocking(False)
+                entry = [address, time.monotonic() + self.deadline_s, bytearray()]
+                self.sel.register(sock, selectors.EVENT_READ, entry)
+            except (OSError, ValueError):
+                self.server.shutdown_request(sock)
+                continue
+            mine[sock] = True
+
+    def _forget(self, sock: socket.socket, host: str) -> None:
+        with_addr = self.by_address.get(host)
+        if with_addr is not None:
+            with_addr.pop(sock, None)
+            if not with_addr:
+                del self.by_address[host]
+        try:
+            self.sel.unregister(sock)
+        except (KeyError, ValueError):
+            pass
+
+    def _drop(self, sock: socket.socket) -> None:
+        try:
+            key = self.sel.get_key(sock)
+            host = key.data[0][0]
+        except (KeyError, ValueError):
+            host = None
+        if host is not None:
+            self._forget(sock, host)
+        self.server.shutdown_request(sock)
+
+    def _run(self) -> None:
+        while not self.stopping:
+            now = time.monotonic()
+            for key, _ in self.sel.select(timeout=0.25):
+                if key.data is None:
+                    try:
+                        self.waker_r.recv(4096)
+                    except OSError:
+                        pass
+                    continue
+                self._read(key.fileobj, key.data)
+            self._take_incoming()
+            for key in list(self.sel.get_map().values()):
+                if key.data is not None and key.data[1] < now:    # past the deadline
+                    self._drop(key.fileobj)
+        for key in list(self.sel.get_map().values()):
+            if key.data is not None:
+                self.server.shutdown_request(key.fileobj)
+        self.sel.close()
+        self.waker_r.close()
+        self.waker_w.close()
+
+    def _read(self, sock: socket.socket, entry: list) -> None:
+        address, _, buf = entry
+        try:
+            data = sock.recv(4096)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self._forget(sock, address[0])
+            self.server.shutdown_request(sock)
+            return
+        buf += data
+        end = buf.find(b"\r\n\r\n")
+        if end < 0 and len(buf) > MAX_HEAD_BYTES:
+            self._forget(sock, address[0])
+            try:
+                sock.setblocking(True)
+                sock.settimeout(1.0)
+                sock.sendall(b"HTTP/1.0 431 Request Header Fields Too Large\r\n"
+                             b"Content-Length: 0\r\n\r\n")
             except OSError:
                 pass
-            self.shutdown_request(request)
+            self.server.shutdown_request(sock)
             return
+        if end >= 0:
+            self._forget(sock, address[0])
+            self.server.dispatch(sock, address, bytes(buf[:end + 4]))
+
+    def stop(self) -> None:
+        self.stopping = True
         try:
-            threading.Thread(target=self._serve, args=(request, client_address),
+            self.waker_w.send(b"\0")
+        except OSError:
+            pass
+        self.thread.join(timeout=5)
+
+
+class _HTTPServer(http.server.HTTPServer):
+    """An HTTP server whose request heads are collected by `_Heads` and whose complete
+    requests get a thread each, at most `max_connections` at once: one more is answered
+    503 at once and closed."""
+
+    request_queue_size = LISTEN_BACKLOG
+
+    def __init__(self, address, handler, max_connections: int, header_deadline_s: float,
+                 pending_per_address: int) -> None:
+        self._slots = threading.BoundedSemaphore(max_connections)
+        self.heads_of: dict[int, bytes] = {}
+        self._heads = _Heads(self, header_deadline_s, pending_per_address)
+        super().__init__(address, handler)     # a busy port: server_close stops the heads
+
+    def process_request(self, request, client_address) -> None:
+        self._heads.add(request, client_address)
+
+    def dispatch(self, sock: socket.socket, client_address, head: bytes) -> None:
+        """A complete request head: served on a thread of its own, or 503."""
+        try:
+            sock.setblocking(True)
+        except OSError:
+            self.shutdown_request(sock)
+            return
+        if not self._slots.acquire(blocking=False):
+            try:
+                sock.settimeout(1.0)
+                sock.sendall(_BUSY)
+            except OSError:
+                pass
+            self.shutdown_request(sock)
+            return
+        self.heads_of[sock.fileno()] = head
+        try:
+            threading.Thread(target=self._serve, args=(sock, client_address),
                              daemon=True, name="trace-server-connection").start()
         except BaseException:
+            self.heads_of.pop(sock.fileno(), None)
             self._slots.release()
-            self.shutdown_request(request)
+            self.shutdown_request(sock)
             raise
 
     def _serve(self, request, client_address) -> None:
@@ -133,12 +288,18 @@ class _HTTPServer(http.server.HTTPServer):
             self.shutdown_request(request)
             self._slots.release()
 
+    def server_close(self) -> None:
+        self._heads.stop()
+        super().server_close()
+
 
 class TraceServer:
     """One trace on `127.0.0.1:port` (bound on creation); see the module docstring."""
 
     def __init__(self, port: int = DEFAULT_PORT, offline: bool = False, *,
-                 timeout_s: float = TIMEOUT_S, max_connections: int = MAX_CONNECTIONS) -> None:
+                 timeout_s: float = TIMEOUT_S, max_connections: int = MAX_CONNECTIONS,
+                 header_deadline_s: float = HEADER_DEADLINE_S,
+                 pending_per_address: int = PENDING_PER_ADDRESS) -> None:
         self.ui_dir = offline_ui_dir() if offline else None
         self.timeout_s = timeout_s
         self._trace: _OpenTrace | None = None
@@ -147,7 +308,8 @@ class TraceServer:
         self._done = threading.Event()   # fetched or changed: waiting is over
         self.fetches: list[str] = []   # clients that received the whole file
         try:
-            self._httpd = _HTTPServer(("127.0.0.1", port), _Handler, max_connections)
+            self._httpd = _HTTPServer(("127.0.0.1", port), _Handler, max_connections,
+                                      header_deadline_s, pending_per_address)
         except OSError as e:
             raise ProfileWriteError(f"127.0.0.1:{port}: cannot serve: {e.strerror or e}") from None
         self._httpd.trace_server = self  # type: ignore[attr-defined]
@@ -234,8 +396,16 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         log.debug("http %s: " + format, self.client_address[0], *args)
 
     def setup(self) -> None:
-        self.timeout = self.owner.timeout_s   # every read and write of this connection
+        """The request head the selector collected is read from memory; the response goes
+        to the socket, each write bounded by `timeout_s`."""
+        self.timeout = self.owner.timeout_s
+        head = self.server.heads_of.pop(self.request.fileno(), b"")  # type: ignore[attr-defined]
         super().setup()
+        self.rfile = io.BytesIO(head)
+
+    def handle(self) -> None:
+        self.close_connection = True      # one request per connection: heads come whole
+        self.handle_one_request()
 
     @property
     def owner(self) -> TraceServer:

@@ -192,28 +192,86 @@ def _connection_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name == "trace-server-connection"]
 
 
-def test_connections_beyond_the_bound_get_503_and_no_thread(trace):
-    """300 half-open connections made 302 threads; now at most `max_connections` are served
-    at once, each later one is answered 503 and closed by the accepting thread."""
+def test_half_open_connections_hold_no_thread(trace):
+    """300 half-open connections once made 302 threads, then 32 of them locked everyone
+    out: a connection is only a socket until its request head is complete."""
     before = set(_connection_threads())
     with TraceServer(0, timeout_s=60, max_connections=8) as server:
         server.set_trace(trace)
         idle = [socket.create_connection(("127.0.0.1", server.port), timeout=30)
-                for _ in range(8)]
-        for _ in range(300):
+                for _ in range(300)]
+        assert request(server.port, "/merged%20trace.json")[0].status == 200
+        assert [t for t in _connection_threads() if t not in before] == []
+        for s in idle:
+            s.close()
+
+
+def _slow_client(port: int) -> socket.socket:
+    """A client that sent its request line and one header, and then nothing."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=30)
+    s.sendall(b"GET /merged%20trace.json HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+    return s
+
+
+def test_slow_header_clients_do_not_lock_anyone_out(trace):
+    """64 clients sending a header line now and then (once: 32 of them took every worker
+    for good, and the next request got an immediate 503): a normal request is answered."""
+    with TraceServer(0) as server:
+        server.set_trace(trace)
+        slow = [_slow_client(server.port) for _ in range(64)]
+        resp, body = request(server.port, "/merged%20trace.json")
+        assert resp.status == 200 and body == trace.read_bytes()
+        for s in slow:
+            s.close()
+
+
+def test_a_request_head_has_a_deadline_and_each_address_a_cap(trace):
+    """A head not complete within the deadline is dropped; an address with too many heads
+    in the making loses its oldest, so the newest (a normal request) gets through."""
+    with TraceServer(0, header_deadline_s=0.5) as server:
+        server.set_trace(trace)
+        s = _slow_client(server.port)
+        assert s.recv(1) == b""                # closed, not answered, after the deadline
+        s.close()
+    with TraceServer(0, pending_per_address=4) as server:
+        server.set_trace(trace)
+        slow = [_slow_client(server.port) for _ in range(4)]
+        assert request(server.port, "/merged%20trace.json")[0].status == 200
+        assert slow[0].recv(1) == b""          # the oldest made room for it
+        for s in slow:
+            s.close()
+
+
+def test_complete_requests_beyond_the_bound_get_503_and_no_thread(tmp_path):
+    """8 workers busy sending a big trace to clients that do not read it: the next
+    complete request is answered 503 at once; once they hang up, it is served."""
+    big = tmp_path / "big.json"
+    big.write_bytes(b"0" * (64 << 20))
+    before = set(_connection_threads())
+    with TraceServer(0, timeout_s=60, max_connections=8) as server:
+        server.set_trace(big)
+        readers = []
+        for _ in range(8):
+            c = socket.create_connection(("127.0.0.1", server.port), timeout=30)
+            c.sendall(b"GET /big.json HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % server.port)
+            assert c.recv(12) == b"HTTP/1.0 200"   # its worker is sending, blocked on us
+            readers.append(c)
+        for _ in range(20):
             with socket.create_connection(("127.0.0.1", server.port), timeout=30) as extra:
+                extra.sendall(b"GET /big.json HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n"
+                              % server.port)
                 reply = b""
                 while data := extra.recv(4096):
                     reply += data
                 assert reply.startswith(b"HTTP/1.1 503 ")
-        held = [t for t in _connection_threads() if t not in before]   # the 8 idle ones'
+        held = [t for t in _connection_threads() if t not in before]
         assert len(held) == 8
-        for s in idle:
-            s.close()                     # EOF: each thread ends and frees its slot
+        for c in readers:
+            c.close()                     # each worker's write fails: its slot is free
         for t in held:
-            t.join(10)
+            t.join(30)
         assert not any(t.is_alive() for t in held)
-        assert request(server.port, "/merged%20trace.json")[0].status == 200
+        assert request(server.port, "/big.json")[0].status == 200
 
 
 def test_special_files_are_refused(tmp_path):
