@@ -28,6 +28,7 @@ import math
 import os
 import stat
 import sys
+import time
 import webbrowser
 from collections.abc import Callable, Iterator
 
@@ -498,12 +499,22 @@ def _query(args) -> int:
 
 
 def _aggregate(args) -> int:
-    from pypto.compile_profiling.query.aggregate import aggregate
+    from pypto.compile_profiling.query.aggregate import PROGRESS_S, Search, aggregate
     from pypto.compile_profiling.query.run import QueryResult, format_result
 
-    result, runs = aggregate(args.paths)
+    search = Search()
+    last = [time.monotonic()]
+
+    def progress(message: str) -> None:      # a long search or many runs: now and then
+        if time.monotonic() - last[0] >= PROGRESS_S:
+            last[0] = time.monotonic()
+            print(message, file=sys.stderr, flush=True)
+
+    result, runs = aggregate(args.paths, search=search, progress=progress)
     if args.limit is not None:
         result = QueryResult(result.columns, result.rows[:args.limit])
+    for line in search.skipped_lines():
+        print(f"note: {line}", file=sys.stderr)
     print(f"note: {runs} run(s)", file=sys.stderr)
     write_output(args.output, format_result(result, args.format), args.paths)
     return EXIT_OK

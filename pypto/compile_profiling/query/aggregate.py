@@ -9,11 +9,19 @@ gives its instances (one row per stage and per AICore kernel execution); DuckDB 
 aggregates the instances of all runs. Stages are keyed by their path from the top (as
 `pypto-profile show` and `diff` match them), passes are the stages of category `pass`,
 kernels by name with their device time from the records' cycles.
+
+The search of a tree is bounded: it stays on the file system of the PATH it starts from
+(so `/` does not walk into /proc, /sys, /dev or other mounts), follows no symlinked
+directory, answers Ctrl-C at once, reports its progress every `PROGRESS_S` seconds on a long
+search, and says what it skipped (directories on other file systems, unreadable ones).
 """
 
 from __future__ import annotations
 
 import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pypto.compile_profiling.query import require
@@ -21,7 +29,9 @@ from pypto.compile_profiling.query.presets import AICORE, STAGE_PATHS, with_path
 from pypto.compile_profiling.query.run import QueryResult
 from pypto.errors import TraceInputError
 
-__all__ = ["aggregate", "find_runs"]
+__all__ = ["PROGRESS_S", "Search", "aggregate", "find_runs"]
+
+PROGRESS_S = 2.0          # a search that takes longer says how far it got this often
 
 # a pass: category `pass` (our traces), or a stage right under `passes` (durations-only
 # reports, whose stages the merge files all as `compile`); a durations-only report's stages
@@ -67,9 +77,70 @@ def _is_run(p: Path) -> bool:
     return any((p / n).is_file() for n in RECORD_FILE_NAMES)
 
 
-def find_runs(paths: list[str | os.PathLike]) -> list[Path]:
+@dataclass
+class Search:
+    """What a search of trees for runs saw: directories looked at, and skipped (on another
+    file system; unreadable), a few of each named."""
+
+    directories: int = 0
+    other_fs: list[str] = field(default_factory=list)
+    unreadable: list[str] = field(default_factory=list)
+
+    def skipped_lines(self) -> list[str]:
+        out = []
+        for what, found in (("on another file system (not searched)", self.other_fs),
+                            ("unreadable", self.unreadable)):
+            if found:
+                shown = ", ".join(found[:3]) + (", ..." if len(found) > 3 else "")
+                out.append(f"skipped {len(found)} director{'y' if len(found) == 1 else 'ies'} "
+                           f"{what}: {shown}")
+        return out
+
+
+def _search(root: Path, found: list[Path], seen: Search, say: Callable[[str], None],
+            clock: list[float]) -> None:
+    """Depth first under `root`, on its file system only, symlinked directories not
+    followed; a run is taken whole, not searched further."""
+    device = root.stat().st_dev
+    stack = [root]
+    while stack:
+        d = stack.pop()
+        seen.directories += 1
+        now = time.monotonic()
+        if now >= clock[0]:
+            clock[0] = now + PROGRESS_S
+            say(f"searching for runs: {seen.directories:,} directories, {len(found)} runs so "
+                f"far (at {d})")
+        if _is_run(d):
+            found.append(d)
+            continue
+        try:
+            with os.scandir(d) as entries:
+                subdirs = []
+                for e in entries:
+                    try:
+                        if not e.is_dir(follow_symlinks=False):
+                            continue
+                        if e.stat(follow_symlinks=False).st_dev != device:
+                            seen.other_fs.append(e.path)
+                            continue
+                    except OSError:
+                        seen.unreadable.append(e.path)
+                        continue
+                    subdirs.append(Path(e.path))
+        except OSError:
+            seen.unreadable.append(str(d))
+            continue
+        stack.extend(sorted(subdirs, reverse=True))
+
+
+def find_runs(paths: list[str | os.PathLike], *, progress: Callable[[str], None] | None = None,
+              search: Search | None = None) -> list[Path]:
     """Every run at or below `paths`, in path order (see the module docstring)."""
     runs: list[Path] = []
+    say = progress or (lambda _m: None)
+    seen = search if search is not None else Search()
+    clock = [time.monotonic() + PROGRESS_S]
     for raw in paths:
         root = Path(raw)
         if not root.exists():
@@ -77,14 +148,8 @@ def find_runs(paths: list[str | os.PathLike]) -> list[Path]:
         if _is_run(root):
             runs.append(root)
             continue
-        found = []
-        for dirpath, dirnames, _ in os.walk(root):
-            d = Path(dirpath)
-            if _is_run(d):
-                found.append(d)
-                dirnames[:] = []
-            else:
-                dirnames.sort()
+        found: list[Path] = []
+        _search(root, found, seen, say, clock)
         if not found:
             raise TraceInputError(root, "no runs here (expected work dirs, report dirs, "
                                         "profiles, capture directories or Parquet datasets)")
@@ -92,8 +157,10 @@ def find_runs(paths: list[str | os.PathLike]) -> list[Path]:
     return runs
 
 
-def aggregate(paths: list[str | os.PathLike], *, progress=None) -> tuple[QueryResult, int]:
-    """The aggregate table over every run found, and the number of runs."""
+def aggregate(paths: list[str | os.PathLike], *, progress=None,
+              search: Search | None = None) -> tuple[QueryResult, int]:
+    """The aggregate table over every run found, and the number of runs (`search`: filled
+    with what the search saw and skipped)."""
     require("duckdb", "pyarrow")
     import duckdb
     import pyarrow as pa
@@ -102,7 +169,7 @@ def aggregate(paths: list[str | os.PathLike], *, progress=None) -> tuple[QueryRe
     from pypto.compile_profiling.query.run import run_query
     from pypto.compile_profiling.query.tables import lock, open_run
 
-    runs = find_runs(paths)
+    runs = find_runs(paths, progress=progress, search=search)
     parts = []
     for n, run in enumerate(runs):
         if progress is not None:

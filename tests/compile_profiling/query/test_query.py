@@ -202,3 +202,39 @@ def test_aggregate_counts_kernels_across_runs(work_dir, tmp_path, capsys):
                                               rel=1e-9)
     code, out, err = cli(capsys, "aggregate", work_dir, "--limit", "3")
     assert code == 0 and len(out.splitlines()) == 4 and "1 run(s)" in err
+
+
+def test_a_search_stays_on_its_file_system_says_so_and_reports_progress(monkeypatch):
+    """/dev searched for runs: the file systems mounted under it (/dev/shm, /dev/pts) are
+    named as skipped, not entered; with PROGRESS_S at 0 every directory is reported."""
+    import os
+
+    from pypto.compile_profiling.query import aggregate as agg
+    from pypto.errors import TraceInputError
+
+    mounts = [d for d in ("/dev/shm", "/dev/pts", "/dev/mqueue")
+              if os.path.isdir(d) and os.stat(d).st_dev != os.stat("/dev").st_dev]
+    if not mounts:
+        pytest.skip("no file system mounted under /dev here")
+    monkeypatch.setattr(agg, "PROGRESS_S", 0.0)
+    said, search = [], agg.Search()
+    with pytest.raises(TraceInputError, match="no runs here"):
+        agg.find_runs(["/dev"], progress=said.append, search=search)
+    assert set(mounts) <= set(search.other_fs)
+    assert not any(d.startswith(tuple(m + "/" for m in mounts)) for d in said)
+    assert len(said) == search.directories and said[0].startswith("searching for runs: 1 ")
+    (line,) = [x for x in search.skipped_lines() if "another file system" in x]
+    assert line.startswith(f"skipped {len(search.other_fs)} director")
+
+
+def test_a_search_follows_no_symlinked_directory(tmp_path):
+    from pypto.compile_profiling.query.aggregate import Search, find_runs
+
+    real = tmp_path / "elsewhere" / "work"
+    shutil.copytree(FIXTURES / "tmr_vector_example_l4_depgen", real)
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "link").symlink_to(real, target_is_directory=True)
+    shutil.copytree(FIXTURES / "tmr_vector_example_l1", tree / "mine")
+    search = Search()
+    assert find_runs([tree], search=search) == [tree / "mine"]
