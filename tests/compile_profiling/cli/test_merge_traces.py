@@ -482,7 +482,7 @@ def test_kernels_in_one_line_by_default_every_kernel_with_kernels(tmp_path, caps
     kernels = source["kernels"]                          # every kernel, slowest first
     assert len(kernels) == 5
     (brief,) = [line for line in err.splitlines() if " 5 kernels, 7 tasks, " in line]
-    named = re.findall(r"(\w+) \((?:AIC|AIV)\) [\d.]+ [mu]?s", brief.split("; most: ", 1)[1])
+    named = re.findall(r"(\w+) \((?:AIC|AIV)\) [\d.]+ [mun]?s", brief.split("; most: ", 1)[1])
     assert named == [k["kernel"] for k in kernels[:3]]
     assert brief.endswith(" (all 5: --kernels)")      # the CLI's own hint...
     from pypto.compile_profiling.trace_merge import merge_traces
