@@ -30,7 +30,7 @@ import time
 
 import pypto
 from pypto.compile_profiling.cli.stdout import check_open, reader_gone, writing
-from pypto.compile_profiling.foundation.input_files import guarding_inputs
+from pypto.compile_profiling.foundation.input_files import guarding_inputs, note_input_dirs
 from pypto.compile_profiling.viewer.perfetto_ui import (
     DEFAULT_PORT,
     PERFETTO_UI,
@@ -361,6 +361,7 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str] | None, state: dict) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    note_input_dirs(args.inputs)
     if (args.output is None) == (args.per_rank is None):
         parser.error("give -o OUT, or --per-rank OUTDIR")
     if args.per_rank is None and (args.scheduler or args.merge_shards or args.workers):

@@ -600,6 +600,18 @@ def _no_profile_of_this_tool() -> None:
         refresh_from_environment()
 
 
+def _input_paths(args, new_paths) -> list[str]:
+    """The paths a command reads (its input directories are guarded: `input_files`)."""
+    out = []
+    for key in ("paths", "path", "work_dir", "trace", "runs", "words"):
+        v = getattr(args, key, None)
+        if isinstance(v, str):
+            out.append(v)
+        elif isinstance(v, list):
+            out += [x for x in v if isinstance(x, str)]
+    return out + list(new_paths or [])
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command; return the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -614,7 +626,7 @@ def main(argv: list[str] | None = None) -> int:
     from pypto.compile_profiling.foundation.input_files import guarding_inputs
 
     try:
-        with guarding_inputs():          # no output of the command replaces what it read
+        with guarding_inputs(_input_paths(args, new_paths)):   # no output replaces an input
             if args.command == "diff":
                 return _diff(args, new_paths)
             return commands[args.command](args)

@@ -10,10 +10,12 @@ read, so a file too big for this machine is refused before any memory is used, a
 
 Every problem is a `TraceInputError(path, problem)`: one line, naming the path.
 
-Inside `guarding_inputs()` (each command of the CLIs runs in one), every file opened here, or
-named to `note_input` (a Parquet file handed to DuckDB), is remembered by device and inode,
-and `refuse_read_input` refuses an output that is one of them, by name, hard link or
-symlink: a command never writes over what it read.
+Inside `guarding_inputs(paths)` (each command of the CLIs runs in one, with the paths it was
+given), every file opened here, or named to `note_input` (a Parquet file handed to DuckDB),
+is remembered by device and inode, and `refuse_read_input` refuses an output that is one of
+them, by name, hard link or symlink, or that is a file already there under one of the input
+directories (the rest of a capture or a work dir is the user's data too, read or not): a
+command never writes over its inputs. A new file in an input directory is fine.
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ import orjson
 from pypto.errors import OutputPathError, TraceInputError
 
 __all__ = ["MAX_INPUT_BYTES", "check_input_dir", "entry_is_dir", "guarding_inputs",
-           "list_input_dir", "load_json_input", "note_input", "open_input", "open_regular_fd",
+           "list_input_dir", "load_json_input", "note_input", "note_input_dirs", "open_input",
+           "open_regular_fd",
            "parse_json_bytes", "read_input_bytes", "refuse_output_among_inputs",
            "refuse_read_input", "sniff_json", "sniff_text", "special_kind", "stat_input"]
 
@@ -112,16 +115,30 @@ def list_input_dir(path: str | os.PathLike) -> list[os.DirEntry]:
 # (device, inode) -> the path it was read as, inside `guarding_inputs()`; None outside it
 _READ: ContextVar[dict[tuple[int, int], str] | None] = ContextVar("pypto_inputs_read",
                                                                   default=None)
+# the input directories (real paths) of the command running in `guarding_inputs()`
+_DIRS: ContextVar[tuple[str, ...]] = ContextVar("pypto_input_dirs", default=())
 
 
 @contextmanager
-def guarding_inputs() -> Iterator[None]:
-    """Remember every input file read inside it, so that no output replaces one."""
-    token = _READ.set({})
+def guarding_inputs(paths: Iterable[str | os.PathLike] = ()) -> Iterator[None]:
+    """Remember every input file read inside it, and the input directories among `paths`,
+    so that no output replaces one (see the module docstring)."""
+    dirs = tuple(os.path.realpath(p) for p in paths if os.path.isdir(p))
+    token, dir_token = _READ.set({}), _DIRS.set(dirs)
     try:
         yield
     finally:
         _READ.reset(token)
+        _DIRS.reset(dir_token)
+
+
+def note_input_dirs(paths: Iterable[str | os.PathLike]) -> None:
+    """The directories among `paths` are inputs of the command running in
+    `guarding_inputs()` (its arguments, once parsed)."""
+    if _READ.get() is None:
+        return
+    dirs = tuple(os.path.realpath(p) for p in paths if os.path.isdir(p))
+    _DIRS.set(tuple(dict.fromkeys(_DIRS.get() + dirs)))
 
 
 def note_input(path: str | os.PathLike, st: os.stat_result | None = None) -> None:
@@ -140,7 +157,7 @@ def refuse_read_input(output: str | os.PathLike) -> None:
     """Raise `OutputPathError` when `output` is a file read inside `guarding_inputs()`:
     the same file by name, hard link or symlink (by device and inode)."""
     seen = _READ.get()
-    if not seen:
+    if seen is None:
         return
     found = set()
     for look in (os.lstat, os.stat):
@@ -153,6 +170,12 @@ def refuse_read_input(output: str | os.PathLike) -> None:
     if hit is not None:
         same = "" if os.path.abspath(hit) == os.path.abspath(output) else f" ({hit})"
         raise OutputPathError(output, f"is one of the inputs{same}: refusing to overwrite it")
+    if found:                                   # a file there already: under an input dir?
+        real = os.path.realpath(output)
+        for d in _DIRS.get():
+            if real.startswith(d.rstrip(os.sep) + os.sep):
+                raise OutputPathError(output, f"is a file in the input directory {d}: "
+                                              "refusing to overwrite it (write elsewhere)")
 
 
 def open_regular_fd(path: str | os.PathLike) -> int:

@@ -414,3 +414,21 @@ def test_one_short_queue_figure_costs_one_sample_and_parquet_still_writes(tmp_pa
             "$.aicpu_scheduler_phases[0][5].shared_at_end: 2 values where the others have 3: "
             "dropped for that record alone)") in err
     assert merge_main([str(cap), "-o", str(tmp_path / "ds"), "--format", "parquet", "-q"]) == 0
+
+
+@pytest.mark.parametrize("victim", ["merged_swimlane.json", "strace_trace.json"])
+@pytest.mark.parametrize("argv", [["analyze"], ["query", "select 1 as x"]])
+def test_a_file_of_an_input_directory_is_input_too_read_or_not(capture, capsys, victim,
+                                                                argv):
+    """The audit's last case: a file the command did not itself read (Simpler's rendering
+    beside the records, its host-span trace) is still the user's data in an input
+    directory: refused. A new file there is fine."""
+    before = digest(capture)
+    out = capture / victim
+    assert profile_main([*argv, str(capture), "-o", str(out)]) == 2
+    assert one_line(capsys) == (f"{out}: is a file in the input directory "
+                                f"{os.path.realpath(capture)}: refusing to overwrite it "
+                                "(write elsewhere)")
+    assert digest(capture) == before
+    assert profile_main([*argv, str(capture), "-o", str(capture / "new.txt")]) == 0
+    assert merge_main([str(capture), "-o", str(capture / victim)]) == 2
