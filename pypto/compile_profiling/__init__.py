@@ -10,6 +10,9 @@ writers), `trace_merge/` (compile traces and Simpler captures on one clock), `pr
 `viewer/` and `cli/` (the two commands). See docs/DESIGN.md.
 """
 
+import sys
+import types
+
 # Every name is loaded from its module on first use: the merge, which lives in this package,
 # then loads none of the profiler, and the profiler (asked for by every `@pl.program`) none
 # of the merge's NumPy, msgspec and protobuf.
@@ -52,3 +55,23 @@ __all__ = [  # the names of _LAZY
     "write_profile_perfetto",
     "write_timeline",
 ]
+
+
+class _Package(types.ModuleType):
+    """This package as a module object that also answers upstream's `_env_profiler` (the
+    process-wide profiler, which upstream's tests reset by assigning None)."""
+
+    @property
+    def _env_profiler(self):
+        from pypto.compile_profiling import profiler
+
+        return profiler._process_profiler
+
+    @_env_profiler.setter
+    def _env_profiler(self, prof) -> None:
+        from pypto.compile_profiling import profiler
+
+        profiler.set_process_profiler(prof)
+
+
+sys.modules[__name__].__class__ = _Package

@@ -248,6 +248,7 @@ class CompileProfiler:
         self._total_start: float = 0.0
         self._total_end: float = 0.0
         self.pid = os.getpid()
+        self._from_environment = False     # the process-wide profiler of PYPTO_COMPILE_PROFILING
         self.process_names: dict[int, str] = {self.pid: "PyPTO compile"}
         # Stages opened on a thread with no open stage of its own (an unwrapped pool worker)
         # nest under the innermost open stage of this thread, the one that entered.
@@ -281,9 +282,17 @@ class CompileProfiler:
             except ValueError:  # closed on another thread/context than it was opened on
                 _active.set(token.old_value if token.old_value is not token.MISSING else None)
 
-    # current() -> CompileProfiler | None: the innermost active profiler of this thread, or
-    # the process-wide one, or None. Bound at the end of the module to `get_active_profiler`.
-    current: Callable[[], CompileProfiler | None]
+    # The profiler this thread (context) has: what `with CompileProfiler()` or `bind` set, or
+    # the environment's once `get_active_profiler()` bound it here. Upstream keeps it in a
+    # `threading.local` named `_local` (`_local.current`); code and tests that read or reset
+    # that attribute see this one (`_CurrentSlot`, bound at the end of the module).
+    _local: _CurrentSlot
+
+    @staticmethod
+    def current() -> CompileProfiler | None:
+        """The innermost active profiler of this thread, or None (as upstream: the process-wide
+        profiler counts once `get_active_profiler()` has bound it to this thread)."""
+        return _active_get()
 
     # -- recording (hot path) ---------------------------------------------------------------
     def stage(self, name: str, args: dict | None = None, cat: str | None = None) -> LiveStage:
@@ -521,11 +530,9 @@ def bind_to_current(fn: F) -> F:
 
 # -- the process-wide profiler driven by the environment --------------------------------------
 
+# Upstream's `_env_profiler`, also reachable under that name on the package
+# (`pypto.compile_profiling._env_profiler`, which upstream's tests reset to None).
 _process_profiler: CompileProfiler | None = None
-# True until PYPTO_COMPILE_PROFILING has been read: it is read at the first
-# `get_active_profiler()`, as upstream, so a program that imports us but never compiles (a
-# merge, a test collector) makes no profile and writes none at exit.
-_environment_unread = True
 _process_lock = threading.Lock()
 _warned_values: set[str] = set()
 
@@ -544,28 +551,40 @@ def _env_enabled() -> bool:
     return False
 
 
+def set_process_profiler(prof: CompileProfiler | None) -> None:
+    """Make `prof` the process-wide profiler (None: none until the environment is read again).
+    What assigning upstream's `pypto.compile_profiling._env_profiler` does: threads that had
+    bound the previous one drop it at their next `get_active_profiler()`."""
+    global _process_profiler
+    if prof is not None:
+        prof._from_environment = True
+    _process_profiler = prof
+
+
 def _process_profiler_from_environment() -> CompileProfiler | None:
-    """Create (once) or drop the process-wide profiler as PYPTO_COMPILE_PROFILING says."""
-    global _process_profiler, _environment_unread
+    """Create (once) or drop the process-wide profiler as PYPTO_COMPILE_PROFILING says now."""
+    global _process_profiler
     with _process_lock:
-        _environment_unread = False
         if _env_enabled():
             if _process_profiler is None:
-                _process_profiler = CompileProfiler()
-                _process_profiler._total_start = time.perf_counter()
-                atexit.register(_write_process_profile, _process_profiler)
+                prof = CompileProfiler()
+                prof._from_environment = True
+                prof._total_start = time.perf_counter()
+                atexit.register(_write_process_profile, prof)
+                _process_profiler = prof
         else:
             _process_profiler = None
         return _process_profiler
 
 
 def refresh_from_environment() -> CompileProfiler | None:
-    """Read PYPTO_COMPILE_PROFILING again (it is read once, at the first
-    `get_active_profiler()`).
+    """Apply PYPTO_COMPILE_PROFILING as it is now to every thread at once.
 
-    Applies to every thread at once: turning it on makes the process-wide profiler the
-    default of all threads, turning it off stops them all recording into it (and nothing is
-    written at exit). An explicit `with CompileProfiler()` still takes precedence.
+    `get_active_profiler()` reads the variable whenever no profiler is bound to the calling
+    thread (as upstream); a thread that already has the process-wide profiler keeps it. This
+    reaches those threads too: turning it off stops them all recording into it (and nothing
+    is written at exit), turning it on creates it. An explicit `with CompileProfiler()` still
+    takes precedence.
     """
     return _process_profiler_from_environment()
 
@@ -629,23 +648,52 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-# The explicit profiler of this context (`with CompileProfiler()`, `bind`), else None.
+# The profiler of this context: explicit (`with CompileProfiler()`, `bind`, `_local.current = p`)
+# or the process-wide one bound by `get_active_profiler()`; else None.
 _active: contextvars.ContextVar[CompileProfiler | None] = contextvars.ContextVar(
     "pypto_compile_profiler", default=None)
 _active_get = _active.get
 
 
 def get_active_profiler() -> CompileProfiler | None:
-    """The explicit profiler of this thread/context if any, else the process-wide one
-    (PYPTO_COMPILE_PROFILING on; created at the first call, as upstream), else None. Asked
-    at every stage boundary: one C-level `ContextVar.get()` and two global reads, so
-    `refresh_from_environment()` reaches every thread at once."""
+    """The profiler this thread records into, or None (profiling off).
+
+    As upstream: the thread's own (`CompileProfiler.current()`) if it has one, else, when
+    PYPTO_COMPILE_PROFILING is on (read at every such call: setting it mid-process takes
+    effect), the process-wide profiler, created at the first call and bound to the calling
+    thread, so that `CompileProfiler.current()` returns it there from now on. A thread bound
+    to a process-wide profiler that has since been dropped (`refresh_from_environment()`, or
+    `_env_profiler` reset) reads the variable again.
+
+    Asked once per compile entry point (parse, `ir.compile`, codegen, `run`), never per stage:
+    with nothing bound it costs one environment lookup.
+    """
     prof = _active_get()
-    if prof is not None:
+    if prof is not None and (not prof._from_environment or prof is _process_profiler):
         return prof
-    if _environment_unread:
-        return _process_profiler_from_environment()
-    return _process_profiler
+    if not _env_enabled():
+        if prof is not None:
+            _active.set(None)       # a dropped process-wide profiler: unbound
+        return None
+    prof = _process_profiler or _process_profiler_from_environment()
+    _active.set(prof)
+    return prof
 
 
-CompileProfiler.current = staticmethod(get_active_profiler)  # type: ignore[assignment]
+class _CurrentSlot:
+    """`CompileProfiler._local`: upstream's thread-local slot, whose `current` attribute is
+    the thread's profiler. Reading and assigning it reads and sets this context's profiler
+    (a new thread starts with none, as with `threading.local`)."""
+
+    __slots__ = ()
+
+    @property
+    def current(self) -> CompileProfiler | None:
+        return _active_get()
+
+    @current.setter
+    def current(self, prof: CompileProfiler | None) -> None:
+        _active.set(prof)
+
+
+CompileProfiler._local = _CurrentSlot()

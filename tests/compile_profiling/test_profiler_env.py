@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import warnings
 
 import pytest
@@ -137,3 +138,101 @@ def test_refresh_from_environment_turns_profiling_on_in_process(tmp_path):
     assert proc.returncode == 0, proc.stderr
     data = json.loads((tmp_path / "prof" / "pipeline_profile.json").read_text())
     assert [s["name"] for s in data["stages"]] == ["late"]
+
+
+# -- upstream's contract for the variable, in our words: read at every call while no profiler
+# is bound to the thread, the process-wide profiler bound to each thread that asked ----------
+
+@pytest.fixture
+def process_profiler_reset(monkeypatch):
+    """Leaves no process-wide profiler and no binding behind (nothing written at exit)."""
+    import pypto.compile_profiling as cp
+    from pypto.compile_profiling import CompileProfiler
+
+    monkeypatch.delenv("PYPTO_COMPILE_PROFILING", raising=False)
+    cp._env_profiler = None
+    CompileProfiler._local.current = None
+    yield cp
+    CompileProfiler._local.current = None
+    cp._env_profiler = None
+
+
+def test_setting_the_variable_mid_process_takes_effect_at_the_next_call(
+        process_profiler_reset, monkeypatch):
+    cp = process_profiler_reset
+    assert cp.get_active_profiler() is None
+    monkeypatch.setenv("PYPTO_COMPILE_PROFILING", "yes")   # no refresh: the next call reads it
+    prof = cp.get_active_profiler()
+    assert isinstance(prof, cp.CompileProfiler) and cp._env_profiler is prof
+
+
+def test_the_process_wide_profiler_is_bound_to_each_thread_that_asks(
+        process_profiler_reset, monkeypatch):
+    cp = process_profiler_reset
+    monkeypatch.setenv("PYPTO_COMPILE_PROFILING", "1")
+    prof = cp.get_active_profiler()
+    assert cp.CompileProfiler.current() is prof            # bound here by the call
+    seen = {}
+
+    def other_thread():
+        seen["before"] = cp.CompileProfiler.current()      # not bound there yet
+        seen["asked"] = cp.get_active_profiler()
+        seen["after"] = cp.CompileProfiler.current()
+
+    t = threading.Thread(target=other_thread)
+    t.start()
+    t.join()
+    assert seen == {"before": None, "asked": prof, "after": prof}
+
+
+def test_unbinding_the_thread_slot_and_rebinding_on_the_next_call(
+        process_profiler_reset, monkeypatch):
+    cp = process_profiler_reset
+    monkeypatch.setenv("PYPTO_COMPILE_PROFILING", "true")
+    prof = cp.get_active_profiler()
+    cp.CompileProfiler._local.current = None
+    assert cp.CompileProfiler.current() is None and cp.CompileProfiler._local.current is None
+    assert cp.get_active_profiler() is prof and cp.CompileProfiler._local.current is prof
+
+
+def test_resetting_the_process_wide_profiler_makes_a_new_one(process_profiler_reset,
+                                                              monkeypatch):
+    cp = process_profiler_reset
+    monkeypatch.setenv("PYPTO_COMPILE_PROFILING", "1")
+    first = cp.get_active_profiler()
+    cp._env_profiler = None                 # upstream's tests reset it so
+    second = cp.get_active_profiler()
+    assert second is not None and second is not first and cp.CompileProfiler.current() is second
+
+
+def test_a_bound_thread_keeps_its_profiler_until_the_environment_is_refreshed(
+        process_profiler_reset, monkeypatch):
+    cp = process_profiler_reset
+    monkeypatch.setenv("PYPTO_COMPILE_PROFILING", "1")
+    prof = cp.get_active_profiler()
+    monkeypatch.setenv("PYPTO_COMPILE_PROFILING", "0")
+    assert cp.get_active_profiler() is prof                # bound: as upstream
+    assert cp.refresh_from_environment() is None
+    assert cp.get_active_profiler() is None and cp.CompileProfiler.current() is None
+
+
+def test_an_explicit_profiler_wins_over_the_environment_and_restores_the_binding(
+        process_profiler_reset, monkeypatch):
+    cp = process_profiler_reset
+    monkeypatch.setenv("PYPTO_COMPILE_PROFILING", "1")
+    env_prof = cp.get_active_profiler()
+    with cp.CompileProfiler() as mine:
+        assert cp.get_active_profiler() is mine and cp.CompileProfiler.current() is mine
+    assert cp.CompileProfiler.current() is env_prof
+
+
+UPSTREAM_TEST = REPO / "tests" / "compile_profiling" / "test_upstream_compile_profiling.py"
+
+
+def test_upstreams_own_test_file_is_held_byte_for_byte():
+    """tests/compile_profiling/test_upstream_compile_profiling.py is upstream PyPTO's
+    tests/ut/core/test_compile_profiling.py at e2d0f78, unmodified: it passes as it is."""
+    import hashlib
+
+    digest = hashlib.sha256(UPSTREAM_TEST.read_bytes()).hexdigest()
+    assert digest == "2826ffdc9ae86ec6613625c82a5be97e85ee630cbbaa4bc8de2f5703d15583ad"
