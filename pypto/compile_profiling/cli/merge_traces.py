@@ -28,8 +28,7 @@ import tempfile
 import threading
 import time
 
-import pypto
-from pypto.compile_profiling.cli.stdout import check_open, reader_gone, writing
+from pypto.compile_profiling.cli.stdout import PrintVersion, check_open, reader_gone, writing
 from pypto.compile_profiling.foundation.input_files import guarding_inputs, note_input_dirs
 from pypto.compile_profiling.viewer.perfetto_ui import (
     DEFAULT_PORT,
@@ -136,12 +135,12 @@ def _parser() -> argparse.ArgumentParser:
                         "a directory, FIFO, socket or device is refused")
     p.add_argument("--format", choices=("json", "perfetto", "parquet"),
                    help="output format (default: from the extension of OUT); parquet needs "
-                        "'pypto[scale]'")
+                        "the scale extra")
     p.add_argument("--per-rank", metavar="OUTDIR",
                    help="instead of -o: merge each rank as its own task on Dask distributed "
                         "(after placing every clock), writing OUTDIR/tables/ (Parquet, one "
                         "partition per rank) and OUTDIR/shards/*.pftrace (one per rank, plus "
-                        "the host inputs; `cat` them into one trace); needs 'pypto[scale]'")
+                        "the host inputs; `cat` them into one trace); needs the scale extra")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="with --per-rank: the Dask scheduler to submit to (default: a local "
                         "cluster of processes, one per usable CPU, each with a memory limit)")
@@ -182,7 +181,7 @@ def _parser() -> argparse.ArgumentParser:
                         "capture names the kernels with the most device time (all of them are "
                         "in the trace's metadata, sources[].kernels)")
     p.add_argument("-q", "--quiet", action="store_true", help="only errors and warnings")
-    p.add_argument("--version", action="version", version=f"%(prog)s {pypto.__version__}")
+    p.add_argument("--version", action=PrintVersion)
     return p
 
 

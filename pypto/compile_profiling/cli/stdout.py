@@ -18,6 +18,7 @@ partial `write(2)`, the rest dropped, no error), so `query ... | head -1` used t
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import signal
@@ -27,7 +28,8 @@ from typing import TextIO
 
 from pypto.errors import ProfileWriteError
 
-__all__ = ["CHUNK", "EXIT_PIPE", "check_open", "reader_gone", "write_text", "writing"]
+__all__ = ["CHUNK", "EXIT_PIPE", "PrintVersion", "check_open", "reader_gone", "write_text",
+           "writing"]
 
 EXIT_PIPE = 128 + signal.SIGPIPE   # 141: what a shell reports for a tool stopped by SIGPIPE
 CHUNK = 1 << 16                    # bytes per write(2): a pipe's buffer
@@ -87,3 +89,19 @@ def _drop_stdout() -> None:
         os.close(fd)
     except (OSError, AttributeError, ValueError):
         pass
+
+
+class PrintVersion(argparse.Action):
+    """`--version`: `pypto.about.version_line` on one line, unwrapped (argparse's own version
+    action wraps it at the terminal's width), then exit 0."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS,
+                 help="print which pypto this is and its version, and exit"):
+        super().__init__(option_strings, dest, nargs=0, default=default, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from pypto.about import version_line
+
+        with writing() as out:
+            write_text(out, version_line(parser.prog) + "\n")
+        parser.exit(0)

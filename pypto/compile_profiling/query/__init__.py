@@ -13,7 +13,8 @@ the per-rank merge of a distributed run on Dask.
 - `per_rank`: `pypto-merge-traces --per-rank`: placement in the driver, one Dask task per
   rank (read, lay out, write its Parquet partition and Perfetto shard).
 
-pyarrow, duckdb and dask come with the `scale` extra (`pip install 'pypto[scale]'`);
+pyarrow, duckdb and dask come with the `scale` extra (installed from the checkout:
+`pip install -e '<checkout>[scale]'`, see `pypto.about`);
 `require` turns a missing one into one `MissingDependencyError` line naming that command.
 This package may import `timeline`, `trace_merge` and the profile readers, never the CLIs.
 """
@@ -22,11 +23,12 @@ from __future__ import annotations
 
 import importlib
 
+from pypto.about import install_extra_hint
 from pypto.errors import MissingDependencyError
 
 __all__ = ["PIP_EXTRA", "require"]
 
-PIP_EXTRA = "python3 -m pip install 'pypto[scale]'"
+PIP_EXTRA = install_extra_hint("scale")
 
 
 def require(*modules: str) -> None:

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import argparse
 
+from pypto.about import install_extra_hint
+
 PERFETTO_UI = "https://ui.perfetto.dev"
 DEFAULT_PORT = 9001  # the one local port ui.perfetto.dev is allowed to fetch from
-VIEWER_EXTRA = "pip install 'pypto[viewer]'"
+VIEWER_EXTRA = install_extra_hint("viewer")
 
 
 def port_number(text: str) -> int:

