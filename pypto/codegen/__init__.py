@@ -4,13 +4,13 @@ executable form with its loader (`load_compiled`)."""
 from pypto.codegen.driver import WORKERS_ENV, codegen_workers, generate
 from pypto.codegen.loader import (
     CompiledKernel,
-    CompiledProgram,
+    LoadedProgram,
     ParamSpec,
     TaskCall,
     load_compiled,
 )
 
 __all__ = [
-    "WORKERS_ENV", "CompiledKernel", "CompiledProgram", "ParamSpec", "TaskCall",
+    "WORKERS_ENV", "CompiledKernel", "LoadedProgram", "ParamSpec", "TaskCall",
     "codegen_workers", "generate", "load_compiled",
 ]

@@ -44,7 +44,7 @@ class TaskCall:
 
 
 @dataclass
-class CompiledProgram:
+class LoadedProgram:
     name: str
     output_dir: str
     kernels: dict[str, CompiledKernel]
@@ -87,7 +87,7 @@ def _checked(build: Callable, params: list[ParamSpec], program: str) -> Callable
     return build_tasks
 
 
-def load_compiled(output_dir: str | os.PathLike) -> CompiledProgram:
+def load_compiled(output_dir: str | os.PathLike) -> LoadedProgram:
     """Import the kernels and orchestration that `ir.compile` wrote to `output_dir`."""
     output_dir = os.fspath(output_dir)
     path = os.path.join(output_dir, CONFIG_FILE)
@@ -112,5 +112,5 @@ def load_compiled(output_dir: str | os.PathLike) -> CompiledProgram:
         params = _params(orch["params"])
     except (KeyError, TypeError, AttributeError) as e:
         raise CompileError(f"{path}: incomplete compiled output ({type(e).__name__}: {e})") from None
-    return CompiledProgram(config["program"], output_dir, kernels, orch["name"], params,
+    return LoadedProgram(config["program"], output_dir, kernels, orch["name"], params,
                            _checked(mod.build_tasks, params, config["program"]))

@@ -1,7 +1,7 @@
 """Running the simulated device, in this process or in a child process.
 
 The child (`python -m pypto.runtime.device_process`) gets a pickled request on stdin: how to
-get the program (load codegen output from a directory, or a picklable `CompiledProgram`), the
+get the program (load codegen output from a directory, or a picklable `LoadedProgram`), the
 input tensors and the device settings. It runs the device, writes the DFX files, and pickles
 back the outputs plus a `StageRecord` of its own work (its pid, its threads), which the parent
 adds to its profile so traces show the device as a second process.
@@ -88,7 +88,7 @@ def run_device(program: Any, host_tensors: dict[str, Any], s: DeviceSettings) ->
 @dataclass
 class ChildRequest:
     program_dir: str | None       # load with pypto.codegen.load_compiled(program_dir)
-    program: Any                  # or this picklable CompiledProgram
+    program: Any                  # or this picklable LoadedProgram
     tensors: dict[str, Any]
     settings: DeviceSettings
 

@@ -61,7 +61,7 @@ def run(program: Any, tensor_specs: Any, golden: Any, config: RunConfig | None =
     """Compile `program`, run it on the simulated device, and check it against `golden`.
 
     `program`: a `@pl.program` (compiled here with `ir.compile`) or an already compiled
-    `CompiledProgram`. `golden(tensors, params)` writes the expected outputs in place.
+    `LoadedProgram`. `golden(tensors, params)` writes the expected outputs in place.
     Bad configs or specs raise `RuntimeConfigError` before anything runs; failures of the
     compiler, the golden function or a kernel come back as `passed=False` with `error`.
     """

@@ -50,7 +50,7 @@ def normalize_specs(specs: Any) -> list[TensorSpec]:
 
 
 def signature_of(program: Any) -> list[Param] | None:
-    """The orchestration signature of an `ir.Program` or a `CompiledProgram`; None if unknown."""
+    """The orchestration signature of an `ir.Program` or a `LoadedProgram`; None if unknown."""
     orch = getattr(program, "orchestration", None)
     if orch is not None and hasattr(orch, "params"):  # ir.Program (before compiling)
         out = []

@@ -15,7 +15,7 @@ import examples.many_kernels as many
 import examples.tiled_softmax as softmax
 import examples.vector_dag as vdag
 from pypto import ir
-from pypto.codegen import CompiledProgram, TaskCall, generate, load_compiled
+from pypto.codegen import LoadedProgram, TaskCall, generate, load_compiled
 from pypto.compile_profiling import CompileProfiler
 from pypto.errors import CompileError, RuntimeConfigError
 from pypto.ir import PassManager
@@ -30,7 +30,7 @@ def tensors_from(specs):
     return out
 
 
-def execute(compiled: CompiledProgram, tensors: dict) -> list[TaskCall]:
+def execute(compiled: LoadedProgram, tensors: dict) -> list[TaskCall]:
     tasks = compiled.build_tasks(tensors)
     for t in tasks:
         compiled.kernels[t.kernel].fn(*t.args)

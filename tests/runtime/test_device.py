@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from runtime_support import (
     CompiledKernel,
-    CompiledProgram,
+    LoadedProgram,
     ParamSpec,
     TaskCall,
     dag_program,
@@ -240,7 +240,7 @@ def test_device_process_program_pickles_by_reference():
     again = pickle.loads(pickle.dumps(prog))
     assert again.kernels["kernel_add"].fn is prog.kernels["kernel_add"].fn
     assert isinstance(again.build_tasks, functools.partial)
-    _ = CompiledProgram
+    _ = LoadedProgram
 
 
 @pytest.mark.parametrize("runtime", ["host_build_graph", "tensormap_and_ringbuffer"])
@@ -250,7 +250,7 @@ def test_broken_orchestration_is_one_error(runtime, tmp_path):
     def boom(tensors):
         raise IndexError("tile 9 of 8")
 
-    prog = CompiledProgram("Broken", "", dag_program().kernels, "main", [], boom)
+    prog = LoadedProgram("Broken", "", dag_program().kernels, "main", [], boom)
     s = DeviceSettings(1, 2, 1, 50_000_000, 4, runtime, False, str(tmp_path / "dfx"), "b")
     out = run_device(prog, {"a": np.zeros(4, np.float32)}, s)
     assert out.error == "orchestration failed: IndexError: tile 9 of 8"
@@ -297,7 +297,7 @@ def test_random_programs_equal_sequential_execution(runtime):
         for c in make(ref):
             kern[c.kernel].fn(*c.args)
         names = [f"b{i}" for i in range(n_buf)]
-        prog = CompiledProgram("Rand", "", kern, "main", [],
+        prog = LoadedProgram("Rand", "", kern, "main", [],
                                lambda t: make([t[nm] for nm in names]))
         tensors = {nm: b.copy() for nm, b in zip(names, init)}
         run = _execute(prog, tensors, runtime=runtime, aic=2, aiv=3, sched=2)

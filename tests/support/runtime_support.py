@@ -1,7 +1,7 @@
-"""Small compiled programs for runtime/device tests, built through the CompiledProgram contract
+"""Small compiled programs for runtime/device tests, built through the LoadedProgram contract
 (DESIGN.md "Compiled program contract") with real NumPy kernels. No tests in this module.
 
-Functions are module-level so a `CompiledProgram` made here pickles by reference (the
+Functions are module-level so a `LoadedProgram` made here pickles by reference (the
 device child process imports this module).
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from pypto.codegen import CompiledKernel, CompiledProgram, ParamSpec, TaskCall
+from pypto.codegen import CompiledKernel, LoadedProgram, ParamSpec, TaskCall
 
 # -- kernels -----------------------------------------------------------------------------------
 
@@ -78,9 +78,9 @@ def dag_tasks(shape, t: dict) -> list:
             TaskCall("kernel_add", [tmp[3], tmp[0], t["f"]])]
 
 
-def dag_program(shape=(64, 64)) -> CompiledProgram:
+def dag_program(shape=(64, 64)) -> LoadedProgram:
     params = [_p("a", shape, "in"), _p("b", shape, "in"), _p("f", shape, "out")]
-    return CompiledProgram("VectorDAG", "", _kernels(shape), "main", params,
+    return LoadedProgram("VectorDAG", "", _kernels(shape), "main", params,
                            functools.partial(dag_tasks, shape))
 
 
@@ -106,9 +106,9 @@ def mixed_tasks(n: int, shape, t: dict) -> list:
     return calls
 
 
-def mixed_program(n=6, shape=(16, 16)) -> CompiledProgram:
+def mixed_program(n=6, shape=(16, 16)) -> LoadedProgram:
     params = [_p("a", shape, "in"), _p("b", shape, "in"), _p("out", shape, "inout")]
-    return CompiledProgram("MixedAcc", "", _kernels(shape), "main", params,
+    return LoadedProgram("MixedAcc", "", _kernels(shape), "main", params,
                            functools.partial(mixed_tasks, n, shape))
 
 
@@ -122,10 +122,10 @@ def five_kernel_tasks(shape, t: dict) -> list:
     return dag_tasks(shape, t) + mixed_tasks(1, shape, t)
 
 
-def five_kernel_program(shape=(16, 16)) -> CompiledProgram:
+def five_kernel_program(shape=(16, 16)) -> LoadedProgram:
     params = [_p("a", shape, "in"), _p("b", shape, "in"), _p("f", shape, "out"),
               _p("out", shape, "inout")]
-    return CompiledProgram("FiveKernels", "", _kernels(shape), "main", params,
+    return LoadedProgram("FiveKernels", "", _kernels(shape), "main", params,
                            functools.partial(five_kernel_tasks, shape))
 
 
@@ -154,20 +154,20 @@ def wide_tasks(n_tasks: int, width: int, shape, t: dict) -> list:
     return calls
 
 
-def wide_program(n_tasks=200, width=8, cols=32) -> CompiledProgram:
+def wide_program(n_tasks=200, width=8, cols=32) -> LoadedProgram:
     shape = (width, cols)
     row = (cols,)
     kernels = {"kernel_add_scalar_row": CompiledKernel(
         0, "kernel_add_scalar_row", "aiv",
         [_p("a", row, "in"), _p("s", None, "scalar"), _p("out", row, "out")], k_add_scalar)}
     params = [_p("a", shape, "in"), _p("f", shape, "out")]
-    return CompiledProgram("Wide", "", kernels, "main", params,
+    return LoadedProgram("Wide", "", kernels, "main", params,
                            functools.partial(wide_tasks, n_tasks, width, shape))
 
 
-def failing_program(shape=(8,)) -> CompiledProgram:
+def failing_program(shape=(8,)) -> LoadedProgram:
     params = [_p("a", shape, "in"), _p("f", shape, "out")]
-    return CompiledProgram("Failing", "", _kernels(shape), "main", params,
+    return LoadedProgram("Failing", "", _kernels(shape), "main", params,
                            functools.partial(_failing_tasks))
 
 
