@@ -40,6 +40,14 @@ class RuntimeConfigError(PyptoError, ValueError):
     """A `RunConfig` or `TensorSpec` is inconsistent with itself or with the program."""
 
 
+class RuntimeConfigTypeError(RuntimeConfigError, TypeError):
+    """A setting or argument of the wrong type (a `TypeError`, as upstream raises there)."""
+
+
+class ExecutionError(PyptoError, RuntimeError):
+    """A compiled program failed on the device (a kernel raised, or the run was refused)."""
+
+
 class TraceInputError(PyptoError):
     """A trace input file is unreadable or not in a format we accept."""
 

@@ -1,5 +1,6 @@
 """Typed IR, printer, pass pipeline and `ir.compile` (parse -> passes -> codegen)."""
 
+from pypto.ir.compiled_program import CompiledProgram
 from pypto.ir.nodes import (
     Assign,
     BinExpr,
@@ -33,6 +34,7 @@ __all__ = [
     "BinExpr",
     "Call",
     "CallbackInstrument",
+    "CompiledProgram",
     "Const",
     "DataType",
     "DumpInstrument",
@@ -61,8 +63,9 @@ __all__ = [
 
 
 def compile(program: Program, output_dir: str | None = None, profiling: bool = False,
-            dump_passes: bool = False, **kwargs) -> str:
-    """Run the pass pipeline and codegen; returns the output directory (see pypto.ir.compiler)."""
+            dump_passes: bool = False, **kwargs) -> CompiledProgram:
+    """Run the pass pipeline and codegen; returns the output directory as a `CompiledProgram`
+    (a `str` that can be called with the program's tensors; see pypto.ir.compiler)."""
     from pypto.ir.compiler import compile_program
 
     return compile_program(program, output_dir, profiling, dump_passes, **kwargs)

@@ -12,6 +12,7 @@ import time
 from pypto.compile_profiling import CompileProfiler, get_active_profiler
 from pypto.compile_profiling.report_location import log_report_location
 from pypto.errors import CompileError
+from pypto.ir.compiled_program import CompiledProgram
 from pypto.ir.nodes import Program
 from pypto.ir.pass_manager import DumpInstrument, PassManager, ProfilingInstrument
 
@@ -25,8 +26,11 @@ def default_output_dir(program_name: str) -> str:
 
 def compile_program(program: Program, output_dir: str | None = None, profiling: bool = False,
                     dump_passes: bool = False, passes: list | None = None,
-                    codegen_workers: int | None = None) -> str:
-    """Lower `program` and write its code to `output_dir`; returns the directory.
+                    codegen_workers: int | None = None, work_dir: str | None = None,
+                    platform: str = "a2a3sim") -> CompiledProgram:
+    """Lower `program` and write its code to `output_dir`; returns the directory as a
+    `CompiledProgram` (a `str`, callable with the program's tensors; `work_dir` and
+    `platform` are where and on what its calls run by default).
 
     With `profiling=True` a profiler is created for the call unless one is active, and the
     report goes to `<output_dir>/report/`, also when a pass or codegen fails (then the error
@@ -66,4 +70,4 @@ def compile_program(program: Program, output_dir: str | None = None, profiling: 
                 log.warning("compile profile not written after a failed compile: %s", exc)
             else:
                 log_report_location(report)
-    return out
+    return CompiledProgram(out, program, work_dir=work_dir, platform=platform)

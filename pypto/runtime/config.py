@@ -6,6 +6,7 @@ with one clear `RuntimeConfigError` before anything is compiled or executed.
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from collections.abc import Callable
@@ -14,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from pypto.errors import RuntimeConfigError
+from pypto.errors import RuntimeConfigError, RuntimeConfigTypeError
 
 #: Simulated platforms: name -> device counter frequency (Hz). a2a3 counts at 50 MHz, a5 at 1 GHz.
 SIM_PLATFORMS: dict[str, int] = {"a2a3sim": 50_000_000, "a5sim": 1_000_000_000}
@@ -40,12 +41,31 @@ def normalize_dtype(dtype: Any, what: str) -> str:
 
 
 def _swimlane_level(value: Any, flag: str) -> int:
+    """A swimlane request as its level: `True` is the full level, as upstream."""
     if isinstance(value, bool):
         return MAX_SWIMLANE_LEVEL if value else 0
-    if not isinstance(value, (int, np.integer)) or not 0 <= int(value) <= MAX_SWIMLANE_LEVEL:
-        raise RuntimeConfigError(f"{flag} must be a level 0-{MAX_SWIMLANE_LEVEL} or a bool, "
-                                 f"got {value!r}")
+    return _level(value, flag, MAX_SWIMLANE_LEVEL, "0=off, 1=AICore timing, 2=+dispatch/"
+                  "finish, 3=+scheduler phases, 4=+orchestrator phases")
+
+
+def _level(value: Any, flag: str, top: int | None, meaning: str) -> int:
+    """An int setting in [0, top] (no top: any non-negative); bool counts as 0/1."""
+    if not isinstance(value, (int, np.integer)):
+        raise RuntimeConfigTypeError(f"{flag} must be an int ({meaning}), got "
+                                     f"{type(value).__name__} {value!r}")
+    if value < 0 or (top is not None and value > top):
+        span = f"in [0, {top}]" if top is not None else ">= 0"
+        raise RuntimeConfigError(f"{flag} must be {span} ({meaning}), got {value!r}")
     return int(value)
+
+
+def _flag(value: Any, flag: str) -> bool:
+    """A switch: a bool (or the ints 0 and 1)."""
+    if isinstance(value, (bool, np.bool_)) or (isinstance(value, (int, np.integer))
+                                              and value in (0, 1)):
+        return bool(value)
+    raise RuntimeConfigTypeError(f"{flag} must be a bool, got {type(value).__name__} "
+                                 f"{value!r}")
 
 
 @dataclass
@@ -115,14 +135,30 @@ class TensorSpec:
             f"TensorSpec {self.name!r}: unsupported init_value type {type(v).__name__}")
 
 
+#: Settings a real Simpler device honours and the simulated one cannot: field -> what is not
+#: produced. Accepted, recorded as `not_simulated` (device_execution stage args, the capture's
+#: metadata, `RunResult.not_simulated`) and noted once per process.
+NOT_SIMULATED = {
+    "enable_pmu": "AICore PMU counters (pmu.csv)",
+    "enable_dump_args": "the per-task argument dump (args_dump/)",
+    "enable_scope_stats": "scope ring-fill statistics (scope_stats/)",
+    "dump_ptoas_passes": "ptoas pass dumps (no ptoas here: kernels are generated directly)",
+}
+
+
 @dataclass
 class RunConfig:
-    """How `run()` compiles, executes and profiles a program.
+    """How `run()` compiles, executes and profiles a program (upstream's fields, checked when
+    built: a wrong type is a `TypeError`, a wrong value a `ValueError`, both one line).
 
     `platform`: `a2a3sim` (default) or `a5sim` run on the simulated device; `a2a3`/`a5` need
-    real hardware and are refused. `runtime`: Simpler's orchestration mode
-    (`host_build_graph` default, or `tensormap_and_ringbuffer`). `enable_chip_swimlane`:
-    level 0-4 (`True` = 4). `enable_l2_swimlane` is its deprecated alias.
+    real hardware and are refused. `device_id`: the simulated device's id (in the capture's
+    metadata and the run log). `runtime`: Simpler's orchestration mode (`host_build_graph`
+    default, or `tensormap_and_ringbuffer`). `enable_chip_swimlane`: level 0-4 (`True` = 4;
+    `enable_l2_swimlane` is its deprecated alias). `enable_pmu` (event type, 0 = off),
+    `enable_dump_args` (0-2, `True` = 1), `enable_scope_stats`, `dump_ptoas_passes`: accepted
+    and recorded, but the simulator produces nothing for them (`NOT_SIMULATED`).
+    `dump_passes`: IR dumps per pass. `codegen_only`: compile, never execute.
     `device_process=True` runs the device in a child process (a second pid in traces).
     `work_dir`: where everything goes (default `save_kernels_dir`, else
     `build_output/<program>_<timestamp>`).
@@ -131,6 +167,7 @@ class RunConfig:
     __test__ = False
 
     platform: str = "a2a3sim"
+    device_id: int = 0
     runtime: str = "host_build_graph"
     compile_profiling: bool = False
     save_kernels: bool = False
@@ -138,9 +175,14 @@ class RunConfig:
     work_dir: str | None = None
     rtol: float = 1e-5
     atol: float = 1e-5
+    dump_passes: bool = False
+    dump_ptoas_passes: bool = False
+    codegen_only: bool = False
     enable_chip_swimlane: int | bool = 0
-    enable_l2_swimlane: int | bool | None = None
+    enable_dump_args: int | bool = 0
+    enable_pmu: int = 0
     enable_dep_gen: bool = False
+    enable_scope_stats: bool = False
     device_process: bool = False
     num_aic_cores: int = 8
     num_aiv_cores: int = 16
@@ -149,6 +191,9 @@ class RunConfig:
     compile_options: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.platform, str):
+            raise RuntimeConfigTypeError(f"platform must be a str, got "
+                                         f"{type(self.platform).__name__}")
         if self.platform in HARDWARE_PLATFORMS:
             raise RuntimeConfigError(
                 f"platform {self.platform!r} needs an Ascend NPU, which is not available here; "
@@ -159,18 +204,16 @@ class RunConfig:
         if self.runtime not in RUNTIMES:
             raise RuntimeConfigError(
                 f"unknown runtime {self.runtime!r} (expected one of {', '.join(RUNTIMES)})")
-        if self.enable_l2_swimlane is not None:
-            if self.enable_chip_swimlane not in (0, False):
-                raise RuntimeConfigError("enable_chip_swimlane and its deprecated alias "
-                                         "enable_l2_swimlane are both set; use only "
-                                         "enable_chip_swimlane")
-            warnings.warn("RunConfig.enable_l2_swimlane is deprecated; use enable_chip_swimlane",
-                          DeprecationWarning, stacklevel=3)
-            self.enable_chip_swimlane = _swimlane_level(self.enable_l2_swimlane,
-                                                        "enable_l2_swimlane")
-            self.enable_l2_swimlane = None
+        self.device_id = _level(self.device_id, "device_id", None, "a device index")
         self.enable_chip_swimlane = _swimlane_level(self.enable_chip_swimlane,
                                                     "enable_chip_swimlane")
+        self.enable_dump_args = _level(self.enable_dump_args, "enable_dump_args", 2,
+                                       "0=off, 1=partial (dump_tag-marked), 2=full")
+        self.enable_pmu = _level(self.enable_pmu, "enable_pmu", None,
+                                 "an AICore PMU event type, 0=off")
+        for name in ("compile_profiling", "save_kernels", "dump_passes", "dump_ptoas_passes",
+                     "codegen_only", "enable_dep_gen", "enable_scope_stats", "device_process"):
+            setattr(self, name, _flag(getattr(self, name), name))
         for name in ("rtol", "atol"):
             v = getattr(self, name)
             if not isinstance(v, (int, float)) or isinstance(v, bool) or v < 0 or math.isnan(v):
@@ -183,6 +226,22 @@ class RunConfig:
             raise RuntimeConfigError("the device needs at least one core")
         if self.case_name is not None and not str(self.case_name).replace("-", "_").isidentifier():
             raise RuntimeConfigError(f"case_name must be a plain name, got {self.case_name!r}")
+        if not isinstance(self.compile_options, dict):
+            raise RuntimeConfigTypeError(f"compile_options must be a dict, got "
+                                         f"{type(self.compile_options).__name__}")
+        if self.any_dfx and not self.save_kernels:
+            self.save_kernels = True     # the dfx outputs stay with their kernels, as upstream
+
+    @property
+    def enable_l2_swimlane(self) -> int:
+        """Deprecated alias of `enable_chip_swimlane` (reading it is silent, as upstream, so
+        `dataclasses.replace` stays quiet; assigning it and the constructor keyword warn)."""
+        return self.enable_chip_swimlane
+
+    @enable_l2_swimlane.setter
+    def enable_l2_swimlane(self, value: int | bool) -> None:
+        warnings.warn(_L2_ALIAS, DeprecationWarning, stacklevel=2)
+        self.enable_chip_swimlane = _swimlane_level(value, "enable_l2_swimlane")
 
     @property
     def swimlane_level(self) -> int:
@@ -194,7 +253,37 @@ class RunConfig:
 
     @property
     def any_dfx(self) -> bool:
-        return self.swimlane_level > 0 or self.enable_dep_gen
+        """Any of upstream's five DFX switches on (they share `dfx_outputs/`)."""
+        return (self.swimlane_level > 0 or self.enable_dep_gen or self.enable_dump_args > 0
+                or self.enable_pmu > 0 or self.enable_scope_stats)
+
+    @property
+    def not_simulated(self) -> dict[str, Any]:
+        """The settings asked for that the simulated device cannot honour (`NOT_SIMULATED`)."""
+        return {k: getattr(self, k) for k in NOT_SIMULATED if getattr(self, k)}
+
+
+_L2_ALIAS = ("RunConfig.enable_l2_swimlane is deprecated; use enable_chip_swimlane (same "
+             "levels: Simpler renamed the L2 layer to 'chip')")
+_RUN_CONFIG_INIT = RunConfig.__init__
+
+
+@functools.wraps(_RUN_CONFIG_INIT)
+def _run_config_init(self: RunConfig, *args: Any, **kwargs: Any) -> None:
+    """`RunConfig(...)` that also takes the deprecated `enable_l2_swimlane` keyword. Not a
+    field, so `dataclasses.replace()`, `fields()` and `asdict()` never carry it."""
+    if "enable_l2_swimlane" in kwargs:
+        alias = kwargs.pop("enable_l2_swimlane")
+        warnings.warn(_L2_ALIAS, DeprecationWarning, stacklevel=2)
+        if "enable_chip_swimlane" in kwargs:
+            raise RuntimeConfigError("enable_chip_swimlane and its deprecated alias "
+                                     "enable_l2_swimlane are both set; use only "
+                                     "enable_chip_swimlane")
+        kwargs["enable_chip_swimlane"] = _swimlane_level(alias, "enable_l2_swimlane")
+    _RUN_CONFIG_INIT(self, *args, **kwargs)
+
+
+RunConfig.__init__ = _run_config_init  # type: ignore[method-assign]
 
 
 @dataclass
@@ -210,6 +299,7 @@ class RunResult:
     work_dir: str | None = None
     device_time: float | None = None
     outputs: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    not_simulated: dict[str, Any] = field(default_factory=dict)   # see NOT_SIMULATED
 
     def __str__(self) -> str:
         t = f" ({self.execution_time:.3f}s)" if self.execution_time is not None else ""

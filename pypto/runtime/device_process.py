@@ -40,6 +40,8 @@ class DeviceSettings:
     dfx_dir: str
     case_name: str
     drift_ppm: float = 0.0
+    device_id: int = 0
+    not_simulated: dict = field(default_factory=dict)   # recorded in the capture's metadata
 
 
 @dataclass
@@ -73,7 +75,7 @@ def run_device(program: Any, host_tensors: dict[str, Any], s: DeviceSettings) ->
         try:
             files = [str(p) for p in write_dfx_outputs(
                 run, s.dfx_dir, level=s.level, dep_gen=s.dep_gen, case_name=s.case_name,
-                kernels=program.kernels,
+                kernels=program.kernels, device_id=s.device_id, not_simulated=s.not_simulated,
                 orchestration_name=getattr(program, "orchestration_name", None))]
             files.append(str(write_host_log(run, s.dfx_dir, getattr(program, "name", None)
                                             or s.case_name)))

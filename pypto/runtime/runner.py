@@ -1,11 +1,18 @@
-"""`run()`: compile a program, compute the golden reference, execute on the simulated device,
-compare, and (when asked) profile the whole trip and write Simpler-format DFX files.
+"""`run()`: compile a program and run it on the simulated device, in upstream's two forms.
 
-Stages when profiled: `compile` (wrapping `ir.compile`, whose `passes`/`codegen` nest
-inside, then `load_compiled`, importing the generated kernel modules), `golden_write`,
-`device_execution` (with the child's own stage under it when the device runs in a child
-process). The first call's imports are `import:<module>` stages (see
-`compile_profiling.import_stages`).
+- `run(program, *tensors, config=None)` (upstream today): compiles, runs when tensors are
+  given (outputs written into them), and returns the `CompiledProgram`, which can be called
+  again with new tensors (`compiled(*tensors, config=...)`, `call_compiled`).
+- `run(program, tensor_specs, golden, config=None)` (the golden-checking form): creates the
+  tensors from the specs, computes the golden reference, executes and compares; returns a
+  `RunResult`.
+
+Stages when profiled (`RunConfig(compile_profiling=True)`, or any active profiler):
+`compile` (wrapping `ir.compile`, whose `passes`/`codegen` nest inside), `load_compiled`
+(importing the generated kernel modules), `golden_write` (golden form), `device_execution`
+(with the child's own stage under it when the device runs in a child process). The first
+call's imports are `import:<module>` stages (see `compile_profiling.import_stages`).
+Settings the simulator cannot honour (`config.NOT_SIMULATED`) are recorded and noted once.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ import logging
 import shutil
 import tempfile
 import time
+from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -24,8 +32,10 @@ import numpy as np
 from pypto.compile_profiling import CompileProfiler, get_active_profiler
 from pypto.compile_profiling.foundation.atomic_io import atomic_writer, ensure_dir
 from pypto.compile_profiling.report_location import log_report_location
-from pypto.errors import PyptoError, RuntimeConfigError
-from pypto.runtime.config import RunConfig, RunResult
+from pypto.errors import ExecutionError, PyptoError, RuntimeConfigError, RuntimeConfigTypeError
+from pypto.ir.compiled_program import CompiledProgram
+from pypto.runtime.call_args import bind_call
+from pypto.runtime.config import NOT_SIMULATED, RunConfig, RunResult, TensorSpec
 from pypto.runtime.device_process import (
     ChildRequest,
     DeviceSettings,
@@ -33,6 +43,7 @@ from pypto.runtime.device_process import (
     run_device_in_child,
 )
 from pypto.runtime.tensors import (
+    Param,
     check_specs,
     compare_outputs,
     create_tensors,
@@ -54,24 +65,138 @@ def _is_compiled(program: Any) -> bool:
 
 def program_name(program: Any) -> str:
     name = getattr(program, "name", None)
+    if isinstance(program, CompiledProgram) and program.program is not None:
+        name = getattr(program.program, "name", None)
     return name if isinstance(name, str) and name else type(program).__name__
 
 
-def run(program: Any, tensor_specs: Any, golden: Any, config: RunConfig | None = None) -> RunResult:
+def _golden_form(args: tuple) -> bool:
+    """`run(program, tensor_specs, golden[, config])` positionally: a list of specs, then a
+    callable (tensors are never lists, specs never arrays)."""
+    if len(args) not in (2, 3) or not isinstance(args[0], (list, tuple)) \
+            or not callable(args[1]) or (len(args) == 3 and not isinstance(args[2], RunConfig)):
+        return False
+    return all(isinstance(s, (TensorSpec, Mapping)) for s in args[0])
+
+
+def run(program: Any, *args: Any, config: RunConfig | None = None, tensor_specs: Any = None,
+        golden: Any = None) -> Any:
+    """Compile `program` and run it on the simulated device.
+
+    `run(program, *tensors, config=None)`: NumPy arrays (or torch CPU tensors) and scalars in
+    the orchestration's parameter order, or none (compile only); outputs are written into the
+    given tensors. Returns the `CompiledProgram`, callable again with new tensors. A failure
+    raises (`CompileError`, `ExecutionError`, or a `RuntimeConfigError` for bad arguments).
+
+    `run(program, tensor_specs, golden, config=None)` (also as keywords): the golden-checking
+    form, which returns a `RunResult` (see `run_checked`).
+    """
+    if tensor_specs is not None or golden is not None:
+        if len(args) > 1 or (args and not isinstance(args[0], RunConfig)):
+            raise RuntimeConfigTypeError("run(program, tensor_specs=..., golden=...) takes no "
+                                         "tensors besides them")
+        if config is None and args:
+            config = args[0]
+        return run_checked(program, tensor_specs, golden, config)
+    if _golden_form(args):
+        cfg = args[2] if len(args) == 3 else config
+        return run_checked(program, args[0], args[1], cfg)
+    return _run_tensors(program, args, config)
+
+
+def _checked_config(config: Any) -> RunConfig:
+    config = config if config is not None else RunConfig()
+    if not isinstance(config, RunConfig):
+        raise RuntimeConfigTypeError(f"config must be a RunConfig, got {type(config).__name__}")
+    return config
+
+
+def _run_tensors(program: Any, tensors: tuple, config: RunConfig | None) -> CompiledProgram:
+    """Upstream's `run(program, *tensors, config=None)`."""
+    config = _checked_config(config)
+    name = program_name(program)
+    if isinstance(program, CompiledProgram):
+        work_dir = Path(program.work_dir)
+    else:
+        work_dir = _work_dir(config, name)
+    prof = get_active_profiler()
+    own = None
+    if prof is None and config.compile_profiling:
+        own = prof = CompileProfiler()
+        own.__enter__()
+    try:
+        if isinstance(program, CompiledProgram):
+            compiled = program
+        else:
+            out = Path(config.save_kernels_dir) if config.save_kernels_dir \
+                else work_dir / "kernels"
+            compiled = _compile(program, config, name, ensure_dir(out), work_dir, prof)
+        if tensors and not config.codegen_only:
+            call_compiled(compiled, tensors, config)
+    finally:
+        if own is not None:
+            own.__exit__(None, None, None)
+            _write_report(own, work_dir)
+    return compiled
+
+
+def _compile(program: Any, config: RunConfig, name: str, out: Path, work_dir: Path,
+             prof: CompileProfiler | None) -> CompiledProgram:
+    """`ir.compile` into `out` (a `compile` stage), then the kernels loaded (`load_compiled`)."""
+    from pypto import ir
+
+    with _stage(prof, "compile", {"program": name}, "compile"):
+        options = dict(config.compile_options)
+        if config.dump_passes:
+            options.setdefault("dump_passes", True)
+        compiled = ir.compile(program, output_dir=str(out), work_dir=str(work_dir),
+                              platform=config.platform, **options)
+        # importing the generated kernel modules: one per kernel, not free
+        with _stage(prof, "load_compiled", None, "compile"):
+            compiled.load()
+    return compiled
+
+
+def call_compiled(compiled: CompiledProgram, args: tuple, config: RunConfig | None) -> Any:
+    """`compiled(*args, config=...)`: bind the arguments, execute on the simulated device
+    (recorded as `device_execution` when a profiler is active), return what was allocated."""
+    config = _checked_config(config if config is not None
+                             else RunConfig(platform=compiled.platform))
+    loaded = compiled.load()
+    name = loaded.name
+    program = compiled.program
+    returns_value = bool(getattr(getattr(program, "orchestration", None), "return_types",
+                                 None) or getattr(getattr(program, "orchestration", None),
+                                                  "returns", None))
+    params = [Param(p.name, p.shape, p.dtype, p.direction) for p in loaded.params]
+    bound = bind_call(args, params, returns_value or program is None, name)
+    work_dir = ensure_dir(Path(compiled.work_dir))
+    outcome, _ = execute_on_device(loaded, bound.tensors, config, work_dir, name,
+                                   get_active_profiler(), compiled.output_dir)
+    if outcome.error is not None:
+        raise ExecutionError(f"{name}: device execution failed: {outcome.error}")
+    if bound.returned is None:
+        return None
+    return bound.returned[0] if len(bound.returned) == 1 else tuple(bound.returned)
+
+
+def run_checked(program: Any, tensor_specs: Any, golden: Any,
+                config: RunConfig | None = None) -> RunResult:
     """Compile `program`, run it on the simulated device, and check it against `golden`.
 
     `program`: a `@pl.program` (compiled here with `ir.compile`) or an already compiled
-    `LoadedProgram`. `golden(tensors, params)` writes the expected outputs in place.
+    program. `golden(tensors, params)` writes the expected outputs in place.
     Bad configs or specs raise `RuntimeConfigError` before anything runs; failures of the
     compiler, the golden function or a kernel come back as `passed=False` with `error`.
     """
     t_begin = time.perf_counter()
-    config = config if config is not None else RunConfig()
-    if not isinstance(config, RunConfig):
-        raise RuntimeConfigError(f"config must be a RunConfig, got {type(config).__name__}")
+    config = _checked_config(config)
     if not callable(golden):
         raise RuntimeConfigError(f"golden must be callable golden(tensors, params), got "
                                  f"{type(golden).__name__}")
+    if config.codegen_only:
+        raise RuntimeConfigError("codegen_only: the golden form has nothing to check without "
+                                 "executing; compile only with run(program, config=...)")
     specs = normalize_specs(tensor_specs)
     name = program_name(program)
     signature = signature_of(program)
@@ -90,17 +215,24 @@ def run(program: Any, tensor_specs: Any, golden: Any, config: RunConfig | None =
         if own is not None:
             own.__exit__(None, None, None)
     result.execution_time = time.perf_counter() - t_begin
+    result.not_simulated = config.not_simulated
     if prof is not None:
         result.profile = prof.to_dict()
-        try:
-            prof.write_report(work_dir / REPORT_DIR)
-        except PyptoError as e:
-            log.warning("profile report not written: %s", e)
-            result.error = (result.error + "; " if result.error else "") + \
-                f"profile report not written: {e}"
-        else:
-            log_report_location(work_dir / REPORT_DIR)
+        problem = _write_report(prof, work_dir)
+        if problem:
+            result.error = (result.error + "; " if result.error else "") + problem
     return result
+
+
+def _write_report(prof: CompileProfiler, work_dir: Path) -> str | None:
+    """The profile to `<work_dir>/report/` (logged); the problem, when it could not be."""
+    try:
+        prof.write_report(work_dir / REPORT_DIR)
+    except PyptoError as e:
+        log.warning("profile report not written: %s", e)
+        return f"profile report not written: {e}"
+    log_report_location(work_dir / REPORT_DIR)
+    return None
 
 
 def _work_dir(config: RunConfig, name: str) -> Path:
@@ -128,7 +260,9 @@ def _run(program: Any, specs, golden, config: RunConfig, name: str, work_dir: Pa
     temp_kernels = False
     try:
         # 1. compile
-        if _is_compiled(program):
+        if isinstance(program, CompiledProgram):
+            compiled, kernels_dir = program.load(), Path(program.output_dir)
+        elif _is_compiled(program):
             compiled = program
         else:
             if config.save_kernels:
@@ -138,16 +272,7 @@ def _run(program: Any, specs, golden, config: RunConfig, name: str, work_dir: Pa
                 kernels_dir = Path(tempfile.mkdtemp(prefix="kernels_", dir=work_dir))
                 temp_kernels = True
             try:
-                with _stage(prof, "compile", {"program": name}, "compile"):
-                    from pypto import ir
-                    from pypto.codegen import load_compiled
-
-                    out = ir.compile(program, output_dir=str(kernels_dir),
-                                     **config.compile_options)
-                    kernels_dir = Path(out) if isinstance(out, (str, Path)) else kernels_dir
-                    # importing the generated kernel modules: one per kernel, not free
-                    with _stage(prof, "load_compiled", None, "compile"):
-                        compiled = load_compiled(kernels_dir)
+                compiled = _compile(program, config, name, kernels_dir, work_dir, prof).load()
             except PyptoError as e:
                 return RunResult(False, f"compile failed: {e}", work_dir=str(work_dir))
         signature = signature_of(compiled)
@@ -164,26 +289,9 @@ def _run(program: Any, specs, golden, config: RunConfig, name: str, work_dir: Pa
             return RunResult(False, str(e), work_dir=str(work_dir))
 
         # 3. device
-        settings = DeviceSettings(config.num_aic_cores, config.num_aiv_cores,
-                                  config.num_sched_threads, config.clock_freq_hz,
-                                  config.swimlane_level, config.runtime, config.enable_dep_gen,
-                                  str(work_dir / DFX_DIR), config.case_name or name)
-        dev_args = {"platform": config.platform, "runtime": config.runtime,
-                    "chip_swimlane_level": config.swimlane_level,
-                    "device_process": config.device_process}
-        with _stage(prof, "device_execution", dev_args, "device"):
-            t0 = time.perf_counter()
-            if config.device_process:
-                req = ChildRequest(str(kernels_dir) if kernels_dir is not None else None,
-                                   None if kernels_dir is not None else compiled, tensors,
-                                   settings)
-                outcome = run_device_in_child(req)
-                if outcome.stage is not None and prof is not None:
-                    prof.set_process_name(outcome.pid, "PyPTO simulated device")
-                    prof.add_stage_record(outcome.stage)
-            else:
-                outcome = run_device(compiled, tensors, settings)
-            device_time = time.perf_counter() - t0
+        outcome, device_time = execute_on_device(
+            compiled, tensors, config, work_dir, name, prof,
+            str(kernels_dir) if kernels_dir is not None else None)
         if outcome.error is not None:
             return RunResult(False, f"device execution failed: {outcome.error}",
                              work_dir=str(work_dir), device_time=device_time)
@@ -196,6 +304,50 @@ def _run(program: Any, specs, golden, config: RunConfig, name: str, work_dir: Pa
     finally:
         if temp_kernels and kernels_dir is not None:
             shutil.rmtree(kernels_dir, ignore_errors=True)
+
+
+_noted: set[str] = set()      # NOT_SIMULATED settings noted in this process
+
+
+def _note_not_simulated(config: RunConfig) -> dict:
+    """Log each setting the simulator cannot honour, once per process; returns them all."""
+    asked = config.not_simulated
+    for k, v in asked.items():
+        if k not in _noted:
+            _noted.add(k)
+            log.warning("RunConfig(%s=%r): the simulated device produces no %s; accepted and "
+                        "recorded as not_simulated", k, v, NOT_SIMULATED[k])
+    return asked
+
+
+def execute_on_device(program: Any, tensors: dict, config: RunConfig, work_dir: Path, name: str,
+                      prof: CompileProfiler | None, kernels_dir: str | None = None):
+    """One execution on a fresh simulated device (in this process or a child): outputs land in
+    `tensors`; `device_execution` stage. Returns (DeviceOutcome, device seconds)."""
+    not_simulated = _note_not_simulated(config)
+    settings = DeviceSettings(config.num_aic_cores, config.num_aiv_cores,
+                              config.num_sched_threads, config.clock_freq_hz,
+                              config.swimlane_level, config.runtime, config.enable_dep_gen,
+                              str(work_dir / DFX_DIR), config.case_name or name,
+                              device_id=config.device_id, not_simulated=not_simulated)
+    dev_args = {"platform": config.platform, "runtime": config.runtime,
+                "chip_swimlane_level": config.swimlane_level,
+                "device_process": config.device_process, "device_id": config.device_id}
+    if not_simulated:
+        dev_args["not_simulated"] = not_simulated
+    with _stage(prof, "device_execution", dev_args, "device"):
+        t0 = time.perf_counter()
+        if config.device_process:
+            req = ChildRequest(kernels_dir, None if kernels_dir is not None else program,
+                               tensors, settings)
+            outcome = run_device_in_child(req)
+            if outcome.stage is not None and prof is not None:
+                prof.set_process_name(outcome.pid, "PyPTO simulated device")
+                prof.add_stage_record(outcome.stage)
+        else:
+            outcome = run_device(program, tensors, settings)
+        device_time = time.perf_counter() - t0
+    return outcome, device_time
 
 
 class _GoldenFailed(Exception):

@@ -28,12 +28,15 @@ NAME_MAP_LEVEL = 2  # Simpler's name maps carry the hierarchy level of a chip ru
 
 def write_dfx_outputs(run: DeviceRun, dfx_dir: str | os.PathLike, *, level: int,
                       dep_gen: bool, case_name: str, kernels: dict[str, Any],
-                      orchestration_name: str | None) -> list[Path]:
-    """Write the files the flags ask for; returns their paths."""
+                      orchestration_name: str | None, device_id: int = 0,
+                      not_simulated: dict | None = None) -> list[Path]:
+    """Write the files the flags ask for; returns their paths. The settings the simulator
+    could not honour go into the capture's metadata; `device_id` is the run log's."""
     out = ensure_dir(dfx_dir)
     written = []
     if level >= 1:
-        written.append(write_swimlane_records(run, out / SWIMLANE_FILE, level))
+        written.append(write_swimlane_records(run, out / SWIMLANE_FILE, level,
+                                              not_simulated=not_simulated))
     if dep_gen:
         written.append(write_deps(run, out / DEPS_FILE))
     if level >= 1 or dep_gen:
@@ -57,7 +60,8 @@ def host_clock_domain_id() -> str | None:
     return f"linux-boot-id:{boot}" if ok else None
 
 
-def swimlane_document(run: DeviceRun, level: int) -> dict:
+def swimlane_document(run: DeviceRun, level: int, *,
+                      not_simulated: dict | None = None) -> dict:
     """The `chip_swimlane_records.json` content as a dict (rows as lists)."""
     cyc = run.counter.cycles_at
     rec = run.records
@@ -69,6 +73,8 @@ def swimlane_document(run: DeviceRun, level: int) -> dict:
                             "clock_freq_hz": run.counter.freq_hz,
                             "num_cores": layout.num_cores,
                             "core_types": list(layout.core_types)}
+    if not_simulated:    # ours, only when asked: what this capture lacks that Simpler's has
+        meta["not_simulated"] = dict(not_simulated)
     if host_mode:
         origin = rec.orch_phases[0][2] if rec.orch_phases else run.host_orch_start_ns
         meta.update({"orchestrator_source": "host",
@@ -138,10 +144,11 @@ def _stream(thread: int, phases: list[tuple], cyc, epoch: int) -> dict:
             "records": records, "metrics": metrics}
 
 
-def write_swimlane_records(run: DeviceRun, path: Path, level: int) -> Path:
+def write_swimlane_records(run: DeviceRun, path: Path, level: int, *,
+                           not_simulated: dict | None = None) -> Path:
     """Write the records file as Simpler's writer lays it out: one row, record or metric
     per line."""
-    doc = swimlane_document(run, level)
+    doc = swimlane_document(run, level, not_simulated=not_simulated)
     dumps = json.dumps
     with atomic_writer(path, "w") as f:
         f.write(f'{{\n  "chip_swimlane_level": {level},\n')

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 
 import numpy as np
@@ -26,11 +27,61 @@ def test_l2_alias_warns_and_maps_and_conflicts():
     assert cfg.swimlane_level == 3
     with pytest.warns(DeprecationWarning):
         assert RunConfig(enable_l2_swimlane=True).swimlane_level == 4
-    with pytest.raises(ValueError, match="both set"):
+    with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="both set"):
         RunConfig(enable_chip_swimlane=2, enable_l2_swimlane=2)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         RunConfig(enable_chip_swimlane=1)  # no warning without the alias
+
+
+def test_l2_alias_is_no_field_reads_silently_and_warns_when_assigned():
+    cfg = RunConfig(enable_chip_swimlane=2)
+    assert "enable_l2_swimlane" not in {f.name for f in dataclasses.fields(cfg)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert cfg.enable_l2_swimlane == 2
+        assert dataclasses.replace(cfg, enable_chip_swimlane=3).swimlane_level == 3
+    with pytest.warns(DeprecationWarning, match="enable_l2_swimlane"):
+        cfg.enable_l2_swimlane = True
+    assert cfg.swimlane_level == 4
+
+
+def test_upstreams_new_fields_have_upstreams_defaults():
+    cfg = RunConfig()
+    assert (cfg.device_id, cfg.enable_pmu, cfg.enable_dump_args, cfg.enable_scope_stats,
+            cfg.dump_ptoas_passes, cfg.dump_passes, cfg.codegen_only) == (
+        0, 0, 0, False, False, False, False)
+    assert cfg.not_simulated == {} and not cfg.any_dfx and not cfg.save_kernels
+
+
+@pytest.mark.parametrize("kw, error, match", [
+    ({"device_id": -1}, ValueError, "device_id must be >= 0"),
+    ({"device_id": "1"}, TypeError, "device_id must be an int"),
+    ({"enable_pmu": -2}, ValueError, "enable_pmu must be >= 0"),
+    ({"enable_pmu": 2.0}, TypeError, "enable_pmu must be an int"),
+    ({"enable_dump_args": 3}, ValueError, r"enable_dump_args must be in \[0, 2\]"),
+    ({"enable_dump_args": "full"}, TypeError, "enable_dump_args must be an int"),
+    ({"enable_scope_stats": "yes"}, TypeError, "enable_scope_stats must be a bool"),
+    ({"dump_ptoas_passes": 2}, TypeError, "dump_ptoas_passes must be a bool"),
+    ({"codegen_only": None}, TypeError, "codegen_only must be a bool"),
+    ({"enable_chip_swimlane": "4"}, TypeError, "enable_chip_swimlane must be an int"),
+    ({"enable_chip_swimlane": 5}, ValueError, r"enable_chip_swimlane must be in \[0, 4\]"),
+    ({"platform": 3}, TypeError, "platform must be a str"),
+])
+def test_a_bad_value_is_one_clear_error_of_upstreams_kind(kw, error, match):
+    with pytest.raises(error, match=match) as info:
+        RunConfig(**kw)
+    assert isinstance(info.value, RuntimeConfigError)
+    assert "\n" not in str(info.value)
+
+
+def test_settings_the_simulator_cannot_honour_are_accepted_and_listed():
+    cfg = RunConfig(enable_pmu=2, enable_dump_args=True, enable_scope_stats=True,
+                    dump_ptoas_passes=True, device_id=3)
+    assert cfg.enable_dump_args == 1 and cfg.device_id == 3
+    assert cfg.not_simulated == {"enable_pmu": 2, "enable_dump_args": 1,
+                                 "enable_scope_stats": True, "dump_ptoas_passes": True}
+    assert cfg.any_dfx and cfg.save_kernels    # DFX keeps the kernels beside dfx_outputs/
 
 
 def test_hardware_platform_is_refused_clearly():
