@@ -44,6 +44,10 @@ def test_profiling_true_writes_report_with_passes_and_codegen_only(tmp_path):
     assert [n for d, n in names if d == 0] == ["passes", "codegen"]
     assert (1, "AllocateMemoryAddr") in names and (1, "kernel_codegen:kernel_mul") in names
     assert (1, "orchestration_codegen") in names
+    codegen = next(st for st in profile["stages"] if st["name"] == "codegen")
+    for kernel in codegen["children"][:-1]:       # each kernel's two steps, in order
+        assert kernel["name"].startswith("kernel_codegen:")
+        assert [c["name"] for c in kernel["children"]] == ["kernel_source", "kernel_executable"]
     assert "compile" not in [n for _, n in names] and "parse" not in [n for _, n in names]
     text = (report / "pipeline_profile.txt").read_text()
     assert text.startswith("PyPTO Compile Profile") and "kernel_codegen:* x" in text  # folded

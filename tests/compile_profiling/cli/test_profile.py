@@ -309,9 +309,10 @@ def test_html_is_one_self_contained_page(work_dir, tmp_path, capsys):
     text = page.read_text()
     assert "default-src 'none'" in text
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", text)
-    # one box per stage: 16 stages + 64 kernels, and any first-call import stages
+    # one box per stage: 16 stages + 64 kernels with their 2 steps each, and any first-call
+    # import stages
     stages = [st for st, _, _ in walk(load_profile(work_dir).stages)]
-    assert len([st for st in stages if not st.name.startswith("import:")]) == 80
+    assert len([st for st in stages if not st.name.startswith("import:")]) == 16 + 64 * 3
     assert text.count('class="stage"') == len(stages)
     assert 'id="kernels"' in text and 'id="summary"' in text
     # the run explained: the answer opens the page, the figures follow the tables, as
