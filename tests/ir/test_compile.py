@@ -41,13 +41,17 @@ def test_profiling_true_writes_report_with_passes_and_codegen_only(tmp_path):
     assert {"pipeline_profile.txt", "pipeline_profile.json", "trace.json"} <= set(os.listdir(report))
     profile = json.loads((report / "pipeline_profile.json").read_text())
     names = stage_names(profile["stages"])
-    assert [n for d, n in names if d == 0] == ["passes", "codegen"]
+    # (a first compile in this process also records the imports it made)
+    assert [n for d, n in names if d == 0 and not n.startswith("import:")] == [
+        "passes", "codegen"]
     assert (1, "AllocateMemoryAddr") in names and (1, "kernel_codegen:kernel_mul") in names
     assert (1, "orchestration_codegen") in names
     codegen = next(st for st in profile["stages"] if st["name"] == "codegen")
-    for kernel in codegen["children"][:-1]:       # each kernel's two steps, in order
-        assert kernel["name"].startswith("kernel_codegen:")
-        assert [c["name"] for c in kernel["children"]] == ["kernel_source", "kernel_executable"]
+    kernels = [k for k in codegen["children"] if k["name"].startswith("kernel_codegen:")]
+    assert len(kernels) == 3
+    for kernel in kernels:                        # each kernel's two steps, in order
+        assert [c["name"] for c in kernel["children"]
+                if not c["name"].startswith("import:")] == ["kernel_source", "kernel_executable"]
     assert "compile" not in [n for _, n in names] and "parse" not in [n for _, n in names]
     text = (report / "pipeline_profile.txt").read_text()
     assert text.startswith("PyPTO Compile Profile") and "kernel_codegen:* x" in text  # folded
