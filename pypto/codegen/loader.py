@@ -41,6 +41,7 @@ class CompiledKernel:
 class TaskCall:
     kernel: str
     args: list
+    timing_slot: int | None = None   # Simpler's task-timing slot (0-15), when tagged
 
 
 @dataclass
@@ -82,7 +83,8 @@ def _checked(build: Callable, params: list[ParamSpec], program: str) -> Callable
                         f"program {program!r}: parameter {p.name!r} must be a {p.dtype} array of "
                         f"shape {p.shape}, got {getattr(a, 'dtype', type(a).__name__)} "
                         f"{getattr(a, 'shape', '')}")
-        return [TaskCall(kernel, list(args)) for kernel, args in build(tensors)]
+        return [TaskCall(call[0], list(call[1]), call[2] if len(call) > 2 else None)
+                for call in build(tensors)]
 
     return build_tasks
 

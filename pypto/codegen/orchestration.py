@@ -40,7 +40,9 @@ def python_orchestration_source(func: Function, program_name: str,
             return
         value = s.value
         if isinstance(value, KernelCall):
-            lines.append(f"{ind}tasks.append(({value.callee!r}, [{', '.join(map(_arg, value.args))}]))")
+            slot = "" if value.timing_slot is None else f", {value.timing_slot}"
+            lines.append(f"{ind}tasks.append(({value.callee!r}, "
+                         f"[{', '.join(map(_arg, value.args))}]{slot}))")
             if isinstance(s, Assign):
                 idx = returns.get(value.callee)
                 if idx is None:
@@ -88,6 +90,8 @@ def cpp_orchestration_source(func: Function, program_name: str, func_ids: dict[s
             dirs = directions[value.callee]
             args = ", ".join(f"{_ACCESS[d]}({a.name if isinstance(a, Var) else cpp_expr(a)})"
                              for a, d in zip(value.args, dirs))
+            if value.timing_slot is not None:      # Simpler: CoreTaskArgs::set_task_timing_slot
+                lines.append(f"{ind}rt->set_next_task_timing_slot({value.timing_slot});")
             lines.append(f"{ind}rt->submit_task(/*func_id=*/{func_ids[value.callee]}, "
                          f"/*{value.callee}*/ {{{args}}});")
             if isinstance(s, Assign) and returns.get(value.callee) is not None:

@@ -75,12 +75,14 @@ class Call:
 
 @dataclass(frozen=True, slots=True)
 class KernelCall:
-    """`self.kernel(...)` in an orchestration function: one task."""
+    """`self.kernel(...)` in an orchestration function: one task. `timing_slot` (0-15, from
+    `timing_slot=N`): the task is timed into Simpler's task-timing slot N."""
 
     callee: str
     args: tuple[Expr, ...]
     type: Type | None
     span: Span | None = field(default=None, compare=False)
+    timing_slot: int | None = None
 
 
 Expr = Var | Const | BinExpr | Call | KernelCall

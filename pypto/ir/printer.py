@@ -33,7 +33,10 @@ def print_expr(e: Expr) -> str:
         rhs = f"({rhs})" if isinstance(e.rhs, BinExpr) else rhs
         return f"{lhs} {e.op} {rhs}"
     if isinstance(e, KernelCall):
-        return f"self.{e.callee}({', '.join(print_expr(a) for a in e.args)})"
+        args = [print_expr(a) for a in e.args]
+        if e.timing_slot is not None:
+            args.append(f"timing_slot={e.timing_slot}")
+        return f"self.{e.callee}({', '.join(args)})"
     if isinstance(e, Call):
         a = [print_expr(x) for x in e.args]
         if e.op == "load":

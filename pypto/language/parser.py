@@ -38,6 +38,7 @@ from pypto.ir.types import (
 ELEMENTWISE = {"add", "sub", "mul", "div", "maximum"}
 UNARY = {"exp", "row_sum", "row_max"}
 _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//", ast.Mod: "%"}
+TIMING_SLOTS = 16   # Simpler's task-timing slots: timing_slot=0..15
 
 
 def _fold_int(op: str, a: int, b: int) -> int:
@@ -519,9 +520,18 @@ class ProgramParser:
         sig = self.sigs.get(callee)
         if sig is None or sig.func_type is not FunctionType.InCore:
             raise self.error(node.func, f"unknown kernel {callee!r}")
-        if node.keywords or len(node.args) != len(sig.params):
+        slot = None
+        for kw in node.keywords:
+            if kw.arg != "timing_slot":
+                raise self.error(kw, f"kernel call {callee!r}: unknown keyword "
+                                     f"{kw.arg or '**'!r} (the only one is timing_slot=N)")
+            slot = getattr(kw.value, "value", None) if isinstance(kw.value, ast.Constant) else None
+            if type(slot) is not int or not 0 <= slot < TIMING_SLOTS:
+                raise self.error(kw.value, f"timing_slot must be an integer literal 0-"
+                                           f"{TIMING_SLOTS - 1} (Simpler's task-timing slots)")
+        if len(node.args) != len(sig.params):
             raise self.error(node, f"kernel {callee!r} takes {len(sig.params)} positional arguments, "
-                                   f"got {len(node.args) + len(node.keywords)}")
+                                   f"got {len(node.args)}")
         args = []
         for arg_node, p in zip(node.args, sig.params):
             e = self.parse_expr(arg_node)
@@ -541,7 +551,7 @@ class ProgramParser:
         if len(sig.return_types) > 1:
             raise self.error(node, f"kernel {callee!r} returns several values; orchestration "
                                    "calls support one")
-        return KernelCall(callee, tuple(args), rtype, self.span(node))
+        return KernelCall(callee, tuple(args), rtype, self.span(node), slot)
 
 
 def print_off(e: Expr):

@@ -160,6 +160,8 @@ class RunConfig:
     and recorded, but the simulator produces nothing for them (`NOT_SIMULATED`).
     `dump_passes`: IR dumps per pass. `codegen_only`: compile, never execute.
     `device_process=True` runs the device in a child process (a second pid in traces).
+    `host_log_queue`: the simulated host logger's queue (records; Simpler's holds 4096): a
+    run emitting more loses the rest, and its log says so (`[HOSTLOG_DROPS]`).
     `work_dir`: where everything goes (default `save_kernels_dir`, else
     `build_output/<program>_<timestamp>`).
     """
@@ -187,6 +189,7 @@ class RunConfig:
     num_aic_cores: int = 8
     num_aiv_cores: int = 16
     num_sched_threads: int = 3
+    host_log_queue: int = 4096
     case_name: str | None = None
     compile_options: dict = field(default_factory=dict)
 
@@ -218,7 +221,8 @@ class RunConfig:
             v = getattr(self, name)
             if not isinstance(v, (int, float)) or isinstance(v, bool) or v < 0 or math.isnan(v):
                 raise RuntimeConfigError(f"{name} must be a non-negative number, got {v!r}")
-        for name, low in (("num_aic_cores", 0), ("num_aiv_cores", 0), ("num_sched_threads", 1)):
+        for name, low in (("num_aic_cores", 0), ("num_aiv_cores", 0), ("num_sched_threads", 1),
+                          ("host_log_queue", 1)):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < low or v > 4096:
                 raise RuntimeConfigError(f"{name} must be an int >= {low}, got {v!r}")

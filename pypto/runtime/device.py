@@ -95,6 +95,23 @@ class DeviceRun:
     pid: int = 0
     tid: int = 0                   # native id of the thread that ran the execution
     run_epoch: int = field(default_factory=lambda: next(_RUN_EPOCHS))
+    # Simpler's task-timing slots: slot -> (earliest dispatch, latest finish), host ns, of
+    # the tasks tagged with it (complete slots only), stamped at any swimlane level
+    task_slots: dict[int, tuple[int, int]] = field(default_factory=dict)
+
+
+def _fold_slots(per_thread: list[dict[int, list[int]]]) -> dict[int, tuple[int, int]]:
+    """Simpler's reduction: per slot min(dispatch) / max(finish) over the scheduler threads;
+    a slot is kept only when complete (dispatched, and finished after)."""
+    out: dict[int, tuple[int, int]] = {}
+    for stamps in per_thread:
+        for slot, (d, f) in stamps.items():
+            if slot in out:
+                d0, f0 = out[slot]
+                d = min(x for x in (d, d0) if x) if (d or d0) else 0
+                f = max(f, f0)
+            out[slot] = (d, f)
+    return {k: v for k, v in sorted(out.items()) if v[0] and v[1] > v[0]}
 
 
 class DeviceExecutionError(Exception):
@@ -169,6 +186,9 @@ class SimulatedDevice:
         self._host_phase("arena_h2d", t0, nbytes, upload=True)
         bind_end = runner_start = _pc()
         self._aicpu_windows: dict[str, list[tuple[int, int]]] = {"sched": [], "orch": []}
+        # per scheduler thread: slot -> [earliest dispatch, latest finish], folded after
+        self._slot_stamps: list[dict[int, list[int]]] = [
+            {} for _ in range(layout.num_sched_threads)]
 
         threads = self._start_threads()
         if host_mode:
@@ -194,9 +214,11 @@ class SimulatedDevice:
                     np.copyto(v, dev_tensors[k])
             self._host_phase("arena_d2h", t0, 0)
         end_ns = _pc()
-        return DeviceRun(graph, rec, self.counter, layout, start_ns, end_ns, error, orch_start,
-                         {"bind": (start_ns, bind_end), "runner_run": (runner_start, runner_end)},
-                         self._aicpu_windows, os.getpid(), threading.get_native_id())
+        run = DeviceRun(graph, rec, self.counter, layout, start_ns, end_ns, error, orch_start,
+                        {"bind": (start_ns, bind_end), "runner_run": (runner_start, runner_end)},
+                        self._aicpu_windows, os.getpid(), threading.get_native_id())
+        run.task_slots = _fold_slots(self._slot_stamps)
+        return run
 
     def _aicpu_timed(self, kind: str, fn):
         """`fn` stamping its thread's first and last instant (an AICPU thread's part of
@@ -360,6 +382,7 @@ class SimulatedDevice:
         rec2, rec3 = level >= 2, level >= 3
         aicpu_rows = self._rec.aicpu_rows
         phases = self._rec.sched_phases[me]
+        slots = self._slot_stamps[me]
         reg_of = {}          # core -> registers used so far (per-core task counter)
         inflight = {}        # core -> (reg, dispatch_ns)
         loop_iter = 0
@@ -391,6 +414,9 @@ class SimulatedDevice:
                         if rec2:
                             reg, disp = inflight.pop(core)
                             aicpu_rows[core].append((reg, disp, finish))
+                        if task.timing_slot is not None:       # a tagged task's finish
+                            window = slots.setdefault(task.timing_slot, [0, 0])
+                            window[1] = max(window[1], finish or _pc())
                         if err is not None:
                             failed = (task, err)
                             continue
@@ -439,6 +465,10 @@ class SimulatedDevice:
                 reg_of[core] = reg
                 if rec2:
                     inflight[core] = (reg, _pc())
+                if task.timing_slot is not None:               # a tagged task's dispatch
+                    window = slots.setdefault(task.timing_slot, [0, 0])
+                    d = inflight[core][1] if rec2 else _pc()
+                    window[0] = d if not window[0] else min(window[0], d)
                 boxes[core].put((task, reg))
             for t in targets:
                 self._sched_queues[t].put(_NUDGE)

@@ -42,6 +42,7 @@ class DeviceSettings:
     drift_ppm: float = 0.0
     device_id: int = 0
     not_simulated: dict = field(default_factory=dict)   # recorded in the capture's metadata
+    host_log_queue: int = 4096    # records the simulated host logger's queue holds
 
 
 @dataclass
@@ -71,14 +72,17 @@ def run_device(program: Any, host_tensors: dict[str, Any], s: DeviceSettings) ->
     t0 = _pc()
     files = []
     error = run.error
-    if s.level >= 1 or s.dep_gen:  # also after a failure: what was recorded helps debugging
+    # also after a failure: what was recorded helps debugging. Tagged tasks (timing slots)
+    # are their own switch, as in Simpler: their spans are in the host log.
+    if s.level >= 1 or s.dep_gen or run.task_slots:
         try:
             files = [str(p) for p in write_dfx_outputs(
                 run, s.dfx_dir, level=s.level, dep_gen=s.dep_gen, case_name=s.case_name,
-                kernels=program.kernels, device_id=s.device_id, not_simulated=s.not_simulated,
+                kernels=program.kernels, not_simulated=s.not_simulated,
                 orchestration_name=getattr(program, "orchestration_name", None))]
             files.append(str(write_host_log(run, s.dfx_dir, getattr(program, "name", None)
-                                            or s.case_name)))
+                                            or s.case_name, device_id=s.device_id,
+                                            queue=s.host_log_queue)))
         except PyptoError as e:
             error = (error + "; " if error else "") + f"DFX outputs not written: {e}"
     return DeviceOutcome(error, host_tensors, len(run.graph.tasks), run.start_ns, run.end_ns,

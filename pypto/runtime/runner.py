@@ -329,7 +329,8 @@ def execute_on_device(program: Any, tensors: dict, config: RunConfig, work_dir: 
                               config.num_sched_threads, config.clock_freq_hz,
                               config.swimlane_level, config.runtime, config.enable_dep_gen,
                               str(work_dir / DFX_DIR), config.case_name or name,
-                              device_id=config.device_id, not_simulated=not_simulated)
+                              device_id=config.device_id, not_simulated=not_simulated,
+                              host_log_queue=config.host_log_queue)
     dev_args = {"platform": config.platform, "runtime": config.runtime,
                 "chip_swimlane_level": config.swimlane_level,
                 "device_process": config.device_process, "device_id": config.device_id}

@@ -28,10 +28,10 @@ NAME_MAP_LEVEL = 2  # Simpler's name maps carry the hierarchy level of a chip ru
 
 def write_dfx_outputs(run: DeviceRun, dfx_dir: str | os.PathLike, *, level: int,
                       dep_gen: bool, case_name: str, kernels: dict[str, Any],
-                      orchestration_name: str | None, device_id: int = 0,
+                      orchestration_name: str | None,
                       not_simulated: dict | None = None) -> list[Path]:
     """Write the files the flags ask for; returns their paths. The settings the simulator
-    could not honour go into the capture's metadata; `device_id` is the run log's."""
+    could not honour go into the capture's metadata."""
     out = ensure_dir(dfx_dir)
     written = []
     if level >= 1:

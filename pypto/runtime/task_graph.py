@@ -53,6 +53,7 @@ class DeviceTask:
     succs: list[int] = field(default_factory=list)
     pending: int = 0
     done: bool = False
+    timing_slot: int | None = None  # Simpler's task-timing slot, when the call was tagged
 
 
 @dataclass(slots=True)
@@ -127,7 +128,8 @@ class TaskGraph:
             raise CompileError(f"kernel {kernel.name!r} has core type {kernel.core_type!r}; "
                                f"expected one of {CORE_TYPES}")
         task = DeviceTask(idx, task_id_of(idx, self.ring), kernel.name, kernel.func_id,
-                          kernel.core_type, kernel.fn, args)
+                          kernel.core_type, kernel.fn, args,
+                          timing_slot=getattr(call, "timing_slot", None))
         preds: dict[int, None] = {}
         details = [] if self.record_details else None
         for i, (arg, p) in enumerate(zip(args, params)):

@@ -232,3 +232,14 @@ def test_cpp_kernel_source_writes_loops_that_reach_codegen_as_counted_loops():
     body_end = lines.index("    }", start)
     assert body_end > start + 1
     assert all(line.startswith("        ") for line in lines[start + 1:body_end])
+
+
+def test_timing_slots_reach_the_task_calls(tmp_path):
+    from runtime_support import SLOTTED_TAGS, slotted_program
+
+    compiled = load_compiled(ir.compile(slotted_program(), output_dir=str(tmp_path)))
+    a = np.ones((64, 64), np.float32)
+    calls = compiled.build_tasks({"a": a, "b": a, "f": np.zeros_like(a)})
+    assert [c.timing_slot for c in calls] == [SLOTTED_TAGS.get(i) for i in range(4)]
+    cpp = (tmp_path / "orchestration.cpp").read_text()
+    assert cpp.count("rt->set_next_task_timing_slot(5);") == 2

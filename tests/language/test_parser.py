@@ -258,3 +258,19 @@ def test_tile_parameters_and_float_scalar_on_int_tiles_are_rejected():
                       "        return out\n",
                       params=f"a: pl.Tensor[[8, 8], pl.INT32], out: pl.Out[{T}]")
     assert "0.5 is not an INT32 value" in parse_error(src).problem
+
+
+def test_a_kernel_call_takes_simplers_timing_slot_and_nothing_else():
+    tagged = program_src(GOOD_BODY, orch="        out = self.k(a, out, timing_slot=15)\n"
+                                          "        return out\n")
+    prog = pl.parse_program(tagged, "prog.py")
+    assert "self.k(a, out, timing_slot=15)" in print_program(prog)
+    again = pl.parse_program(print_program(prog), "printed.py")      # printed form parses
+    assert print_program(again) == print_program(prog)
+    for value, what in (("16", "0-15"), ("-1", "0-15"), ("n", "0-15"), ("1.0", "0-15")):
+        src = program_src(GOOD_BODY, orch=f"        n = 1\n        out = self.k(a, out, "
+                                          f"timing_slot={value})\n        return out\n")
+        assert f"timing_slot must be an integer literal {what}" in parse_error(src).problem
+    other = program_src(GOOD_BODY, orch="        out = self.k(a, out, slot=1)\n"
+                                         "        return out\n")
+    assert "unknown keyword 'slot'" in parse_error(other).problem

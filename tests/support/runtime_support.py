@@ -198,3 +198,44 @@ def host_ns_mapper(meta: dict):
     c0, c1 = a["device_cycles"], b["device_cycles"]
     slope = (h1 - h0) / (c1 - c0)
     return (lambda c: h0 + (c - c0) * slope), (c0, c1)
+
+
+# -- a DSL program with Simpler task-timing slots: slot 3 on the first task, slot 5 on the two
+# that follow it (a duplicate slot: their windows merged), the last one untagged ------------
+
+SLOTTED_SOURCE = '''
+import pypto.language as pl
+
+R, C = 64, 64
+
+
+@pl.program
+class Slotted:
+    @pl.function(type=pl.FunctionType.InCore)
+    def kadd(self, a: pl.Tensor[[R, C], pl.FP32], b: pl.Tensor[[R, C], pl.FP32],
+             out: pl.Out[pl.Tensor[[R, C], pl.FP32]]) -> pl.Tensor[[R, C], pl.FP32]:
+        ta = pl.load(a, [0, 0], [R, C])
+        tb = pl.load(b, [0, 0], [R, C])
+        out = pl.store(pl.add(ta, tb), [0, 0], out)
+        return out
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def main(self, a: pl.Tensor[[R, C], pl.FP32], b: pl.Tensor[[R, C], pl.FP32],
+             f: pl.Out[pl.Tensor[[R, C], pl.FP32]]) -> pl.Tensor[[R, C], pl.FP32]:
+        t0 = pl.create_tensor([R, C], dtype=pl.FP32)
+        t1 = pl.create_tensor([R, C], dtype=pl.FP32)
+        t2 = pl.create_tensor([R, C], dtype=pl.FP32)
+        t0 = self.kadd(a, b, t0, timing_slot=3)
+        t1 = self.kadd(t0, b, t1, timing_slot=5)
+        t2 = self.kadd(t0, a, t2, timing_slot=5)
+        f = self.kadd(t1, t2, f)
+        return f
+'''
+SLOTTED_TAGS = {0: 3, 1: 5, 2: 5}      # task index -> slot
+
+
+def slotted_program():
+    """The `Slotted` program parsed (a fresh `ir.Program`)."""
+    import pypto.language as pl
+
+    return pl.parse_program(SLOTTED_SOURCE, "slotted.py")

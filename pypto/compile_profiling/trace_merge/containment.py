@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 
 import numpy as np
@@ -48,6 +48,7 @@ __all__ = ["METHOD", "RUN_ROOTS", "CaptureWindows", "Containment", "HostWindow",
            "NotOneRun", "contain", "fmt_ns", "host_windows", "join_origin"]
 
 METHOD = "span_containment_v1"
+CYCLES_METHOD = "device_wall_cycles"   # joined by device_wall's cycles, inside runner_run
 # The root span of one chip run, today's name first: PyPTO #2465 / Simpler #1877 renamed
 # `simpler_run` to `chip.run`, and Simpler #1210 had renamed `run_prepared` to `simpler_run`.
 RUN_ROOTS = ("chip.run", "simpler_run", "run_prepared")
@@ -56,6 +57,8 @@ DEVICE_WALL = ".runner_run.device_wall"
 AICPU_LAUNCH = ".runner_run.aicpu_launch"
 # The device_wall sub-phases a capture also records, in the order they narrow the join.
 JOIN_PHASES = ("sched", "orch")
+SLOT = "task_slot_"        # device_wall.task_slot_<N>: a task-timing slot, not a sub-phase
+CYCLES = "device_wall cycles"    # the join's source when device_wall gives its cycles
 # The dispatch a root span names (all four, else none), as Simpler's `_host_identity`.
 IDENTITY_FIELDS = ("run_id", "dispatch_id", "slot_id", "generation")
 NS_PER_S = 10**9
@@ -87,6 +90,13 @@ class HostWindow:
     aicpu_launch_ns: int | None
     launch_problem: str | None                 # why a marker present was not usable
     spans: Sequence[StraceSpan] = ()               # its spans, in log order
+    # device_wall's absolute device-counter bounds (Simpler's newer writer): (start cycle,
+    # end cycle, counter Hz), the device id, or why attributes present were unusable
+    wall_cycles: tuple[int, int, int] | None = None
+    device_id: int | None = None
+    wall_cycles_problem: str | None = None
+    # task-timing slots (device_wall.task_slot_<N>): N -> (ts, dur), device-phase ns
+    slots: dict[int, tuple[int, int]] = field(default_factory=dict)
 
     @property
     def end_ns(self) -> int:
@@ -112,11 +122,17 @@ class CaptureWindows:
 @dataclass(slots=True)
 class Join:
     """Where the capture's cycles sit on the device-phase timeline: `origin` (cycles) is the
-    cycle of phase time 0, anywhere in `[lo, hi]`."""
+    cycle of phase time 0, anywhere in `[lo, hi]` (one cycle when `device_wall` gave it).
+    `ruled_out`: evidence not used, each with the reason."""
 
     lo: Fraction
     hi: Fraction
     sources: tuple[str, ...]
+    ruled_out: tuple[str, ...] = ()
+
+    @property
+    def by_cycles(self) -> bool:
+        return self.sources == (CYCLES,)
 
     @property
     def origin(self) -> Fraction:
@@ -162,7 +178,8 @@ class Containment:
         """Simpler's `span_containment_v1` fields (host ns moved onto the reference axis),
         and the offset's interval."""
         w, f = self.window, self.capture.freq_hz
-        out = {"method": METHOD, "outer_span": w.root + RUNNER, "outer_pid": w.pid,
+        out = {"method": CYCLES_METHOD if self.join.by_cycles else METHOD,
+               "outer_span": w.root + RUNNER, "outer_pid": w.pid,
                "outer_inv": w.inv, "outer_start_ns": w.start_ns + host_offset_ns,
                "outer_duration_ns": w.dur_ns, "device_wall_ns": w.device_wall_ns,
                "device_extent_ns": round(self.extent_ns),
@@ -181,6 +198,14 @@ class Containment:
         if w.aicpu_launch_ns is not None and not any("aicpu_launch" in d for d in self.dropped):
             out["aicpu_launch_ns"] = w.aicpu_launch_ns + host_offset_ns
             out["causal_constraint"] = "aicpu_launch<=device_start"
+        if w.wall_cycles is not None:
+            out["device_wall_cycles"] = {"start": w.wall_cycles[0], "end": w.wall_cycles[1],
+                                         "hz": w.wall_cycles[2]}
+        if w.device_id is not None:
+            out["device_id"] = w.device_id
+        if w.slots:
+            out["task_slots"] = {str(n): {"ts_ns": ts, "dur_ns": dur}
+                                 for n, (ts, dur) in sorted(w.slots.items())}
         if self.dropped:
             out["dropped_constraints"] = list(self.dropped)
         return out
@@ -230,9 +255,13 @@ def host_windows(log: RunLog) -> list[HostWindow]:
         runner, wall = named[root + RUNNER], named.get(root + DEVICE_WALL)
         if runner.device_clock or wall is None or not wall.device_clock:
             continue
-        phases = {name[len(prefix):]: (sp.ts_ns, sp.dur_ns) for name, sp in named.items()
-                  if name.startswith(prefix) and sp.device_clock and sp.dur_ns > 0
-                  and "." not in name[len(prefix):]}
+        subs = {name[len(prefix):]: (sp.ts_ns, sp.dur_ns) for name, sp in named.items()
+                if name.startswith(prefix) and sp.device_clock and sp.dur_ns > 0
+                and "." not in name[len(prefix):]}
+        slots = {int(k[len(SLOT):]): v for k, v in subs.items()
+                 if k.startswith(SLOT) and k[len(SLOT):].isascii() and k[len(SLOT):].isdigit()}
+        phases = {k: v for k, v in subs.items() if not k.startswith(SLOT)}
+        cycles, device_id, cycles_problem = _wall_cycles(wall)
         launch, problem = named.get(root + AICPU_LAUNCH), None
         launch_ns = None
         if launch is not None:
@@ -247,8 +276,31 @@ def host_windows(log: RunLog) -> list[HostWindow]:
         out.append(HostWindow(log, runner.pid, runner.inv, root, runner.ts_ns, runner.dur_ns,
                               wall.dur_ns, phases, _identity(root_span),
                               int(epoch) if epoch.isascii() and epoch.isdigit() else None,
-                              launch_ns, problem, log.spans_at(rows)))
+                              launch_ns, problem, log.spans_at(rows), cycles, device_id,
+                              cycles_problem, slots))
     return out
+
+
+def _wall_cycles(wall: StraceSpan) -> tuple[tuple[int, int, int] | None, int | None, str | None]:
+    """device_wall's `dev_start_cycle`, `dev_end_cycle`, `dev_cnt_hz` (all three, or none)
+    and `dev_id`; a problem when they are there but unusable."""
+    a = wall.attrs
+    dev = a.get("dev_id", "")
+    device_id = int(dev) if dev.isascii() and dev.isdigit() else None
+    keys = ("dev_start_cycle", "dev_end_cycle", "dev_cnt_hz")
+    present = [k for k in keys if k in a]
+    if not present:
+        return None, device_id, None
+    vals = [a.get(k, "") for k in keys]
+    if len(present) < 3 or not all(v.isascii() and v.isdigit() and len(v) <= 19 for v in vals):
+        return None, device_id, ("device_wall's " + " ".join(f"{k}={a.get(k, '(missing)')[:24]}"
+                                                             for k in keys)
+                                 + " are not three counter readings")
+    start, end, hz = map(int, vals)
+    if hz <= 0 or end < start or start <= 0:
+        return None, device_id, (f"device_wall's dev_start_cycle={start} dev_end_cycle={end} "
+                                 f"dev_cnt_hz={hz} do not describe a window")
+    return (start, end, hz), device_id, None
 
 
 # --------------------------------------------------------------------------- the join
@@ -273,11 +325,32 @@ def join_origin(w: HostWindow, cap: CaptureWindows) -> Join:
         if name in w.phases and name in cap.windows:
             narrow(*w.phases[name], *cap.windows[name], name)
     narrow(0, w.device_wall_ns, *cap.extent, "device_wall")
+    if "aicpu" in cap.windows:          # each slot lies within the AICPU's dispatches/finishes
+        first, last = cap.windows["aicpu"]
+        for slot, (ts, dur) in sorted(w.slots.items()):
+            lo = max(lo, first - Fraction(ts * f, NS_PER_S))
+            hi = min(hi, last - Fraction((ts + dur) * f, NS_PER_S))
+            sources.append(f"{SLOT}{slot}")
     if lo > hi:
         width = (lo - hi) * NS_PER_S / f
         raise NotOneRun(f"the device windows they report do not overlap ({', '.join(sources)} "
                         f"miss each other by {fmt_ns(width)})")
-    return Join(lo, hi, tuple(sources))
+    ruled_out = []
+    if w.wall_cycles_problem is not None:
+        ruled_out.append(f"{w.wall_cycles_problem}: not used")
+    elif w.wall_cycles is not None:
+        start, _, hz = w.wall_cycles
+        if hz != f:
+            ruled_out.append(f"device_wall's cycles (dev_cnt_hz={hz}, the capture counts at "
+                             f"{f} Hz): not used")
+        elif lo - 1 <= start <= hi + 1:     # within a cycle of what the ns figures allow
+            return Join(Fraction(start), Fraction(start), (CYCLES,))
+        else:
+            miss = (lo - start if start < lo else start - hi) * NS_PER_S / f
+            ruled_out.append(f"device_wall's dev_start_cycle={start}: {fmt_ns(miss)} "
+                             f"{'before' if start < lo else 'after'} what {', '.join(sources)} "
+                             "allow (the cycles and the log's ns figures disagree): not used")
+    return Join(lo, hi, tuple(sources), tuple(ruled_out))
 
 
 # --------------------------------------------------------------------------- the placement
@@ -291,22 +364,27 @@ def contain(w: HostWindow, cap: CaptureWindows,
     join = join_origin(w, cap)
     f, origin = cap.freq_hz, join.origin
     drawn = [(c - origin) * NS_PER_S / f for c in cap.extent]
-    for ts, dur in w.phases.values():
+    for ts, dur in (*w.phases.values(), *w.slots.values()):
         drawn += [Fraction(ts), Fraction(ts + dur)]
     lo_phase, hi_phase = min(drawn), max(drawn)
     head = min(Fraction(0), lo_phase)
-    extent = max(Fraction(w.device_wall_ns), hi_phase) - head
+    wall_ns = Fraction(w.device_wall_ns)
+    if join.by_cycles:                  # the wall's own length on the device counter
+        wall_ns = Fraction((w.wall_cycles[1] - w.wall_cycles[0]) * NS_PER_S, f)
+    extent = max(wall_ns, hi_phase) - head
     constraints = [f"the device block inside {w.root}{RUNNER}"]
-    dropped: list[str] = []
+    dropped: list[str] = list(join.ruled_out)
+    wall_kept = True
     outer = w.dur_ns - extent
     if outer < 0:
         drawn_extent = hi_phase - head
         if w.dur_ns - drawn_extent < 0:
             raise NotOneRun(f"{fmt_ns(drawn_extent)} of device work does not fit in "
                             f"{w.where}'s {w.root}{RUNNER} of {fmt_ns(w.dur_ns)}")
-        dropped.append(f"device_wall ({fmt_ns(w.device_wall_ns)}) inside {w.root}{RUNNER} "
+        dropped.append(f"device_wall ({fmt_ns(wall_ns)}) inside {w.root}{RUNNER} "
                        f"({fmt_ns(w.dur_ns)}): longer than what is left after the device "
                        "start; only the records and sub-phases are kept inside")
+        wall_kept = False
         extent = drawn_extent
         outer = w.dur_ns - extent
     place_lo = Fraction(w.start_ns)
@@ -333,24 +411,31 @@ def contain(w: HostWindow, cap: CaptureWindows,
         place_lo, place_hi = lo, hi
         constraints.append(why)
         kept_stages.append((start_ns, end_ns))
-    off_lo, off_hi, wall_hi = _offset_interval(w, cap, join, launch, kept_stages)
+    if join.by_cycles:
+        constraints.append(f"joined by device_wall's cycles ({w.wall_cycles[0]} to "
+                           f"{w.wall_cycles[1]} at {w.wall_cycles[2]} Hz)")
+    off_lo, off_hi, wall_hi = _offset_interval(w, cap, join, launch, kept_stages,
+                                               wall_kept and join.by_cycles)
     return Containment(w, cap, join, head, extent, place_lo, place_hi, outer, constraints,
                        dropped, off_lo, off_hi, wall_hi)
 
 
 def _offset_interval(w: HostWindow, cap: CaptureWindows, join: Join, launch: int | None,
-                     stages: list[tuple[int, int]]
+                     stages: list[tuple[int, int]], wall_by_cycles: bool
                      ) -> tuple[Fraction, Fraction, Fraction | None]:
     """The offset (`host ns = cycles * k + offset`, k = 1e9 / f, log clock) that the kept
     evidence allows for any origin in the join: the records `[first, last]` inside
-    `runner_run`, after the launch marker and inside each stage; the sub-phases (at
-    `origin * k + offset + ts`) inside `runner_run` and after the marker. Also the upper end
-    if `device_wall`'s own length had to end inside `runner_run` (None: it would not cut)."""
+    `runner_run`, after the launch marker and inside each stage; the sub-phases and task
+    slots (at `origin * k + offset + ts`) inside `runner_run` and after the marker. With
+    `wall_by_cycles`, `device_wall` itself (its cycles, read off the device counter) ends
+    inside `runner_run`, as Simpler's contract says. Else also the upper end if
+    `device_wall`'s ns length had to end inside `runner_run` (None: it would not cut)."""
     k = Fraction(NS_PER_S, cap.freq_hz)
     first, last = cap.extent
     run_s, run_e = w.start_ns, w.start_ns + w.dur_ns
-    p_lo = min([0] + [ts for ts, _ in w.phases.values()])
-    p_hi = max([0] + [ts + dur for ts, dur in w.phases.values()])
+    spans = [*w.phases.values(), *w.slots.values()]
+    p_lo = min([0] + [ts for ts, _ in spans])
+    p_hi = max([0] + [ts + dur for ts, dur in spans])
     lows = [run_s - first * k, run_s - p_lo - join.hi * k]
     highs = [run_e - last * k, run_e - p_hi - join.lo * k]
     if launch is not None:
@@ -358,7 +443,11 @@ def _offset_interval(w: HostWindow, cap: CaptureWindows, join: Join, launch: int
     for start_ns, end_ns in stages:
         lows.append(start_ns - first * k)
         highs.append(end_ns - last * k)
+    if wall_by_cycles:
+        highs.append(run_e - w.wall_cycles[1] * k)
     lo, hi = max(lows), min(highs)
+    if wall_by_cycles:
+        return lo, hi, None
     wall = run_e - max(p_hi, w.device_wall_ns) - join.lo * k
     return lo, hi, (max(wall, lo) if wall < hi else None)
 

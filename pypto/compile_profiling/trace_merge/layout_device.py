@@ -233,7 +233,7 @@ def add_capture(
         )
     line = ", ".join(f"{v} {k}" for k, v in counts.items() if v)
     if dev.containment is not None:
-        how = f"CONTAINED {dev.bound} ({dev.how})"
+        how = f"{dev.status.upper()} {dev.bound} ({dev.how})"
     elif estimated:
         how = f"ESTIMATED{' ±' + fmt_ns(dev.uncertainty_ns) if dev.uncertainty_ns is not None else ''} ({dev.how})"
     else:

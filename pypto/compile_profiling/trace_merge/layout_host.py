@@ -93,13 +93,18 @@ def add_report(builder: TimelineBuilder, report_plan) -> None:
                       "alignment": f"estimated: {report_plan.how}", "estimated": True})
 
 
+_TASK_SLOT = ".device_wall.task_slot_"
+
+
 def add_run_log(builder: TimelineBuilder, capture_plan: CapturePlan, warnings: list[str]) -> None:
     """[STRACE] host spans on their real pid/tid; each invocation's clk=dev spans on a
-    device-clock lane of its process (placed by `place`: one lane per invocation when the
-    process ran several), or left out with a warning when nothing places them."""
+    device-clock lane of its process (its task-timing slots on a "task slots" lane beside
+    it; placed by `place`: one lane per invocation when the process ran several), or left
+    out with a warning when nothing places them. A process whose host logger dropped
+    records ([HOSTLOG_DROPS]) is warned about and marked incomplete in the sources."""
     log, host_clock = capture_plan.capture.run_log, capture_plan.host
     rows = builder.host_rows
-    added = dev = 0
+    added = dev = slots = 0
     placed = {(pid, inv): v for (path, pid, inv), v in builder.plan.wall_offsets.items()
               if path == log.path}
     runs_of: dict[int, int] = {}
@@ -121,23 +126,27 @@ def add_run_log(builder: TimelineBuilder, capture_plan: CapturePlan, warnings: l
                 continue
             offset, label = where
             several = runs_of[sp.pid] > 1
-            key = (proc.pid, sp.inv if several else None)
+            lane = "task slots" if _TASK_SLOT in sp.name else "device clock"
+            key = (proc.pid, sp.inv if several else None, lane)
             track = dev_lanes.get(key)
             if track is None:
-                name = f"device clock inv {sp.inv} ({label})" if several else \
-                    f"device clock ({label})"
-                track = dev_lanes[key] = builder.lane(proc, name, 1 << 20)
+                name = f"{lane} inv {sp.inv} ({label})" if several else f"{lane} ({label})"
+                track = dev_lanes[key] = builder.lane(
+                    proc, name, (1 << 20) + (1 if lane == "task slots" else 0))
             start = sp.ts_ns + offset
             args["device_clock_ts_ns"] = sp.ts_ns
             labels[label] = None
             dev += 1
+            slots += lane == "task slots"
         else:
             track = builder.thread(proc, sp.tid, f"thread {sp.tid}", 0)
             start = sp.ts_ns + host_clock.offset_ns
             added += 1
         rows.add(track, start, start + sp.dur_ns, sp.name, "simpler_host", args)
     skipped = int(log.device_clock.sum()) - dev
-    extra = (f", {dev} clk=dev spans on the run's device-clock lane ({'; '.join(labels)})"
+    extra = (f", {dev - slots} clk=dev spans on the run's device-clock lane"
+             + (f" and {slots} task slots on its task-slots lane" if slots else "")
+             + f" ({'; '.join(labels)})"
              if dev else "")
     if skipped:
         warnings.append(
@@ -145,8 +154,19 @@ def add_run_log(builder: TimelineBuilder, capture_plan: CapturePlan, warnings: l
             "inside a host span to place them)"
         )
     builder.summary.append(f"{log.path}: run log, {added} [STRACE] host spans; {host_clock.how}{extra}")
-    builder.sources.append({"path": log.path, "kind": "run_log", "alignment": host_clock.how,
-                      "offset_ns": host_clock.offset_ns})
+    source = {"path": log.path, "kind": "run_log", "alignment": host_clock.how,
+              "offset_ns": host_clock.offset_ns}
+    if log.host_log_drops:
+        source["host_log_dropped"] = {str(pid): {"total": d.total, **d.by_reason}
+                                      for pid, d in sorted(log.host_log_drops.items())}
+        source["host_side_incomplete"] = True
+        for pid, d in sorted(log.host_log_drops.items()):
+            why = ", ".join(f"{k}={v}" for k, v in d.by_reason.items() if v)
+            warnings.append(f"{log.path}: process {pid}'s host logger dropped {d.total} "
+                            f"records ([HOSTLOG_DROPS] line {d.line}{': ' + why if why else ''})"
+                            ": its host side is incomplete (spans, and figures from them, "
+                            "may be missing)")
+    builder.sources.append(source)
     if log.clock_anchors:
         builder.tl.metadata.setdefault("simpler_clock_anchors", []).extend(
             {"pid": a.pid, "mono_ns": a.mono_ns, "wall_ns": a.wall_ns, "source": log.path}

@@ -99,7 +99,7 @@ class DeviceClock:
     """Device cycles -> reference-axis ns, and how sure that is: the true offset (`ns =
     cycles * 1e9 / f + offset`) lies in `[offset_lo_ns, offset_hi_ns]` (None: no bound)."""
 
-    status: str                       # "calibrated" | "contained" | "estimated"
+    status: str                       # "calibrated" | "joined" | "contained" | "estimated"
     freq_hz: int
     how: str                          # for the summary and the process args
     mapping: ClockMapping | None = None
@@ -143,7 +143,7 @@ class DeviceClock:
         if self.mapping is not None:
             info = self.mapping.describe()
         elif self.containment is not None:
-            info = {"status": "contained", **self.containment.metadata(self.host_offset_ns),
+            info = {"status": self.status, **self.containment.metadata(self.host_offset_ns),
                     "reason": self.how, "frequency_hz": self.freq_hz,
                     "offset_ns": self.offset_ns, "uncertainty_ns": self.uncertainty_ns}
             return info
@@ -170,9 +170,11 @@ class DeviceClock:
     @property
     def label(self) -> str:
         """What the device processes' names say: "calibrated ±386 ns", "contained -2.1 us/
-        +334.0 ms" (the records may lie that much earlier or later than drawn), "estimated
-        ±85.6 ms"."""
+        +334.0 ms" (the records may lie that much earlier or later than drawn), "joined by
+        device_wall cycles -12 us/+40 us", "estimated ±85.6 ms"."""
         if self.containment is not None:
+            if self.status == "joined":
+                return f"joined by device_wall cycles {self.bound}"
             return f"contained {self.bound}"
         sure = "" if self.uncertainty_ns is None else f" ±{fmt_ns(self.uncertainty_ns)}"
         return f"{self.status}{sure}"
@@ -502,7 +504,8 @@ def _capture_windows(cap: rs.Capture) -> CaptureWindows | None:
                                 *lifecycle])
         if ext is None:
             return None
-        found = {"sched": _positive_bounds(sched), "orch": _positive_bounds(orch)}
+        found = {"sched": _positive_bounds(sched), "orch": _positive_bounds(orch),
+                 "aicpu": _positive_bounds([c["dispatch_cycles"], c["finish_cycles"]])}
         return CaptureWindows(rec.path, rec.freq_hz, ext,
                               {k: v for k, v in found.items() if v is not None})
     slices = [(conv, s) for conv in cap.converted for s in conv.slices]
@@ -614,13 +617,17 @@ def _contained(capture_plan: CapturePlan, windows: CaptureWindows, stage, why_no
         raise _not_one_run(capture_plan, windows.path, e) from None
     slack = round(c.slack_ns)
     join = c.join
-    how = (f"{METHOD}: {w.log.path} {w.where} (paired by {capture_plan.paired_by}); "
-           + "; ".join(c.constraints) + f"; origin joined by {', '.join(join.sources)} "
-           f"(±{fmt_ns(float(c.residual_ns) / 2)}); {why_not}")
+    method = "device_wall cycles" if join.by_cycles else METHOD
+    origin = ("origin at device_wall's dev_start_cycle" if join.by_cycles else
+              f"origin joined by {', '.join(join.sources)} "
+              f"(±{fmt_ns(float(c.residual_ns) / 2)})")
+    how = (f"{method}: {w.log.path} {w.where} (paired by {capture_plan.paired_by}); "
+           + "; ".join(c.constraints) + f"; {origin}; {why_not}")
     for d in c.dropped:
         plan.warnings.append(f"{windows.path}: placement constraint dropped: {d}")
     drawn = c.cycle_offset_ns() + off
-    dev = DeviceClock("contained", windows.freq_hz, how, offset_ns=drawn,
+    dev = DeviceClock("joined" if join.by_cycles else "contained", windows.freq_hz, how,
+                      offset_ns=drawn,
                       host_offset_ns=off, containment=c, offset_lo_ns=float(c.offset_lo_ns) + off,
                       offset_hi_ns=float(c.offset_hi_ns) + off)
     earlier, later = dev.interval
@@ -632,8 +639,10 @@ def _contained(capture_plan: CapturePlan, windows: CaptureWindows, stage, why_no
                 f"+{fmt_ns(float(c.wall_hi_ns) + off - drawn)}: not relied on (Simpler's "
                 "simulator times device_wall on its own clock, and it can outlast "
                 f"{w.root}{RUNNER})")
-    plan.warnings.append(f"{capture_plan.capture.files.directory}: device time placed by span "
-                         f"containment, not calibrated: the records may lie "
+    by = ("device_wall's cycles inside its host span" if join.by_cycles
+          else "span containment")
+    plan.warnings.append(f"{capture_plan.capture.files.directory}: device time placed by {by}, "
+                         f"not calibrated: the records may lie "
                          f"{fmt_ns(-earlier)} earlier to {fmt_ns(later)} later than drawn "
                          f"(drawn as Simpler does, slack {fmt_ns(slack)}){wall} ({how})")
     return dev

@@ -4,7 +4,9 @@
 A log line is `<any prefix>[STRACE] v=1 pid=<n> tid=<n> inv=<n> hid=<hex> depth=<n>
 name=<dotted.name> ts=<ns> dur=<ns> [k=v ...]`; `ts` is CLOCK_MONOTONIC ns, except on spans
 tagged `clk=dev` (device clock, own origin). `[CLOCK_ANCHOR] v=1 pid=<n> mono_ns=<ns>
-wall_ns=<ns>` maps a process's monotonic clock to wall time. Other lines are ignored.
+wall_ns=<ns>` maps a process's monotonic clock to wall time. `[HOSTLOG_DROPS] v=1 pid=<n>
+new=<n> total=<n> queue_full=<n> ...` says the process's host logger lost records (a running
+total per process: the latest report counts). Other lines are ignored.
 
 The spans are kept as columns (`RunLog`: one NumPy array per field, names, `hid`s and the
 other `k=v` sets as small tables the rows index), not as an object per line: a 1M-line log
@@ -41,8 +43,8 @@ from pypto.compile_profiling.trace_merge.json_pieces import JsonPieces, safe_str
 from pypto.compile_profiling.trace_merge.read_records import check_clock_range
 from pypto.errors import TraceInputError
 
-__all__ = ["LOG_VERSIONS", "MAX_LINE_BYTES", "HostPhaseBatch", "LogClockAnchor", "RunLog",
-           "StraceSpan", "read_host_phase_records", "read_run_log"]
+__all__ = ["DROP_REASONS", "LOG_VERSIONS", "MAX_LINE_BYTES", "HostLogDrops", "HostPhaseBatch",
+           "LogClockAnchor", "RunLog", "StraceSpan", "read_host_phase_records", "read_run_log"]
 
 LOG_VERSIONS = ("1",)
 MAX_LINE_BYTES = 8 << 20
@@ -52,7 +54,8 @@ _STRACE = "[STRACE] "
 _ANCHOR = "[CLOCK_ANCHOR] "
 _STRACE_KNOWN = {"v", "pid", "tid", "inv", "hid", "depth", "name", "ts", "dur"}
 # A [STRACE] line as Simpler writes it (groups 1-10: the nine fields and the rest of the
-# line), else any [STRACE] line (group 11), else a [CLOCK_ANCHOR] line (group 12). A value
+# line), else any [STRACE] line (group 11), else a [CLOCK_ANCHOR] line (group 12), else
+# Simpler's host logger's loss report, [HOSTLOG_DROPS] (group 13). A value
 # is printable ASCII with no space, and ends where `str.split` would end it (ASCII
 # whitespace, the line's end); anything else falls to the general path. Linear: no value
 # can hold the space that starts the next field, so a failed match backs off at once.
@@ -60,7 +63,8 @@ _V = rb"([!-~]*)"
 _LINE = re.compile(
     rb"\[STRACE\] (?:v=" + _V + rb" pid=" + _V + rb" tid=" + _V + rb" inv=" + _V
     + rb" hid=" + _V + rb" depth=" + _V + rb" name=" + _V + rb" ts=" + _V + rb" dur=" + _V
-    + rb"(?=[ \t\n\r\x0b\x0c\x1c-\x1f]|\Z)([^\n]*)|([^\n]*))|\[CLOCK_ANCHOR\] ([^\n]*)")
+    + rb"(?=[ \t\n\r\x0b\x0c\x1c-\x1f]|\Z)([^\n]*)|([^\n]*))|\[CLOCK_ANCHOR\] ([^\n]*)"
+    + rb"|\[HOSTLOG_DROPS\] ([^\n]*)")
 _NOT_DIGITS = bytes(b for b in range(256) if not 48 <= b <= 57)   # bytes.translate deletes
 
 
@@ -78,6 +82,20 @@ class StraceSpan:
     dur_ns: int
     device_clock: bool
     attrs: dict[str, str]        # every other k=v of the line (clk included); shared: read only
+    line: int
+
+
+DROP_REASONS = ("queue_full", "claim_exhausted", "output_failed", "not_admitted")
+
+
+@dataclass(slots=True, eq=False)
+class HostLogDrops:
+    """Simpler's `[HOSTLOG_DROPS]`: records process `pid`'s host logger lost (the running
+    `total`, and by reason), from its latest report in the log."""
+
+    pid: int
+    total: int
+    by_reason: dict[str, int]
     line: int
 
 
@@ -117,6 +135,7 @@ class RunLog:
     hids: list[str] = field(default_factory=list)
     attr_sets: list[dict[str, str]] = field(default_factory=list)
     clock_anchors: list[LogClockAnchor] = field(default_factory=list)
+    host_log_drops: dict[int, HostLogDrops] = field(default_factory=dict)   # pid -> latest
 
     def __len__(self) -> int:
         return len(self.ts_ns)
@@ -383,6 +402,7 @@ def read_run_log(path: str | os.PathLike) -> RunLog:
     """The `[STRACE]` spans and `[CLOCK_ANCHOR]`s of a Simpler run log, checked."""
     cols = _Columns(path)
     anchors: list[LogClockAnchor] = []
+    drops: dict[int, HostLogDrops] = {}
     for before, text in _blocks(path):
         canon: list[tuple] = []
         general: list[tuple] = []
@@ -395,6 +415,16 @@ def read_run_log(path: str | os.PathLike) -> RunLog:
                 canon.append((lineno, *g[:10]))
             elif g[10] is not None:
                 general.append((lineno, _fields(g[10].decode("utf-8", "replace"))))
+            elif g[12] is not None:
+                f = _fields(g[12].decode("utf-8", "replace"))
+                mk = "[HOSTLOG_DROPS]"
+                _version(f, path, lineno, mk)
+                pid = _int(f, "pid", path, lineno, mk)
+                total = _int(f, "total", path, lineno, mk)
+                reasons = {r: _int(f, r, path, lineno, mk) for r in DROP_REASONS if r in f}
+                seen = drops.get(pid)
+                if seen is None or total >= seen.total:   # a running total: keep the latest
+                    drops[pid] = HostLogDrops(pid, total, reasons, lineno)
             else:
                 body = g[11]
                 i = body.find(b"[STRACE] ")
@@ -411,7 +441,7 @@ def read_run_log(path: str | os.PathLike) -> RunLog:
                     _int(f, "wall_ns", path, lineno, mk, signed=True), lineno))
         if canon or general:
             cols.add_block(canon, general)
-    log = cols.finish(RunLog(str(path), clock_anchors=anchors))
+    log = cols.finish(RunLog(str(path), clock_anchors=anchors, host_log_drops=drops))
     if not len(log) and not anchors:
         raise TraceInputError(path, "no [STRACE] or [CLOCK_ANCHOR] lines: not a Simpler run log")
     _check_ranges(log)

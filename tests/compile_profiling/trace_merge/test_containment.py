@@ -783,3 +783,74 @@ def test_too_many_ways_to_pair_are_refused_before_scoring():
     assert e.value.path == "c0" and e.value.problem.startswith(
         "7 capture(s) carry no dispatch_identity.json and the run logs hold 10 invocations: "
         "604800 ways to pair them, too many to score")
+
+
+# ------------------------------------------------------------------ device_wall's cycles, slots
+
+def cycles_window(cycles, *, phases=None, wall=1000, start=10_000, dur=5000, slots=None,
+                  problem=None) -> HostWindow:
+    w = window(phases, wall, start, dur)
+    w.wall_cycles, w.wall_cycles_problem, w.slots = cycles, problem, slots or {}
+    return w
+
+
+def test_device_walls_cycles_give_the_join_exactly_and_bound_the_wall_inside_runner_run():
+    # the bracket allows origins [500, 1000]; the cycles say 600, and the wall runs 600-1600
+    w = cycles_window((600, 1600, 1_000_000_000), wall=1000)
+    c = contain(w, capture((1000, 1500)))
+    assert c.join.by_cycles and (c.join.lo, c.join.hi) == (600, 600) and c.residual_ns == 0
+    # records and wall in runner_run [10000, 15000]: offset in [10000 - 600, 15000 - 1600]
+    assert (c.offset_lo_ns, c.offset_hi_ns, c.wall_hi_ns) == (9400, 13400, None)
+    assert c.metadata()["method"] == "device_wall_cycles"
+    assert c.metadata()["device_wall_cycles"] == {"start": 600, "end": 1600, "hz": 1_000_000_000}
+    # without the cycles: the bracket's width, and device_wall's end not relied on
+    plain = contain(window(wall=1000), capture((1000, 1500)))
+    assert (plain.offset_lo_ns, plain.offset_hi_ns) == (9000, 13500)
+
+
+@pytest.mark.parametrize("cycles, problem, says", [
+    ((600, 1600, 50_000_000), None, "dev_cnt_hz=50000000, the capture counts at 1000000000 Hz"),
+    ((1200, 2200, 1_000_000_000), None, ("dev_start_cycle=1200: 200 ns after what device_wall "
+                                        "allow")),
+    (None, ("device_wall's dev_start_cycle=12 dev_end_cycle=x dev_cnt_hz=(missing) are not three "
+           "counter readings"), "are not three counter readings: not used"),
+])
+def test_cycles_that_disagree_or_cannot_be_read_are_ruled_out_and_named(cycles, problem, says):
+    c = contain(cycles_window(cycles, problem=problem), capture((1000, 1500)))
+    assert not c.join.by_cycles and c.join.sources == ("device_wall",)
+    assert any(says in d for d in c.dropped), c.dropped
+
+
+def test_a_task_slot_lies_within_the_aicpus_dispatches_and_finishes():
+    # device_wall alone: origin in [500, 1000]. Slot 2 runs 300-450 ns into the phase
+    # timeline; the AICPU dispatched from cycle 1000 to 1500: origin in [700, 1050]
+    w = cycles_window(None, slots={2: (300, 150)})
+    j = join_origin(w, capture((1000, 1500), aicpu=(1000, 1500)))
+    assert (j.lo, j.hi) == (700, 1000) and j.sources == ("device_wall", "task_slot_2")
+    with pytest.raises(NotOneRun, match="task_slot_2"):
+        join_origin(cycles_window(None, slots={2: (0, 900)}),
+                    capture((1000, 1500), aicpu=(1000, 1500)))
+
+
+@pytest.mark.parametrize("attrs, cycles, device_id, problem", [
+    ("clk=dev dev_id=2 dev_start_cycle=600 dev_end_cycle=1600 dev_cnt_hz=50000000",
+     (600, 1600, 50_000_000), 2, None),
+    ("clk=dev", None, None, None),                                  # an older writer
+    ("clk=dev dev_id=1 dev_start_cycle=600 dev_cnt_hz=50000000", None, 1,
+     "are not three counter readings"),
+    ("clk=dev dev_start_cycle=900 dev_end_cycle=600 dev_cnt_hz=50000000", None, None,
+     "do not describe a window"),
+    ("clk=dev dev_start_cycle=0x10 dev_end_cycle=600 dev_cnt_hz=50000000", None, None,
+     "are not three counter readings"),
+])
+def test_device_walls_attributes_are_read_or_named(tmp_path, attrs, cycles, device_id, problem):
+    from pypto.compile_profiling.trace_merge.read_run_log import read_run_log
+
+    head = "[STRACE] v=1 pid=7 tid=7 inv=1 hid=ab "
+    log = tmp_path / "host.7.log"
+    log.write_text(f"{head}depth=1 name=chip.run.runner_run ts=10000 dur=5000\n"
+                   f"{head}depth=2 name=chip.run.runner_run.device_wall ts=0 dur=1000 {attrs}\n")
+    (w,) = host_windows(read_run_log(log))
+    assert (w.wall_cycles, w.device_id) == (cycles, device_id)
+    assert (w.wall_cycles_problem is None) == (problem is None)
+    assert problem is None or problem in w.wall_cycles_problem

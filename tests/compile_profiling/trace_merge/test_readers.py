@@ -748,3 +748,26 @@ def test_two_records_files_in_one_capture_say_which_was_read(tmp_path):
     assert (f"{cap}: read chip_swimlane_records.json; l2_swimlane_records.json beside it was "
             "ignored (one records file per capture; chip_swimlane_records.json is today's "
             "name)") in c.warnings
+
+
+def test_host_log_drop_reports_keep_each_processs_latest_running_total(tmp_path):
+    """Simpler reports growth at each quiescent boundary with a running total: the reader keeps
+    the latest (largest) per process and never sums the reports; a bad report is one line."""
+    from pypto.compile_profiling.trace_merge.read_run_log import read_run_log
+
+    def drops(pid, new, total, **reasons):
+        why = " ".join(f"{k}={reasons.get(k, 0)}" for k in
+                       ("queue_full", "claim_exhausted", "output_failed", "not_admitted"))
+        return (f"[mono_ns=1][T0xabc][ERROR] host_log_drops: [HOSTLOG_DROPS] v=1 pid={pid} "
+                f"new={new} total={total} {why}\n")
+
+    log = tmp_path / "host.71.log"
+    log.write_text(drops(71, 2, 2, queue_full=2) + drops(72, 1, 1, output_failed=1)
+                   + "[STRACE] v=1 pid=71 tid=71 inv=1 hid=ab depth=0 name=chip.run ts=5 dur=1\n"
+                   + drops(71, 3, 5, queue_full=5))
+    got = read_run_log(log).host_log_drops
+    assert {p: (d.total, d.by_reason["queue_full"], d.by_reason["output_failed"], d.line)
+            for p, d in got.items()} == {71: (5, 5, 0, 4), 72: (1, 0, 1, 2)}
+    log.write_text(drops(71, 1, "many"))
+    with pytest.raises(TraceInputError, match=r"line 1: \[HOSTLOG_DROPS\] total='many'"):
+        read_run_log(log)
