@@ -22,6 +22,7 @@ from pypto.compile_profiling.analysis.critical_path import (
 )
 from pypto.compile_profiling.analysis.end_to_end import EndToEnd, end_to_end
 from pypto.compile_profiling.analysis.overhead import Overhead, overhead
+from pypto.compile_profiling.analysis.task_slots import TaskSlot, task_slots
 from pypto.compile_profiling.analysis.tasks import (
     TaskTable,
     engine_name,
@@ -73,7 +74,7 @@ class RankAnalysis:
     level: int
     freq_hz: int
     clock: str                        # "calibrated ±636 ns", "contained -1050 ns/+333.8 ms"
-    placement: str                    # "calibrated" | "contained" | "estimated"
+    placement: str                    # "calibrated" | "joined" | "contained" | "estimated"
     estimated: bool                   # not calibrated
     uncertainty_ns: float | None      # the largest error of the drawn placement
     offset_ns: float | None           # drawn: device ns = cycles * 1e9 / f + offset
@@ -92,6 +93,8 @@ class RankAnalysis:
     end_to_end: EndToEnd | None
     names: dict[int, str] | None
     notes: list[str] = field(default_factory=list)     # one line each, said once
+    slots: list[TaskSlot] = field(default_factory=list)   # Simpler's task-timing slots
+    host_log_dropped: dict[int, int] = field(default_factory=dict)   # pid -> records lost
 
     @property
     def makespan_cycles(self) -> int:
@@ -202,7 +205,25 @@ def analyze_capture(plan: Plan, capture_plan: CapturePlan, rows: DeviceRows | No
     ra.verdict = decide(tt, obs, families, has_cpu=ra.has_cpu, has_deps=has_deps,
                         static_cycles=static.length_cycles if static is not None else None,
                         kept_edges=edges.kept, starvation=ra.starvation, host=host)
+    ra.slots = task_slots(capture_plan, task_disp, task_fin)
+    _host_log_drops(ra, capture_plan)
     return ra
+
+
+def _host_log_drops(ra: RankAnalysis, capture_plan: CapturePlan) -> None:
+    """Simpler's [HOSTLOG_DROPS] in the run's log: its host side is incomplete, said in the
+    notes and, where the verdict rests on the host side, as evidence."""
+    log = capture_plan.window.log if capture_plan.window is not None else \
+        capture_plan.capture.run_log
+    if log is None or not log.host_log_drops:
+        return
+    ra.host_log_dropped = {pid: d.total for pid, d in sorted(log.host_log_drops.items())}
+    lost = ", ".join(f"{n} by pid {pid}" for pid, n in ra.host_log_dropped.items())
+    line = (f"the run log lost host records ({lost}; Simpler's [HOSTLOG_DROPS]): the host side "
+            "is incomplete, and figures from it may miss time")
+    ra.notes.append(f"{log.path}: {line}")
+    if ra.verdict.kind == "host-bound" or ra.end_to_end is not None:
+        ra.verdict.evidence.append(line)
 
 
 def _starvation_on_path(tt: TaskTable, obs: ObservedPath | None, ov: Overhead

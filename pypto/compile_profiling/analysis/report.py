@@ -172,7 +172,24 @@ def rank_dict(r: RankAnalysis) -> dict:
                       "dur_ns": s.dur_ns} for s in e2e.segments],
         "notes": list(e2e.notes)}
     out["answer"] = answer_lines(out)
+    out["task_slots"] = [_slot_dict(r, sl) for sl in r.slots]
+    out["host_side_incomplete"] = ({str(pid): n for pid, n in r.host_log_dropped.items()}
+                                   if r.host_log_dropped else None)
     out["notes"] = list(r.notes)
+    return out
+
+
+def _slot_dict(r: RankAnalysis, sl) -> dict:
+    """One task-timing slot and the tasks it covers (labels as the timeline names them)."""
+    out = {"slot": sl.slot, "dispatch_to_finish_ns": sl.dur_ns,
+           "tolerance_ns": round(sl.tolerance_ns, 1), "tasks": None, "first": None,
+           "last": None}
+    if sl.tasks is not None:
+        _, _, labels = r.labels(sl.tasks)
+        out["tasks"] = labels
+        if sl.first is not None:
+            out["first"] = r.labels(np.array([sl.first]))[2][0]
+            out["last"] = r.labels(np.array([sl.last]))[2][0]
     return out
 
 
@@ -212,7 +229,8 @@ def answer_lines(d: dict) -> list[str]:
                  f"{_pct(p['compute_share'])}" + (f" + stalls ({comp})" if comp else "")
                  + f"; {p['tasks']} tasks")
     c = d["clock"]
-    how = {"calibrated": "calibrated by clock anchors", "contained": "contained by the run "
+    how = {"calibrated": "calibrated by clock anchors", "joined": "joined by device_wall's "
+           "cycles inside the run log's host span", "contained": "contained by the run "
            "log's host spans", "estimated": "estimated"}.get(c["placement"], c["placement"])
     if c["offset_lo_ns"] is None:
         place = f"{how}: no bound on where the device time lies (unknown)"
@@ -338,10 +356,36 @@ def _rank_text(o: _Out, d: dict, top: int) -> None:
               share(t["compute_ns"]), share(t["stall_ns"]), t["held_by"], parts(t)]
              for t in shown], {0, 3, 4, 5})
     o.cut(len(path), len(shown), "path tasks")
+    _slots_text(o, d, top)
     _overhead_text(o, d, top)
     _e2e_text(o, d, top)
     for n in d["notes"]:
         o.line(f"note: {n}", 1)
+
+
+def _slots_text(o: _Out, d: dict, top: int) -> None:
+    """Each task-timing slot beside the tasks it covers."""
+    slots = d["task_slots"]
+    if not slots:
+        return
+    o.head(f"Task-timing slots ({d['label']}): AICPU dispatch to finish of the tasks tagged "
+           "timing_slot=N, and the tasks dispatched and finished inside it", 3)
+    rows = []
+    for sl in slots:
+        tasks = sl["tasks"]
+        if tasks is None:
+            covered = "unknown (no dispatch/finish records: capture at level >= 2)"
+        else:
+            shown = _top(tasks, top)
+            covered = ", ".join(shown) + (f", ... {len(tasks) - len(shown)} more"
+                                          if len(shown) < len(tasks) else "")
+            if sl["first"] is not None:
+                covered += (f" (dispatched at its start: {sl['first']}; finished at its end: "
+                            f"{sl['last']})")
+        exact = "exact" if not sl["tolerance_ns"] else f"±{fmt_ns(sl['tolerance_ns'])}"
+        rows.append([str(sl["slot"]), f"{sl['dispatch_to_finish_ns'] / 1e3:.1f}", exact,
+                     covered or "none"])
+    o.table(["slot", "us", "window", "tasks covered"], rows, {0, 1})
 
 
 def _overhead_text(o: _Out, d: dict, top: int) -> None:

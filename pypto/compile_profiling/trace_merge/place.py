@@ -279,7 +279,7 @@ class _Context:
 
     def windows(self, cap: rs.Capture) -> CaptureWindows | None:
         if id(cap) not in self.found:
-            self.found[id(cap)] = _capture_windows(cap)
+            self.found[id(cap)] = capture_windows(cap)
         return self.found[id(cap)]
 
 
@@ -482,7 +482,7 @@ def _positive_bounds(arrays) -> tuple[int, int] | None:
     return None if lo is None else (lo, hi)
 
 
-def _capture_windows(cap: rs.Capture) -> CaptureWindows | None:
+def capture_windows(cap: rs.Capture) -> CaptureWindows | None:
     """What containment reads of a capture, as Simpler's `capture_windows` does: the extent of
     every device-clock stream (a task's bar opens at its receive time) and the windows of the
     streams the log's sub-phases bracket (`sched`: the AICPU scheduler's; `orch`: the device

@@ -492,3 +492,64 @@ def test_a_cycle_longer_than_eight_tasks_is_named_by_its_own_edges(tmp_path):
     shown = ring.split(" -> ")
     pairs = [(a, b) for a, b in itertools.pairwise(shown) if "..." not in a + b]
     assert pairs and all(p in real for p in pairs), pairs
+
+
+def _slotted_run(tmp_path, **config):
+    """The slotted DSL program run on the simulator (tensormap_and_ringbuffer, dep_gen)."""
+    from runtime_support import slotted_program
+
+    from pypto.runtime import RunConfig, run
+
+    a = np.full((64, 64), 1.0, np.float32)
+    work = tmp_path / "slotted"
+    run(slotted_program(), a, a, np.zeros_like(a),
+        config=RunConfig(work_dir=str(work), runtime="tensormap_and_ringbuffer",
+                         enable_dep_gen=True, **config))
+    return work
+
+
+def test_each_task_slot_is_reported_beside_the_tasks_it_covers(tmp_path, capsys):
+    """Slot 3 tags t0, slot 5 tags t1 and t2 (one merged window): each slot covers its tagged
+    tasks, exactly (device_wall's cycles join them), and the schema holds."""
+    import jsonschema
+
+    from pypto.compile_profiling.cli.profile import main
+
+    work = _slotted_run(tmp_path, enable_chip_swimlane=2)
+    (r,) = analyze([work / "dfx_outputs"]).ranks
+    assert r.placement == "joined"
+    slots = {s.slot: s for s in r.slots}
+    assert sorted(slots) == [3, 5] and all(s.tolerance_ns == 0 for s in slots.values())
+    assert r.labels(slots[3].tasks)[1] == ["t0"]
+    assert sorted(r.labels(slots[5].tasks)[1]) == ["t1", "t2"]     # t3 is untagged
+    assert main(["analyze", str(work / "dfx_outputs"), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    jsonschema.validate(doc, json.loads((REPO_ROOT / "docs" / "analysis.schema.json")
+                                        .read_text()))
+    (rank,) = doc["ranks"]
+    s3, s5 = rank["task_slots"]
+    assert (s3["slot"], s3["tasks"], s3["first"], s3["last"]) == (3, ["kadd(t0)"], "kadd(t0)",
+                                                                   "kadd(t0)")
+    assert s5["slot"] == 5 and {s5["first"], s5["last"]} <= {"kadd(t1)", "kadd(t2)"}
+    assert rank["host_side_incomplete"] is None and rank["clock"]["placement"] == "joined"
+    assert main(["analyze", str(work / "dfx_outputs")]) == 0
+    text = capsys.readouterr().out
+    assert "Task-timing slots (r0)" in text and "placement: joined by device_wall's cycles" in text
+
+
+def test_a_level1_capture_cannot_say_which_tasks_a_slot_covers(tmp_path):
+    work = _slotted_run(tmp_path, enable_chip_swimlane=1)
+    (r,) = analyze([work / "dfx_outputs"]).ranks
+    assert [s.slot for s in r.slots] == [3, 5] and all(s.tasks is None for s in r.slots)
+
+
+def test_a_host_log_that_lost_records_marks_the_host_side_incomplete(tmp_path):
+    import re
+
+    work = _slotted_run(tmp_path, enable_chip_swimlane=2, host_log_queue=3)
+    (log,) = (work / "dfx_outputs").glob("host.*.log")
+    pid, total = re.search(r"\[HOSTLOG_DROPS\] v=1 pid=(\d+) new=5 total=(\d+)",
+                           log.read_text()).groups()       # 8 records, a queue of 3
+    (r,) = analyze([work / "dfx_outputs"]).ranks
+    assert r.host_log_dropped == {int(pid): int(total)}
+    assert any("the host side is incomplete" in n for n in r.notes)
