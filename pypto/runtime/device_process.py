@@ -11,13 +11,21 @@ from __future__ import annotations
 
 import os
 import pickle
+import shutil
 import subprocess
 import sys
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from pypto.compile_profiling.foundation.owned_dir import (
+    replace_owned,
+    stage_beside,
+    write_manifest,
+)
+from pypto.compile_profiling.trace_merge.read_simpler import file_kind
 from pypto.errors import PyptoError
 from pypto.runtime.device import DeviceExecutionError, DeviceLayout, SimulatedDevice
 from pypto.runtime.host_log import write_host_log
@@ -76,17 +84,43 @@ def run_device(program: Any, host_tensors: dict[str, Any], s: DeviceSettings) ->
     # are their own switch, as in Simpler: their spans are in the host log.
     if s.level >= 1 or s.dep_gen or run.task_slots:
         try:
-            files = [str(p) for p in write_dfx_outputs(
-                run, s.dfx_dir, level=s.level, dep_gen=s.dep_gen, case_name=s.case_name,
-                kernels=program.kernels, not_simulated=s.not_simulated,
-                orchestration_name=getattr(program, "orchestration_name", None))]
-            files.append(str(write_host_log(run, s.dfx_dir, getattr(program, "name", None)
-                                            or s.case_name, device_id=s.device_id,
-                                            queue=s.host_log_queue)))
-        except PyptoError as e:
+            files = _write_dfx(run, program, s)
+        except (PyptoError, OSError) as e:
             error = (error + "; " if error else "") + f"DFX outputs not written: {e}"
     return DeviceOutcome(error, host_tensors, len(run.graph.tasks), run.start_ns, run.end_ns,
                          files, os.getpid(), None, t0, _pc())
+
+
+DFX_MANIFEST = ".pypto_dfx_outputs"     # lists the files one simulated run wrote there
+
+
+def _ours(name: str) -> bool:
+    """The names a simulated run writes into `dfx_outputs/` (a directory without a manifest,
+    written before there was one)."""
+    return file_kind(name) in ("records", "deps", "name_map", "run_log")
+
+
+def _write_dfx(run: Any, program: Any, s: DeviceSettings) -> list[str]:
+    """This run's DFX files, as the whole of `dfx_dir`: written into a staging directory and
+    put in its place, so an earlier run's files (its host log above all) never stay beside
+    the new capture, where the merge would take them for this run's. A `dfx_dir` holding
+    files no simulated run wrote is not replaced (one line, nothing deleted)."""
+    target = Path(s.dfx_dir)
+    stage = stage_beside(target)
+    try:
+        names = [p.name for p in write_dfx_outputs(
+            run, stage, level=s.level, dep_gen=s.dep_gen, case_name=s.case_name,
+            kernels=program.kernels, not_simulated=s.not_simulated,
+            orchestration_name=getattr(program, "orchestration_name", None))]
+        names.append(write_host_log(run, stage, getattr(program, "name", None) or s.case_name,
+                                    device_id=s.device_id, queue=s.host_log_queue).name)
+        write_manifest(stage, DFX_MANIFEST, "pypto simulated device: the DFX outputs of one run")
+        replace_owned(stage, target, DFX_MANIFEST, _ours, "a simulated run's dfx_outputs",
+                      unmarked=True)
+    finally:
+        if stage.exists():
+            shutil.rmtree(stage, ignore_errors=True)
+    return [str(target / n) for n in names]
 
 
 # -- child process ---------------------------------------------------------------------------

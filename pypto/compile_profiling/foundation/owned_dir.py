@@ -62,10 +62,11 @@ def _files(directory: Path) -> list[str]:
 
 
 def check_replaceable(target: Path, manifest: str, legacy: Callable[[str], bool],
-                      what: str) -> None:
+                      what: str, *, unmarked: bool = False) -> None:
     """`OutputPathError` unless `target` is absent, an empty directory, or a directory
     whose every file its manifest lists (`legacy`: the names ours could have for a manifest
-    that lists none). `what` names our kind of output in the message."""
+    that lists none; with `unmarked`, also for a directory with no manifest at all, written
+    by a version before manifests). `what` names our kind of output in the message."""
     if target.is_symlink() or (target.exists() and not target.is_dir()):
         raise OutputPathError(target, "exists and is not a directory; not replaced")
     if not target.exists():
@@ -77,6 +78,8 @@ def check_replaceable(target: Path, manifest: str, legacy: Callable[[str], bool]
     if not present:
         return
     listed = read_manifest(target, manifest)
+    if listed is None and unmarked:
+        listed = []
     if listed is None:
         raise OutputPathError(target, f"exists, is not empty and is not {what} (no {manifest}); "
                                       "not replaced")
@@ -139,10 +142,10 @@ def stage_beside(target: Path) -> Path:
 
 
 def replace_owned(stage: Path, target: Path, manifest: str, legacy: Callable[[str], bool],
-                  what: str) -> None:
+                  what: str, *, unmarked: bool = False) -> None:
     """Put the complete `stage` at `target`: checked again (something may have appeared
     there meanwhile), the old tree renamed aside, the new one renamed in, the old removed."""
-    check_replaceable(target, manifest, legacy, what)
+    check_replaceable(target, manifest, legacy, what, unmarked=unmarked)
     if target.exists():
         old = _name(target, OLD_MARK)
         os.rename(target, old)

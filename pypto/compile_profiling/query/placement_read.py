@@ -168,8 +168,9 @@ def placement_capture(files: rs.CaptureFiles) -> rs.Capture:
                                              counters=[]) for p in files.converted]
     if files.dispatch_identity:     # pairs the capture with its host invocation
         cap.dispatch_identity = rs.read_dispatch_identity(files.dispatch_identity)
-    if files.run_logs:
-        cap.run_log = read_run_log(files.run_logs[0])
+    if files.run_logs:            # of several, `place` keeps the capture's own run's
+        cap.run_logs = [read_run_log(p) for p in files.run_logs]
+        cap.run_log = cap.run_logs[0] if len(cap.run_logs) == 1 else None
     if files.host_phase_records:    # their extent joins the "one run" check
         cap.host_phases = rs.read_host_phase_records(files.host_phase_records)
     return cap

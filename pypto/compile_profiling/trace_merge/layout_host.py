@@ -6,6 +6,8 @@ collected first and nested per thread across sources (`add_host_blocks`)."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from pypto.compile_profiling.timeline.model import SliceBlock, Track, intern
@@ -154,6 +156,12 @@ def add_run_log(builder: TimelineBuilder, capture_plan: CapturePlan, warnings: l
             "inside a host span to place them)"
         )
     builder.summary.append(f"{log.path}: run log, {added} [STRACE] host spans; {host_clock.how}{extra}")
+    choice = capture_plan.log_choice
+    if choice is not None:
+        builder.summary.append(
+            f"{log.path}: this capture's run log, of {len(choice.left_out) + 1} beside it "
+            f"({choice.how}); not drawn: "
+            + "; ".join(f"{os.path.basename(p)} ({why})" for p, why in choice.left_out))
     source = {"path": log.path, "kind": "run_log", "alignment": host_clock.how,
               "offset_ns": host_clock.offset_ns}
     if log.host_log_drops:

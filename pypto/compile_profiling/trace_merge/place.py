@@ -61,6 +61,7 @@ from pypto.compile_profiling.trace_merge.containment import (
 )
 from pypto.compile_profiling.trace_merge.pairing import Candidate, PairingError, pair
 from pypto.compile_profiling.trace_merge.read_inputs import CompileTrace, Inputs, ProfileReport
+from pypto.compile_profiling.trace_merge.run_log_choice import LogChoice, choose_run_log
 from pypto.errors import TraceInputError
 
 SAME_HOST_TOLERANCE_NS = 1_000_000_000   # wall-minus-monotonic agreement meaning "one host"
@@ -201,6 +202,7 @@ class CapturePlan:
     run_pid: int | None               # the OS pid of its run, when known
     window: HostWindow | None = None  # the run-log invocation that ran it
     paired_by: str | None = None      # how that invocation was found
+    log_choice: LogChoice | None = None   # of several run logs beside it: which, and why
 
 
 @dataclass(slots=True)
@@ -241,6 +243,7 @@ def place(inputs: Inputs, *, offset_us: float | None = None, align: str = "clock
         raise ValueError(f"align must be one of {ALIGN_CHOICES}, got {align!r}")
     plan = Plan(None, None)
     _place_traces(inputs, plan)
+    choices = _choose_run_logs(inputs, plan)
     if plan.reference_anchor is None:
         for cap in inputs.captures:
             if cap.run_log is not None and cap.run_log.clock_anchors:
@@ -261,13 +264,34 @@ def place(inputs: Inputs, *, offset_us: float | None = None, align: str = "clock
         host = hosts.get(id(log)) if log is not None else None
         capture_plan = CapturePlan(cap, label, host or HostClock(0, _EXACT), None, None,
                                    found[0].pid if found is not None else _own_run_pid(cap),
-                                   *(found or (None, None)))
+                                   *(found or (None, None)), choices.get(id(cap)))
         _place_capture(capture_plan, ctx, plan)
         plan.captures.append(capture_plan)
     _check_times(plan, align, ctx)
     _place_walls(plan, windows)
     _place_reports(inputs, plan)
     return plan
+
+
+def _choose_run_logs(inputs: Inputs, plan: Plan) -> dict[int, LogChoice]:
+    """Of several run logs beside a capture, its own run's (`run_log_choice`), set as its
+    `run_log`; none when nothing tells them apart (said as a warning). Never another run's."""
+    out = {}
+    stages = _device_execution_stages(plan)
+    for cap in inputs.captures:
+        if len(cap.run_logs) < 2:
+            continue
+        ident = cap.dispatch_identity
+        choice = choose_run_log(
+            cap.run_logs, capture_windows(cap), records=cap.records,
+            identity=(ident.host_pid, ident.key) if ident else (None, None), stages=stages,
+            host_offset=lambda log: _host_clock(log, plan).offset_ns)
+        cap.run_log = choice.log
+        out[id(cap)] = choice
+        if choice.log is None:
+            plan.warnings.append(f"{cap.files.directory}: {choice.how}: no run log used, the "
+                                 "capture is placed without one (never another run's)")
+    return out
 
 
 @dataclass(slots=True)

@@ -562,7 +562,8 @@ class Capture:
     name_map: NameMap | None = None
     dispatch_program: DispatchProgram | None = None
     dispatch_identity: DispatchIdentity | None = None
-    run_log: RunLog | None = None
+    run_log: RunLog | None = None     # its run's log (of several: chosen when placed)
+    run_logs: list[RunLog] = field(default_factory=list)    # every run log beside it
     converted: list[ConvertedTrace] = field(default_factory=list)
     host_phases: list[HostPhaseBatch] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -591,11 +592,9 @@ def read_capture(files: CaptureFiles, *, converted: bool = True) -> Capture:
         cap.dispatch_program = read_dispatch_program(files.dispatch_program)
     if files.dispatch_identity:
         cap.dispatch_identity = read_dispatch_identity(files.dispatch_identity)
-    if files.run_logs:
-        cap.run_log = read_run_log(files.run_logs[0])
-        if len(files.run_logs) > 1:
-            cap.warnings.append(f"{files.directory}: {len(files.run_logs)} run logs, using "
-                                f"{Path(files.run_logs[0]).name}")
+    if files.run_logs:            # of several, `place` keeps the capture's own run's
+        cap.run_logs = [read_run_log(p) for p in files.run_logs]
+        cap.run_log = cap.run_logs[0] if len(cap.run_logs) == 1 else None
     if converted:
         cap.converted = [read_converted_trace(p) for p in files.converted]
     if files.host_phase_records:
