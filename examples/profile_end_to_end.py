@@ -20,6 +20,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
+from pypto.about import tool_command
 from pypto.compile_profiling.timeline import write_timeline
 from pypto.compile_profiling.trace_merge import merge_traces
 from pypto.errors import PyptoError
@@ -67,15 +68,16 @@ def main(argv: list[str] | None = None) -> int:
     except PyptoError as e:
         print(f"merge: {e}", file=sys.stderr)
         return 2
-    # the kernel line names three kernels; the rest are in `pypto-profile kernels`
-    kernels_hint = f" (all {{n}}: pypto-profile kernels {shlex.quote(str(work_dir))})"
+    # the kernel line names three kernels; the rest are in `pypto-profile kernels`; hints
+    # name the command as it runs in a new shell (the venv's script, not a bare name)
+    profile_cmd = tool_command("pypto-profile")
+    kernels_hint = f" (all {{n}}: {profile_cmd} kernels {shlex.quote(str(work_dir))})"
     for line in merged.summary(kernels_hint):
         print(line)
     for path in outputs:
         print(f"wrote {path} ({path.stat().st_size:,} bytes)")
-    argv_open = ["pypto-merge-traces", *map(str, inputs), "-o", str(outputs[1]), "--open"]
     print("\nOpen it in Perfetto (serves the file on 127.0.0.1:9001 for ui.perfetto.dev):")
-    print("  " + shlex.join(argv_open))
+    print(f"  {profile_cmd} open {shlex.quote(str(outputs[1]))}")
     return 0 if result.passed else 1
 
 

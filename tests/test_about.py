@@ -35,7 +35,8 @@ def test_the_version_carries_a_local_label_that_says_which_pypto():
 def test_an_extra_is_installed_from_the_checkout():
     assert about.checkout_root() == REPO
     hint = about.install_extra_hint("scale")
-    assert hint.startswith("python3 -m pip install -e '") and hint.endswith("[scale]'")
+    assert hint.startswith(f"{about.python_command()} -m pip install -e '")
+    assert hint.endswith("[scale]'")
     assert not INDEX_INSTALL.search(hint)
 
 

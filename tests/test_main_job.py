@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def tool_command(name: str, cwd: Path) -> str:
+    """How a hint printed in `cwd` names the command `name` (`pypto.about.tool_command`)."""
+    return subprocess.run([sys.executable, "-c", ("import sys; from pypto.about import "
+                           f"tool_command; print(tool_command({name!r}))")], cwd=cwd,
+                          capture_output=True, text=True, check=True).stdout.strip()
 
 
 def test_main_job_profiles_runs_and_merges_into_json_and_protobuf(tmp_path):
@@ -30,9 +39,9 @@ def test_main_job_profiles_runs_and_merges_into_json_and_protobuf(tmp_path):
     assert "PyPTO compile" in names
     assert any(n.startswith("Device r0 · AICore (calibrated") for n in names)
     assert (tmp_path / "merged.pftrace").stat().st_size > 0
-    open_line = out.strip().splitlines()[-1].strip()
-    assert open_line.startswith("pypto-merge-traces ") and open_line.endswith(" --open")
-    assert str(tmp_path / "merged.pftrace") in open_line
+    open_line = out.strip().splitlines()[-1].strip()   # opens what was written: no new merge
+    tool = tool_command("pypto-profile", tmp_path)
+    assert open_line == f"{tool} open {tmp_path / 'merged.pftrace'}"
 
 
 def test_the_kernel_line_points_where_this_program_lists_the_rest(tmp_path, capsys):
@@ -48,7 +57,46 @@ def test_the_kernel_line_points_where_this_program_lists_the_rest(tmp_path, caps
     assert proc.returncode == 0, proc.stdout + proc.stderr
     work = tmp_path / "many_kernels"
     (line,) = [ln for ln in proc.stdout.splitlines() if ln.startswith("  r0: 64 kernels, ")]
-    assert line.endswith(f"(all 64: pypto-profile kernels {work})"), line
+    tool = tool_command("pypto-profile", tmp_path)
+    assert line.endswith(f"(all 64: {tool} kernels {work})"), line
     assert "--kernels" not in proc.stdout
     assert profile_main(["kernels", str(work), "--format", "json"]) == 0
     assert len(json.loads(capsys.readouterr().out)["kernels"]) == 64
+
+
+FETCH = """
+import sys, urllib.parse, urllib.request
+url = sys.argv[1]
+trace = urllib.parse.parse_qs(url.split("?", 1)[1])["url"][0]   # what the UI would fetch
+with urllib.request.urlopen(trace, timeout=30) as r:
+    r.read()
+"""
+
+
+def test_every_hint_the_main_job_prints_works_pasted_into_a_new_shell(tmp_path):
+    """Each command the main job prints is run as printed by `sh`, in the directory it was
+    printed in, with no virtual environment active (PATH without it) and a "browser" that
+    fetches what the Perfetto UI would: each one exits 0."""
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "profile_end_to_end.py"), "--out", "out"],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    tool = tool_command("pypto-profile", tmp_path)
+    hints = [ln.strip() for ln in proc.stdout.splitlines() if ln.strip().startswith(tool)]
+    hints += [m.group(1) for m in re.finditer(r"\(all \d+: ([^)]+)\)", proc.stdout)]
+    assert len(hints) >= 2 and any(" open " in h for h in hints)
+    fetch = tmp_path / "browser"          # $BROWSER names one program, run with the URL
+    fetch.write_text(f"#!{sys.executable}\n{FETCH}")
+    fetch.chmod(0o755)
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "BROWSER": str(fetch)}
+    for hint in hints:
+        shell = subprocess.Popen(["sh", "-c", hint], cwd=tmp_path, env=env, text=True,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 start_new_session=True)
+        try:
+            out, err = shell.communicate(timeout=60)
+        finally:
+            if shell.poll() is None:            # never leave a server on the port behind
+                os.killpg(shell.pid, signal.SIGKILL)
+                shell.wait()
+        assert shell.returncode == 0, (hint, out, err)

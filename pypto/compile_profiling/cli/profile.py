@@ -26,6 +26,7 @@ import contextlib
 import gzip
 import math
 import os
+import shlex
 import stat
 import sys
 import time
@@ -197,9 +198,10 @@ def _parser() -> argparse.ArgumentParser:
                                    "docs/analysis.md.")
     a.add_argument("paths", nargs="+", metavar="PATH")
     a.add_argument("--format", choices=("text", "markdown", "json"), default="text")
-    a.add_argument("--top", type=_count, default=10, metavar="N",
-                   help="rows of every long list: families, path tasks, segments, threads, "
-                        "warnings (default 10; 0: all)")
+    a.add_argument("--top", type=_count, default=None, metavar="N",
+                   help="rows of every long list in text and markdown: families, path tasks, "
+                        "segments, threads, warnings (default 10; 0: all; JSON holds every "
+                        "row)")
     a.add_argument("--tolerance-cycles", type=_count, default=2, metavar="N",
                    help="a producer counts as finished before its consumer started when it "
                         "ended at most N device cycles after (default 2, as Simpler's tool)")
@@ -335,12 +337,15 @@ def _show(args) -> int:
 
 def not_shown_note(path: str, others: dict[str, int]) -> str:
     """A merged trace's device and host slices are no compile stages: say what was left out."""
+    from pypto.about import tool_command
+
+    tool = tool_command("pypto-profile")
     total = sum(others.values())
     shown = ", ".join(f"{name} ({n:,})" for name, n in list(others.items())[:4])
     more = f", and {len(others) - 4} more" if len(others) > 4 else ""
     return (f"(a merged trace: only its compile stages are shown; {total:,} other slices in "
             f"{len(others)} process(es) are not: {shown}{more}. See them all with "
-            f"`pypto-profile open {path}`; per-kernel device time with `pypto-profile "
+            f"`{tool} open {shlex.quote(path)}`; per-kernel device time with `{tool} "
             "kernels WORK_DIR`)")
 
 
@@ -419,8 +424,12 @@ def _analyze(args) -> int:
     from pypto.compile_profiling.analysis import analyze
     from pypto.compile_profiling.analysis.report import format_analysis
 
+    if args.top is not None and args.format == "json":
+        raise _Refused("--top cuts the text and markdown reports; --format json holds every "
+                       "row: leave --top out")
     result = analyze(args.paths, tolerance_cycles=args.tolerance_cycles)
-    write_output(args.output, format_analysis(result, args.format, top=args.top), args.paths)
+    top = 10 if args.top is None else args.top
+    write_output(args.output, format_analysis(result, args.format, top=top), args.paths)
     if args.output not in (None, "-"):
         for w in result.warnings:
             print(f"warning: {w}", file=sys.stderr)
@@ -527,17 +536,25 @@ def serve_trace(server, *, open_browser: bool = True, timeout_s: float | None = 
     out = out or sys.stdout
     err = err or sys.stderr
     trace = server.trace
+    from pypto.compile_profiling.viewer.perfetto_ui import DEFAULT_PORT
+
     try:
-        print(server.ui_url, file=out, flush=True)
+        ui_url = server.ui_url
+        print(ui_url or server.trace_url, file=out, flush=True)
         until = "Ctrl-C" if server.ui_dir is not None else "it is fetched (Ctrl-C to stop)"
         print(f"serving {trace.path} on {server.trace_url} until {until}", file=err, flush=True)
         launched = False
-        if open_browser:
+        if ui_url is None:         # a port ui.perfetto.dev does not fetch from
+            print(f"ui.perfetto.dev fetches local traces only from 127.0.0.1:{DEFAULT_PORT}, "
+                  f"so no link to it works on port {server.port}: download the trace from the "
+                  "URL above and open it there (Open trace file), or add --offline (the UI "
+                  f"served from this machine, on port {server.port} too)", file=err, flush=True)
+        elif open_browser:
             try:
                 launched = webbrowser.open(server.ui_url)
             except Exception as e:  # noqa: BLE001 - no browser here: the printed URL is enough
                 print(f"could not open a browser: {e}", file=err)
-        if not launched:
+        if not launched and ui_url is not None:
             print(no_browser_hint(server.port, asked=open_browser), file=err, flush=True)
         if server.ui_dir is not None:
             server.wait_closed(timeout_s)
@@ -562,7 +579,7 @@ def no_browser_hint(port: int, asked: bool) -> str:
            if asked else "no browser launched (--no-browser)")
     return (f"{why}; open the URL above in a browser on this machine, or on yours after "
             f"forwarding the port: ssh -L {port}:127.0.0.1:{port} {socket.gethostname()} "
-            f"(the same port: ui.perfetto.dev fetches from 127.0.0.1:{port})")
+            f"(the same port: the URL names 127.0.0.1:{port})")
 
 
 def _open(args) -> int:

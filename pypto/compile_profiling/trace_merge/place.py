@@ -267,6 +267,10 @@ def place(inputs: Inputs, *, offset_us: float | None = None, align: str = "clock
                                    *(found or (None, None)), choices.get(id(cap)))
         _place_capture(capture_plan, ctx, plan)
         plan.captures.append(capture_plan)
+    if offset_us is not None and not any(c.device is not None or c.converted is not None
+                                         for c in plan.captures):
+        plan.warnings.append(f"--offset-us {offset_us:g}: not applied: no device capture "
+                             "among the inputs")
     _check_times(plan, align, ctx)
     _place_walls(plan, windows)
     _place_reports(inputs, plan)
@@ -564,6 +568,9 @@ def _device_clock(capture_plan: CapturePlan, stage, ctx: _Context, plan: Plan) -
             _calibrated_interval(dev, ctx.windows(cap))
             if capture_plan.window is not None:
                 dev.cross_check = _cross_check(capture_plan, dev, ctx.windows(cap), plan)
+            if offset_us is not None:
+                plan.warnings.append(f"{cap.files.directory}: --offset-us {offset_us:g} not "
+                                     "applied: calibrated by its clock anchors")
             return dev
     if offset_us is None and capture_plan.window is not None:
         windows = ctx.windows(cap)
@@ -912,6 +919,7 @@ def _check_times(plan: Plan, align: str, ctx: _Context) -> None:
     to start with it. Then nothing may start before time 0 (Perfetto drops it)."""
     groups = _clock_groups(plan)
     ref = groups.get(0)
+    moved = False
     if ref is not None:
         r_lo, r_hi = min(s[1] for s in ref), max(s[2] for s in ref)
         for key, sources in groups.items():
@@ -922,6 +930,7 @@ def _check_times(plan: Plan, align: str, ctx: _Context) -> None:
                 continue
             if align == "start":
                 _shift(plan, ctx, sources, r_lo - lo, ref[0][0])
+                moved = True
                 continue
             gap = (f"that ends {_long_ns(r_lo - hi)} before this starts" if hi < r_lo else
                    f"that starts {_long_ns(lo - r_hi)} after this ends")
@@ -933,6 +942,9 @@ def _check_times(plan: Plan, align: str, ctx: _Context) -> None:
                 "through wall-clock anchors (another host or boot): they cannot be from one "
                 "run; --align start puts their starts together"
                 + (", --offset-us US places the capture by hand" if hand else "")))
+    if align == "start" and not moved:
+        plan.warnings.append("--align start: not applied: every source shares time with the "
+                             "reference host's (nothing needed moving)")
     for sources in _clock_groups(plan).values():
         for path, lo, _, _ in sources:
             if lo < 0:

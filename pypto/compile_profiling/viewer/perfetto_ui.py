@@ -21,3 +21,4 @@ def port_number(text: str) -> int:
     if not 1 <= port <= 65535:
         raise argparse.ArgumentTypeError(f"{port} is not a port (1-65535)")
     return port
+

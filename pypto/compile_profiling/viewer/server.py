@@ -335,10 +335,13 @@ class TraceServer:
         return f"http://127.0.0.1:{self.port}{self._trace.url_path}"
 
     @property
-    def ui_url(self) -> str:
-        """The URL that opens the trace in the Perfetto UI (served here when offline)."""
+    def ui_url(self) -> str | None:
+        """The URL that opens the trace in the Perfetto UI (served here when offline); None
+        on a port ui.perfetto.dev does not fetch from (only 127.0.0.1:9001 is allowed)."""
         if self.ui_dir is not None:
             return f"http://127.0.0.1:{self.port}/index.html#!/?url={self.trace_url}"
+        if self.port != DEFAULT_PORT:
+            return None
         return f"{PERFETTO_UI}/#!/?url={self.trace_url}"
 
     @property

@@ -17,6 +17,7 @@ from example_runs import run_many_kernels
 from merge_inputs import CASES, FIXTURES
 from repo_paths import REPO_ROOT as ROOT
 
+from pypto.about import python_command
 from pypto.compile_profiling.cli.profile import main
 from pypto.compile_profiling.profile_data.load import load_profile
 from pypto.compile_profiling.profile_data.model import walk
@@ -150,7 +151,7 @@ def test_a_missing_extra_is_one_line_naming_the_pip_command(tmp_path):
                        check=False)
     assert r.returncode == 2, r.stderr
     assert r.stderr.strip().splitlines() == [
-        "pypto-profile: duckdb not installed: python3 -m pip install -e '.[scale]'"]
+        f"pypto-profile: duckdb not installed: {python_command()} -m pip install -e '.[scale]'"]
 
 
 def test_aggregate_over_a_tree_agrees_with_each_profile(work_dir, tmp_path, capsys):

