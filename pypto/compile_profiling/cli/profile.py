@@ -401,22 +401,34 @@ def _html(args) -> int:
         raise OutputPathError(args.output, "html writes an HTML page; name the output "
                                            ".html or .htm (.html.gz to compress), or - for "
                                            "stdout")
-    profile = load_profile(args.path)
-    kernels, notes = _work_dir_kernels(profile, args.path)
-    analysis = None
-    if kernels is not None:               # a work dir with device outputs: explain the run
-        from pypto.compile_profiling.analysis import analyze
-        from pypto.compile_profiling.analysis.report import analysis_dict
+    from pypto.compile_profiling.analysis import analyze
+    from pypto.compile_profiling.analysis.report import analysis_dict
 
+    try:
+        profile = load_profile(args.path)
+    except TraceInputError as e:          # a capture directory alone: the device half
         try:
-            analysis = analysis_dict(analyze([profile.work_dir]))
+            run = analyze([args.path])
+        except TraceInputError:
+            raise e from None
+        write_output(args.output, profile_html(None, None, analysis_dict(run), run),
+                     [args.path])
+        print(f"note: {args.path}: no compile profile here; the page shows the device "
+              "side", file=sys.stderr)
+        return EXIT_OK
+    kernels, notes = _work_dir_kernels(profile, args.path)
+    analysis = run = None
+    if kernels is not None:               # a work dir with device outputs: explain the run
+        try:
+            run = analyze([profile.work_dir])
+            analysis = analysis_dict(run)
         except TraceInputError as e:
             notes.append(f"no run analysis: {e}")
     if profile.other_slices:
         notes.append(not_shown_note(args.path, profile.other_slices).strip("()"))
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
-    write_output(args.output, profile_html(profile, kernels, analysis), [args.path])
+    write_output(args.output, profile_html(profile, kernels, analysis, run), [args.path])
     return EXIT_OK
 
 

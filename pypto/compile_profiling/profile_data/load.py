@@ -275,8 +275,13 @@ def _from_trace(events: list, other: object, path) -> Profile:
     meta: dict = {}
     if isinstance(other, dict):
         total = other.get("total_seconds")
+        where = "otherData.total_seconds"
+        compiled = [s for s in other.get("sources") or [] if isinstance(s, dict)
+                    and s.get("kind") == "compile_trace" and "total_seconds" in s]
+        if total is None and len(compiled) == 1:   # a merged trace of one compile profile
+            total, where = compiled[0]["total_seconds"], "otherData.sources[].total_seconds"
         if total is not None:
-            total_ns = round(_number(total, path, "otherData.total_seconds", 0) * 1e9)
+            total_ns = round(_number(total, path, where, 0) * 1e9)
         meta = {k: other[k] for k in ("host", "pid", "pypto_version", "clock") if k in other}
     return Profile(str(path), roots, total_ns, True, meta, other_slices=others)
 

@@ -1,10 +1,12 @@
-"""One self-contained HTML page of a profile: no network at all (a Content-Security-Policy
+"""One self-contained HTML page of a run: no network at all (a Content-Security-Policy
 forbids every fetch), so it can be mailed, archived in CI or opened on an air-gapped host.
 
-- an icicle chart per thread lane (one SVG box per stage, time left to right, nesting
-  downwards); hovering a box shows its name, total, self time and args;
-- the folded summary table (the `show` view);
-- for a `run()` work dir with device records, the per-kernel table (`kernels`).
+Answer first: `analyze`'s answer (verdict, why, gain bound, evidence), then the whole run on
+one clock (`run_picture`: compile stages, each engine's utilisation, the critical path), then
+the compile's icicle chart per thread lane (hover a box: name, total, self time, args), the
+folded stage table, the per-kernel table and the figures behind the answer. Long tables show
+their first `TOP_ROWS` rows, the rest folded. A capture directory without a compile profile
+gets the device half of the page.
 """
 
 from __future__ import annotations
@@ -21,9 +23,11 @@ from pypto.compile_profiling.profile_data.view import (
     view_rows,
 )
 from pypto.compile_profiling.profile_tool.kernels import KernelRow, format_kernels
+from pypto.compile_profiling.profile_tool.run_picture import run_svg
 from pypto.compile_profiling.report import fmt_time
 
 CHART_WIDTH = 1200
+TOP_ROWS = 20           # rows of a long table shown before the rest is folded
 ROW_HEIGHT = 18
 LANE_GAP = 22
 LABEL_MIN_PX = 36
@@ -114,6 +118,16 @@ def _chart(profile: Profile) -> tuple[str, list[dict]]:
     return svg, info
 
 
+def _folded(table_id: str, heads: tuple | list, rows: list[str], what: str) -> str:
+    """A table of `rows` (`<tr>` texts): the first TOP_ROWS, the rest in a folded table."""
+    head = "<thead><tr>" + "".join(f"<th>{h}</th>" for h in heads) + "</tr></thead>"
+    out = [f"<table id=\"{table_id}\">{head}<tbody>", *rows[:TOP_ROWS], "</tbody></table>"]
+    if len(rows) > TOP_ROWS:
+        out += [(f"<details><summary>{len(rows) - TOP_ROWS} more {what}</summary>"
+                f"<table>{head}<tbody>"), *rows[TOP_ROWS:], "</tbody></table></details>"]
+    return "".join(out)
+
+
 def _summary_table(profile: Profile) -> str:
     total = profile.total_ns
 
@@ -121,20 +135,18 @@ def _summary_table(profile: Profile) -> str:
         return f"{ns / total * 100:.1f}%" if total > 0 else ""
 
     heads = ("stage", "count", "total", "self", "share", "mean", "max")
-    out = ["<table id=\"summary\"><thead><tr>" + "".join(f"<th>{h}</th>" for h in heads)
-           + "</tr></thead><tbody>"]
+    rows = []
+    un = unaccounted_ns(profile)
+    rows.append(f"<tr><td>{UNACCOUNTED}</td><td></td><td>{_t(un)}</td><td>{_t(un)}</td>"
+                f"<td>{share(un)}</td><td></td><td></td></tr>")
     for r in view_rows(profile.stages):
         indent = "&nbsp;" * (2 * (r.depth - 1))
         mean = _t(r.mean_ns) if r.folded else ""
         mx = _t(r.max_ns) if r.folded else ""
-        out.append(f"<tr><td>{indent}{html.escape(r.label)}</td><td>{r.count}</td>"
-                   f"<td>{_t(r.total_ns)}</td><td>{_t(r.self_ns)}</td>"
-                   f"<td>{share(r.total_ns)}</td><td>{mean}</td><td>{mx}</td></tr>")
-    un = unaccounted_ns(profile)
-    out.append(f"<tr><td>{UNACCOUNTED}</td><td></td><td>{_t(un)}</td><td>{_t(un)}</td>"
-               f"<td>{share(un)}</td><td></td><td></td></tr>")
-    out.append("</tbody></table>")
-    return "".join(out)
+        rows.append(f"<tr><td>{indent}{html.escape(r.label)}</td><td>{r.count}</td>"
+                    f"<td>{_t(r.total_ns)}</td><td>{_t(r.self_ns)}</td>"
+                    f"<td>{share(r.total_ns)}</td><td>{mean}</td><td>{mx}</td></tr>")
+    return _folded("summary", heads, rows, "stages")
 
 
 def _kernel_table(rows: list[KernelRow]) -> str:
@@ -142,23 +154,22 @@ def _kernel_table(rows: list[KernelRow]) -> str:
     heads = ["kernel", "codegen ms", "tasks", "core", "device total µs", "mean µs", "max µs"]
     keys = ["kernel", "codegen_ms", "tasks", "core_type", "device_total_us",
             "device_mean_us", "device_max_us"]
-    out = ["<table id=\"kernels\"><thead><tr>" + "".join(f"<th>{h}</th>" for h in heads)
-           + "</tr></thead><tbody>"]
+    rows = []
     for rec in data:
         cells = []
         for k in keys:
             v = rec[k]
             cells.append("-" if v is None else f"{v:.2f}" if isinstance(v, float) else str(v))
-        out.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
-    out.append("</tbody></table>")
-    return "".join(out)
+        rows.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
+    return _folded("kernels", heads, rows, "kernels")
 
 
 _STYLE = """
 body{font:13px system-ui,sans-serif;margin:16px;color:#222}
 h1{font-size:18px} h2{font-size:15px;margin-top:24px}
 .answer{border-left:4px solid #c33;padding:2px 10px;margin:8px 0;background:#fafafa} .answer ul{margin:4px 0}
-#wrap{overflow-x:auto;border:1px solid #ddd;padding:4px}
+.wrap{overflow-x:auto;border:1px solid #ddd;padding:4px}
+svg text.tick{fill:#888}
 svg text{font:11px system-ui,sans-serif;pointer-events:none}
 svg text.lane{font-weight:bold;fill:#444}
 rect.stage{stroke:#fff;stroke-width:0.5}
@@ -247,33 +258,53 @@ def _analysis_section(doc: dict) -> str:
     return "".join(out)
 
 
-def profile_html(profile: Profile, kernels: list[KernelRow] | None = None,
-                 analysis: dict | None = None) -> str:
-    """The page's HTML text; `analysis`: the run explained, as `pypto-profile analyze`'s
-    JSON document: its answer opens the page, its figures follow the tables."""
-    svg, info = _chart(profile)
+def profile_html(profile: Profile | None, kernels: list[KernelRow] | None = None,
+                 analysis: dict | None = None, run=None) -> str:
+    """The page's HTML text. `profile`: the compile profile (None: a capture directory
+    alone); `analysis`: the run explained, as `pypto-profile analyze`'s JSON document (its
+    answer opens the page, its figures follow the tables); `run`: the same `RunAnalysis`,
+    for the picture of the whole run."""
+    esc = html.escape
+    if profile is not None:
+        svg, info = _chart(profile)
+        title = f"PyPTO run: {profile.source or 'live profile'}"
+    else:
+        svg, info = "", []
+        title = "PyPTO run: " + ", ".join(r["source"] for r in (analysis or {}).get("ranks", []))
     # no `<`, `>` or `&` inside the script element, whatever the stage names hold
     data = (json.dumps(info, ensure_ascii=True, allow_nan=False).replace("<", "\\u003c")
             .replace(">", "\\u003e").replace("&", "\\u0026"))
-    title = f"PyPTO compile profile: {profile.source or 'live profile'}"
     parts = [
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">",
         f"<meta http-equiv=\"Content-Security-Policy\" content=\"{_CSP}\">",
-        f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>",
-        f"<h1>{html.escape(title)}</h1>",
-        *([f"<h2 id=\"answer\">The answer</h2>{_answer_section(analysis)}"]
-          if analysis and analysis.get("ranks") else []),
-        (f"<p>Total {_t(profile.total_ns)}, {len(info)} stages"
-         + ("" if profile.timed else " (durations only: stages laid end to end)")
-         + ". Hover a box for its details.</p>"),
-        f"<div id=\"wrap\">{svg}</div><div id=\"tip\"></div>",
-        "<h2>Stages (families folded)</h2>", _summary_table(profile),
+        f"<title>{esc(title)}</title><style>{_STYLE}</style></head><body>",
+        f"<h1>{esc(title)}</h1>",
     ]
+    if analysis and analysis.get("ranks"):
+        parts.append(f"<h2 id=\"answer\">The answer</h2>{_answer_section(analysis)}")
+    picture = run_svg(profile.stages if profile is not None and profile.timed else [],
+                      run.ranks if run is not None else [])
+    if picture:
+        parts += ["<h2 id=\"run\">The run on one clock</h2>",
+                  ("<p>Compile stages, each engine's share of busy cores (darker: busier) and "
+                  "the critical path, on the host clock (device time placed as the merge "
+                  "places it).</p>"), f"<div class=\"wrap\">{picture}</div>"]
+    if profile is not None:
+        parts += [
+            "<h2 id=\"compile\">Compile stages</h2>",
+            (f"<p>Total {_t(profile.total_ns)}, {len(info)} stages"
+             + ("" if profile.timed else " (durations only: stages laid end to end)")
+             + ". Hover a box for its details.</p>"),
+            f"<div id=\"wrap\" class=\"wrap\">{svg}</div><div id=\"tip\"></div>",
+            "<h2>Stages (families folded)</h2>", _summary_table(profile),
+        ]
     if kernels:
         parts += ["<h2>Kernels: compile and device cost</h2>", _kernel_table(kernels)]
     if analysis and analysis.get("ranks"):
         parts += ["<h2 id=\"analysis\">Run analysis: the figures behind the answer</h2>",
                   _analysis_section(analysis)]
-    parts += [f"<script type=\"application/json\" id=\"stage-data\">{data}</script>",
-              f"<script>{_SCRIPT}</script></body></html>"]
+    if profile is not None:
+        parts += [f"<script type=\"application/json\" id=\"stage-data\">{data}</script>",
+                  f"<script>{_SCRIPT}</script>"]
+    parts.append("</body></html>")
     return "\n".join(parts) + "\n"

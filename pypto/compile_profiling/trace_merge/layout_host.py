@@ -60,8 +60,12 @@ def add_compile_trace(builder: TimelineBuilder, trace: CompileTrace, host_clock:
         )
     builder.summary.append(f"{trace.path}: compile trace, {len(trace.name)} slices in {len(procs)} "
                      f"process(es); {host_clock.how}")
-    builder.sources.append({"path": trace.path, "kind": "compile_trace", "alignment": host_clock.how,
-                      "offset_ns": off})
+    source = {"path": trace.path, "kind": "compile_trace", "alignment": host_clock.how,
+              "offset_ns": off}
+    total = trace.other.get("total_seconds")
+    if isinstance(total, (int, float)) and not isinstance(total, bool):
+        source["total_seconds"] = total       # the profiled span: `show` reads it back
+    builder.sources.append(source)
 
 
 def add_report(builder: TimelineBuilder, report_plan) -> None:

@@ -322,8 +322,40 @@ def test_html_is_one_self_contained_page(work_dir, tmp_path, capsys):
     (rank,) = analyze([work_dir]).ranks
     assert 'id="analysis"' in text and "tiling exact" in text
     answer, figures = text.index('id="answer"'), text.index('id="analysis"')
-    assert answer < text.index('id="summary"') < figures
+    assert answer < text.index('id="run"') < text.index('id="summary"') < figures
     assert f"<b>r0: {rank.verdict.kind}" in text[answer:figures]
+    # the whole run on one clock: the compile, each engine, the critical path
+    run_svg = text[text.index('<svg id="run"'):text.index("</svg>", text.index('id="run"'))]
+    assert ">compile<" in run_svg and ">r0 AIV (" in run_svg and ">r0 critical path<" in run_svg
+    # long tables: the first 20 rows, the rest folded
+    kernels = text[text.index('id="kernels"'):]
+    assert "<summary>44 more kernels</summary>" in kernels
+
+
+def test_html_of_a_capture_directory_alone_is_the_device_half(work_dir, tmp_path, capsys):
+    page = tmp_path / "device.html"
+    code, _, err = cli(capsys, "html", work_dir / "dfx_outputs", "-o", page)
+    assert code == 0 and "no compile profile here" in err
+    text = page.read_text()
+    assert text.index('id="answer"') < text.index('id="run"') < text.index('id="analysis"')
+    assert 'id="stage-data"' not in text and ">compile<" not in text
+    assert ">r0 critical path<" in text
+
+
+def test_the_run_picture_draws_as_many_shapes_for_a_big_capture_as_for_a_small_one():
+    """Its shapes are bounded by its columns, not by the run: per engine at most one per
+    column, the critical path one per covered run of columns."""
+    from simpler_fixtures import FIXTURES
+
+    from pypto.compile_profiling.analysis import analyze
+    from pypto.compile_profiling.profile_tool.run_picture import COLUMNS, run_svg
+
+    run = analyze([FIXTURES / "hbg_benchmark_bgemm_case0_l4_depgen"])
+    svg = run_svg([], run.ranks)
+    (r,) = run.ranks
+    engines = len(r.tasks.core_types)
+    assert svg.count("<rect") <= COLUMNS * (engines + 1)
+    assert len(r.tasks) == 1000 and f">{r.label} critical path<" in svg
 
 
 # ---------------------------------------------------------------- errors and the command

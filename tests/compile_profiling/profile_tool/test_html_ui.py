@@ -66,7 +66,8 @@ def test_one_drawn_box_per_stage_hover_details_and_no_network(browser, page_file
         boxes = page.locator("rect.stage")
         # 16 stages (load_compiled among them) + 64 kernels, and any first-call imports
         assert boxes.count() == len(stages)
-        assert len([s for s in stages if not s["name"].startswith("import:")]) == 16 + 64
+        # 16 stages and 64 kernels, each with its kernel_source and kernel_executable
+        assert len([s for s in stages if not s["name"].startswith("import:")]) == 16 + 64 * 3
         drawn = page.evaluate("""() => Array.from(document.querySelectorAll('rect.stage'))
             .map(r => { const b = r.getBoundingClientRect();
                         return [+r.dataset.i, b.width, b.height]; })""")
@@ -90,7 +91,12 @@ def test_one_drawn_box_per_stage_hover_details_and_no_network(browser, page_file
         rows = page.locator("#summary tbody tr")
         family = [r for r in rows.all_inner_texts() if "kernel_codegen:*" in r]
         assert len(family) == 1 and "\t64\t" in family[0]
-        assert page.locator("#kernels tbody tr").count() == 64
+        # the first 20 kernels shown, the other 44 folded until opened
+        assert page.locator("#kernels tbody tr").count() == 20
+        more = page.locator("details:has(summary:text('44 more kernels'))")
+        assert more.locator("tbody tr").count() == 44 and not more.locator("table").is_visible()
+        more.locator("summary").click()
+        assert more.locator("table").is_visible()
     finally:
         context.close()
     assert requests == [url], requests
