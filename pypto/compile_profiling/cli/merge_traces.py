@@ -182,9 +182,16 @@ def _parser() -> argparse.ArgumentParser:
                         "types, total / mean / max device time); by default one line per "
                         "capture names the kernels with the most device time (all of them are "
                         "in the trace's metadata, sources[].kernels)")
-    p.add_argument("-q", "--quiet", action="store_true", help="only errors and warnings")
+    talk = p.add_mutually_exclusive_group()
+    talk.add_argument("-q", "--quiet", action="store_true", help="only errors and warnings")
+    talk.add_argument("-v", "--verbose", action="store_true",
+                      help="every source in detail (how each was read and placed, arrows, "
+                           "counters) and every warning in full; by default a short summary")
     p.add_argument("--version", action=PrintVersion)
     return p
+
+
+BRIEF_WARNING = 160    # characters of the first warning in the short summary
 
 
 class AlarmTimer:
@@ -471,8 +478,11 @@ def _merge(args, state: dict, server) -> int:
     finally:
         progress.stop()
     elapsed = time.perf_counter() - t0
-    if not args.quiet:
+    if args.verbose:
         for line in result.summary("" if args.kernels else " (all {n}: --kernels)"):
+            print(line, file=err)
+    elif not args.quiet:
+        for line in result.brief():
             print(line, file=err)
     if args.kernels:               # asked for by name: listed under -q too
         for line in result.kernel_lines:
@@ -485,8 +495,13 @@ def _merge(args, state: dict, server) -> int:
               f"{_size(size)}) in {elapsed:.1f} s: {tl.slice_count} slices, {tl.flow_count} "
               f"flows, {sum(len(c.ts_ns) for c in tl.counters)} counter samples, "
               f"{len(tl.processes)} processes, {lanes} lanes", file=err)
-    for w in result.warnings:
-        print(f"warning: {w}", file=err)
+    if args.quiet or args.verbose:
+        for w in result.warnings:
+            print(f"warning: {w}", file=err)
+    elif result.warnings:          # the short summary: how many, the first one, where the rest are
+        n, first = len(result.warnings), result.warnings[0]
+        cut = first if len(first) <= BRIEF_WARNING else first[:BRIEF_WARNING - 1] + "…"
+        print(f"{n} warning{'s' * (n != 1)} (-v shows them all): {cut}", file=err)
     if server is not None and fmt != "parquet":  # the same server as `pypto-profile open`
         from pypto.compile_profiling.cli.profile import serve_trace
 

@@ -37,6 +37,30 @@ class MergeResult:
     warnings: list[str]
     kernel_lines: list[str] = field(default_factory=list)
 
+    def brief(self, most: int = 5) -> list[str]:
+        """What was merged, in a few lines: the sources by kind, then per capture (at most
+        `most`) its tasks, makespan and how sure its placement is. (`summary()`: every
+        source in detail.)"""
+        from pypto.compile_profiling.trace_merge.place import fmt_ns
+
+        sources = self.timeline.metadata.get("sources", [])
+        words = {"compile_trace": "compile trace", "pipeline_profile": "compile profile",
+                 "swimlane_records": "capture", "merged_swimlane": "converted capture",
+                 "run_log": "run log", "host_phase_records": "host phase file"}
+        counts: dict[str, int] = {}
+        for s in sources:
+            word = words.get(s["kind"], s["kind"])
+            counts[word] = counts.get(word, 0) + 1
+        out = ["merged " + ", ".join(f"{n} {w}{'s' * (n != 1)}" for w, n in counts.items())]
+        caps = [s for s in sources if s["kind"] == "swimlane_records" and "tasks" in s]
+        for s in caps[:most]:
+            blocks = f" ({s['blocks']} blocks)" if s["blocks"] != s["tasks"] else ""
+            out.append(f"  {s['rank']}: {s['tasks']} tasks{blocks}, makespan "
+                       f"{fmt_ns(s['makespan_ns'])}; device time {s['placement']}")
+        if len(caps) > most:
+            out.append(f"  ... {len(caps) - most} more captures (-v lists every source)")
+        return out
+
     def summary(self, more_kernels: str = "") -> list[str]:
         """`summary_lines`, with `more_kernels.format(n=<its kernels>)` after each capture's
         kernel line that names only some of them: where the rest are, in the printer's

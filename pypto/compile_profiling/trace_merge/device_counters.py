@@ -148,6 +148,9 @@ class KernelBrief(str):
 
     kernels: int
     named: int
+    tasks: int
+    blocks: int
+    makespan_ns: int
 
 
 def _brief(label: str, table: list[dict], tasks: int, blocks: int, makespan_ns: int
@@ -164,4 +167,5 @@ def _brief(label: str, table: list[dict], tasks: int, blocks: int, makespan_ns: 
                        f"{fmt_ns(makespan_ns)}, {fmt_ns(total)} core time (summed over "
                        f"cores); most: {top}")
     line.kernels, line.named = n, min(n, BRIEF_KERNELS)
+    line.tasks, line.blocks, line.makespan_ns = tasks, blocks, makespan_ns
     return line

@@ -179,6 +179,8 @@ def _add_device_views(
     builder.kernel_lines.extend(lines)
     builder.sources[-1]["kernels"] = table
     builder.sources[-1]["flows"] = counts
+    builder.sources[-1].update(tasks=brief.tasks, blocks=brief.blocks,
+                               makespan_ns=brief.makespan_ns)
     return rows
 
 

@@ -246,6 +246,7 @@ def add_capture(
     builder.summary.append(f"{rec.path}: capture {capture_plan.label}, level {rec.level}: {line}; {how}"
                      + capture_note)
     builder.sources.append({"path": rec.path, "kind": "swimlane_records", "rank": capture_plan.label,
+                      "placement": dev.label,
                       "alignment": dev.mapping.method if not estimated
                       else f"{dev.status}: {dev.how}",
                       "estimated": estimated, "uncertainty_ns": dev.uncertainty_ns,

@@ -53,6 +53,7 @@ CASES = [
     ("merge -o -q: --kernels", lambda a, b: [*MERGE, *inputs(a), "-o", "out.json", "-q"],
      ["--kernels"], "honoured"),
     ("merge -o: -q", lambda a, b: [*MERGE, *inputs(a), "-o", "out.json"], ["-q"], "honoured"),
+    ("merge -o: -v", lambda a, b: [*MERGE, *inputs(a), "-o", "out.json"], ["-v"], "honoured"),
     ("merge -o: --offset-us (calibrated)", lambda a, b: [*MERGE, *inputs(a), "-o", "out.json"],
      ["--offset-us", "500"], "named"),
     ("merge -o: --align start (one host)", lambda a, b: [*MERGE, *inputs(a), "-o", "out.json"],

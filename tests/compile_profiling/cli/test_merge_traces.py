@@ -51,7 +51,8 @@ def cli(capsys, *argv) -> tuple[int, str, str]:
 def test_merge_to_json_prints_summary_and_writes_file(tmp_path, capsys):
     compile_trace_around(FIXTURES / CALIBRATED[0], tmp_path / "trace.json")
     out = tmp_path / "merged.json"
-    code, stdout, err = cli(capsys, tmp_path / "trace.json", FIXTURES / CALIBRATED[0], "-o", out)
+    code, stdout, err = cli(capsys, tmp_path / "trace.json", FIXTURES / CALIBRATED[0], "-o", out,
+                            "-v")
     assert code == 0, err
     assert stdout == ""
     assert "compile trace" in err and "calibrated by clock anchors" in err
@@ -67,7 +68,7 @@ def test_merge_to_json_prints_summary_and_writes_file(tmp_path, capsys):
 
 def test_contained_capture_warns_on_stderr_and_format_flag_wins(tmp_path, capsys):
     out = tmp_path / "merged.trace"
-    code, _, err = cli(capsys, FIXTURES / ESTIMATED[0], "-o", out, "--format", "perfetto")
+    code, _, err = cli(capsys, FIXTURES / ESTIMATED[0], "-o", out, "--format", "perfetto", "-v")
     assert code == 0, err
     assert "warning:" in err and "placed by span containment, not calibrated: the records " \
         "may lie" in err
@@ -229,7 +230,7 @@ def test_one_bad_record_costs_that_record_and_one_warning(tmp_path, capsys, chan
     inputs.mkdir()
     bad = _records_variant(inputs, CALIBRATED[0], change)
     out = tmp_path / "m.json"
-    code, _, err = cli(capsys, bad, "-o", out)
+    code, _, err = cli(capsys, bad, "-o", out, "-v")
     assert code == 0, err
     (line,) = [x for x in err.splitlines() if "bad record(s) skipped" in x]
     assert line.startswith(f"warning: {bad}: 1 bad record(s) skipped, each alone") \
@@ -476,7 +477,7 @@ def test_kernels_in_one_line_by_default_every_kernel_with_kernels(tmp_path, caps
             RunConfig(work_dir=str(work), enable_chip_swimlane=4, enable_dep_gen=True))
     assert r.passed, r.error
     out = tmp_path / "m.json"
-    code, _, err = cli(capsys, work / "dfx_outputs", "-o", out)
+    code, _, err = cli(capsys, work / "dfx_outputs", "-o", out, "-v")
     assert code == 0, err
     (source,) = [s for s in json.loads(out.read_text())["otherData"]["sources"]
                  if s.get("kernels")]
@@ -531,3 +532,22 @@ def test_progress_in_the_main_thread_is_an_alarm_not_a_thread():
     assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
     assert signal.getsignal(signal.SIGALRM) == handler
     assert out.getvalue() == "... writing x (3 s, 3 s in all)\n"
+
+
+def test_the_default_summary_is_short_and_v_gives_the_detail(tmp_path, capsys):
+    """At most 10 lines by default: what was merged, each capture's tasks and placement, what
+    was written, how many warnings (the first one), how to open it; -v: every source."""
+    out = tmp_path / "m.json"
+    code, _, err = cli(capsys, FIXTURES / ESTIMATED[0], "-o", out)
+    assert code == 0
+    lines = err.strip().splitlines()
+    assert len(lines) <= 10, lines
+    assert lines[0] == "merged 1 run log, 1 capture"
+    assert re.fullmatch(r"  \S+: \d+ tasks, makespan [\d.]+ [mun]?s; device time contained "
+                        r"-[\d.]+ [mun]?s/\+[\d.]+ [mun]?s", lines[1]), lines[1]
+    assert lines[2].startswith(f"wrote {out} (Chrome JSON, ")
+    assert re.match(r"\d+ warnings? \(-v shows them all\): ", lines[3])
+    assert lines[-1].endswith(f"open {out}")
+    code, _, verbose = cli(capsys, FIXTURES / ESTIMATED[0], "-o", out, "-v")
+    assert code == 0 and len(verbose.splitlines()) > len(lines)
+    assert all(w in verbose for w in re.findall(r"warning: (.+)", verbose))

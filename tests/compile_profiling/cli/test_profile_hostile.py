@@ -403,7 +403,7 @@ def test_one_short_queue_figure_costs_one_sample_and_parquet_still_writes(tmp_pa
     (cap / "chip_swimlane_records.json").write_text(json.dumps(rec))
 
     def samples(path) -> int:
-        assert merge_main([str(path), "-o", str(tmp_path / "m.json")]) == 0
+        assert merge_main([str(path), "-o", str(tmp_path / "m.json"), "-v"]) == 0
         err = capsys.readouterr().err
         return int(err.split(" ready_queue_samples")[0].rsplit(" ", 1)[1]), err
 

@@ -88,7 +88,7 @@ def test_the_golden_is_the_writer_golden_field_for_field():
 
 def test_writer_golden_merges_and_every_record_is_drawn(tmp_path, capsys):
     out = tmp_path / "merged.json"
-    assert main([str(GOLDEN_DIR), "-o", str(out)]) == 0
+    assert main([str(GOLDEN_DIR), "-o", str(out), "-v"]) == 0
     err = capsys.readouterr().err
     assert "scheduler capture: 2 committed, 5 dropped, truncated: Sched_0" in err
     assert "the device dropped 5 scheduler records (Sched_0 truncated)" in err
