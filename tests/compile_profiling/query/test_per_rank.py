@@ -268,7 +268,8 @@ def test_ctrl_c_is_one_line_130_nothing_left_running_or_written(layout, tmp_path
 
     out = tmp_path / "out"
     proc = subprocess.Popen([sys.executable, str(REPO_ROOT / "tools" / "merge_traces.py"),
-                             str(layout), "--per-rank", str(out)], cwd=REPO_ROOT,
+                             str(layout), "--per-rank", str(out), "--workers", "2"],
+                            cwd=REPO_ROOT,      # a local cluster, however small the input
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
     try:
@@ -299,3 +300,17 @@ def test_ctrl_c_is_one_line_130_nothing_left_running_or_written(layout, tmp_path
         pytest.fail("a process of the merge's group is still running")
     assert not out.exists()
     assert [p.name for p in tmp_path.iterdir() if "pypto" in p.name] == []
+
+
+def test_a_small_input_is_merged_in_this_process_and_says_why(layout, tmp_path):
+    """The 3-rank layout is a few MB: starting a cluster would cost more than the merge. The
+    result is the same as the cluster's, and the summary says where it ran and why."""
+    from pypto.compile_profiling.query import per_rank as module
+
+    out = tmp_path / "out"
+    result = merge_per_rank([layout], out)
+    line = next(ln for ln in result.summary_lines if ln.startswith("merged in this process"))
+    assert f"under {module.IN_PROCESS_BYTES >> 20} MB" in line and "--workers N" in line
+    assert result.workers["workers_peak_rss"].keys() == {"in-process"}
+    single = merge_traces([layout])
+    assert result.counts["slices"] == single.timeline.slice_count
