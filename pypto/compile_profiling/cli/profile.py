@@ -681,5 +681,21 @@ def main(argv: list[str] | None = None) -> int:
         return reader_gone()
 
 
+def cli() -> None:
+    """The `pypto-profile` command: `main`, then exit with its status. A query stopped by
+    Ctrl-C or --timeout leaves its DuckDB connection unclosed: closing it would wait for the
+    task then running (minutes in DuckDB before 2.0), so the process flushes and leaves."""
+    from pypto.compile_profiling.query.run import hold_stopped_connections
+
+    stopped = hold_stopped_connections()
+    code = main()
+    if stopped:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):
+                stream.flush()
+        os._exit(code)
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    cli()

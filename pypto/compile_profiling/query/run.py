@@ -10,7 +10,10 @@ for minutes. So while a query runs in the main thread, Python's C-level signal h
 writes each signal to a wakeup socket (`signal.set_wakeup_fd`), and a small thread waiting
 on it calls `con.interrupt()` the moment SIGINT arrives: the query stops within
 milliseconds, `KeyboardInterrupt` here. A `timeout_s` timer interrupts it the same way
-(`QueryTimeout`). A statement that reaches outside the run (a file, an extension: the
+(`QueryTimeout`). Closing a connection whose query was stopped waits, in DuckDB before 2.0,
+until the task then running finishes (minutes for one task of a big join; 2.0 stops it at
+once): a command about to exit calls `hold_stopped_connections` first and leaves without
+closing them (`pypto-profile`'s `cli`). A statement that reaches outside the run (a file, an extension: the
 connection is locked, `tables.lock`) is a `QueryError` that says so.
 """
 
@@ -30,11 +33,25 @@ from dataclasses import dataclass
 from pypto.errors import QueryError, QueryTimeout
 
 __all__ = ["BATCH_ROWS", "FORMATS", "QueryResult", "QueryTimeout", "format_result",
-           "run_preset", "run_query", "stream_query"]
+           "hold_stopped_connections", "run_preset", "run_query", "stream_query"]
 
 FORMATS = ("text", "csv", "json")
 BATCH_ROWS = 65_536          # rows per fetch: ~10 MB of Python tuples at a few columns
 TEXT_WIDTH_ROWS = BATCH_ROWS  # a text table's column widths come from its first batch
+
+
+_stopped_connections: list | None = None     # see hold_stopped_connections
+
+
+def hold_stopped_connections() -> list:
+    """From now on, keep each connection whose query was stopped (Ctrl-C, timeout) in the
+    list returned, instead of letting it close when dropped: DuckDB before 2.0 closes it only
+    once its running task ends (module docstring). For a process about to exit, which then
+    leaves without closing them (`os._exit`) when the list is not empty."""
+    global _stopped_connections
+    if _stopped_connections is None:
+        _stopped_connections = []
+    return _stopped_connections
 
 
 @dataclass
@@ -112,6 +129,8 @@ def _batches(con, sql: str, limit: int | None, timeout_s: float | None
     sigint = threading.Event()
 
     def stopped(e: BaseException) -> BaseException:
+        if _stopped_connections is not None:
+            _stopped_connections.append(con)
         if fired.is_set() and not sigint.is_set():
             return QueryTimeout(f"the query ran longer than --timeout {timeout_s:g} s: "
                                 "stopped")
