@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -73,6 +75,7 @@ with urllib.request.urlopen(trace, timeout=30) as r:
 """
 
 
+@pytest.mark.xdist_group("port_9001")      # its `open` hint serves on 9001, as the README's does
 def test_every_hint_the_main_job_prints_works_pasted_into_a_new_shell(tmp_path):
     """Each command the main job prints is run as printed by `sh`, in the directory it was
     printed in, with no virtual environment active (PATH without it) and a "browser" that
