@@ -427,13 +427,19 @@ def _submit_names(s) -> tuple[list[str], np.ndarray]:
 def row_kernels(cap) -> tuple[np.ndarray, np.ndarray]:
     """Kernel id of each AICore row (-1: unknown) and whether its task is SPMD.
 
-    deps.json's `kernel_ids` are (aic, aiv0, aiv1): AIC cores run the first, AIV cores the
-    first of the others that is set. SPMD: `block_num > 1`; without deps.json, Simpler's
-    rule: a task with several rows, all on one core type."""
+    deps.json's `kernel_ids` are (aic, aiv0, aiv1): AIC cores run the first. An AIV core is
+    its cluster's AIV0 or AIV1 by its place among the AIV cores in core order (the runtime
+    pairs them so: cluster c gets the 2c-th and (2c+1)-th), so a MIX task whose two AIV
+    subtasks run different kernels names each block after its own; where only one AIV slot is
+    set, every AIV block ran that one. (Simpler's converter names them all after AIV0's.)
+    SPMD: `block_num > 1`; without deps.json, Simpler's rule: a task with several rows, all
+    on one core type."""
     a = cap.records.aicore
     task = a["task_id"]
     n = len(task)
-    is_aic = np.array([t == "aic" for t in cap.records.core_types], dtype=bool)[a["core_id"]]
+    core_is_aic = np.array([t == "aic" for t in cap.records.core_types], dtype=bool)
+    is_aic = core_is_aic[a["core_id"]]
+    aiv1_core = (np.cumsum(~core_is_aic) - 1) % 2 == 1      # odd place among the AIV cores
     deps = cap.deps
     if deps is not None and len(deps.task_id):
         order = np.argsort(deps.task_id, kind="stable")
@@ -441,7 +447,9 @@ def row_kernels(cap) -> tuple[np.ndarray, np.ndarray]:
         pos = np.minimum(np.searchsorted(sorted_ids, task), len(sorted_ids) - 1)
         found = sorted_ids[pos] == task
         k = deps.kernel_ids[order[pos]]
-        aiv = np.where(k[:, 1] >= 0, k[:, 1], k[:, 2])
+        own, other = ((np.where(aiv1_core[a["core_id"]], k[:, i], k[:, j]) for i, j in
+                       ((2, 1), (1, 2))))
+        aiv = np.where(own >= 0, own, other)
         func = np.where(found, np.where(is_aic, k[:, 0], aiv), -1)
         return np.where(func >= 0, func, -1), found & (deps.block_num[order[pos]] > 1)
     if not n:

@@ -289,6 +289,31 @@ def test_converted_trace_keeps_touching_slices_on_one_lane(tmp_path):
     assert procs and all(p.estimated for p in procs)
 
 
+def test_each_aiv_block_of_a_mix_task_is_named_after_the_kernel_it_ran():
+    """deps.json gives a MIX task's kernels as (aic, aiv0, aiv1); the runtime pairs the AIV
+    cores in core order (cluster c: the 2c-th and (2c+1)-th), so when AIV0 and AIV1 run
+    different kernels each block carries its own, not AIV0's for both as Simpler draws."""
+    case = FIXTURES / "tmr_mixed_example_case1_l4_depgen"
+    rec = records(case.name)
+    aiv_cores = [c for c, t in enumerate(rec["metadata"]["core_types"]) if t == "aiv"]
+    deps = json.loads((case / "deps.json").read_text())["tasks"]
+    kernels = {int(t["task_id"]): t["kernel_ids"] for t in deps}
+    (name_map,) = case.glob("name_map_*.json")
+    names = {int(k): v for k, v in
+             json.loads(name_map.read_text())["callable_id_to_name"].items()}
+    r = merge_traces([case])
+    seen = 0
+    for s in device_rows(r.timeline):
+        task, core = int(s.args["task_id"]), int(s.args["core_id"])
+        _aic, aiv0, aiv1 = kernels[task]
+        if core not in aiv_cores or min(aiv0, aiv1) < 0 or aiv0 == aiv1:
+            continue
+        slot = aiv1 if aiv_cores.index(core) % 2 else aiv0
+        assert s.args["kernel_id"] == slot and s.name.startswith(names[slot] + "("), s
+        seen += 1
+    assert seen == 16             # 2 AIV blocks of each of 4 tasks (0,1,2) and 4 (-1,3,4)
+
+
 def test_loose_files_of_one_directory_form_one_capture():
     case = FIXTURES / "tmr_bgemm_case0_l4_depgen"
     r = merge_traces([case / "chip_swimlane_records.json", case / "deps.json",

@@ -17,6 +17,7 @@ import pytest
 from merge_inputs import CALIBRATED, CASES, FIXTURES
 
 from pypto.compile_profiling.trace_merge import merge_traces
+from pypto.compile_profiling.trace_merge.layout_device import kernel_name
 
 pytestmark = pytest.mark.skipif(not CASES, reason="no Simpler fixtures on this machine")
 
@@ -118,6 +119,30 @@ def test_task_times_are_the_converters_to_the_ns(case):
     assert np.abs(setups - starts).max() <= (1 if case in CALIBRATED else 0)
 
 
+def aiv1_kernel_names(case: str) -> dict[tuple[int, int], str]:
+    """(task, core) -> kernel name of each AIV1 block of a MIX task whose AIV subtasks run
+    different kernels: Simpler's converter names those after AIV0's kernel, the merge after
+    their own (the runtime pairs the AIV cores in core order: cluster c's AIV1 is the
+    (2c+1)-th)."""
+    deps = FIXTURES / case / "deps.json"
+    if not deps.exists():
+        return {}
+    names = {}
+    for name_map in (FIXTURES / case).glob("name_map_*.json"):
+        names = {int(k): v for k, v in
+                 json.loads(name_map.read_text())["callable_id_to_name"].items()}
+    kernels = {int(t["task_id"]): t.get("kernel_ids") or [-1, -1, -1]
+               for t in json.loads(deps.read_text())["tasks"]}
+    aiv = [c for c, t in enumerate(records(case)["metadata"]["core_types"]) if t == "aiv"]
+    out = {}
+    for row in records(case)["aicore_tasks"]:
+        core, task = row[0], row[1]
+        _, aiv0, aiv1 = kernels.get(task, [-1, -1, -1])
+        if core in aiv and aiv.index(core) % 2 and min(aiv0, aiv1) >= 0 and aiv0 != aiv1:
+            out[(task, core)] = kernel_name(aiv1, names)
+    return out
+
+
 @pytest.mark.parametrize("case", CASES)
 def test_task_and_submit_labels_are_the_converters(case):
     """Every kernel bar, Scheduler-view bar, orchestrator submit and scheduler phase is named
@@ -125,10 +150,16 @@ def test_task_and_submit_labels_are_the_converters(case):
     `dispatch(7)`), and each kernel and Scheduler-view bar's `task` arg is its task's
     display."""
     theirs = collections.defaultdict(collections.Counter)
+    own_kernel = aiv1_kernel_names(case)
     for e in converter(case):
         if e["ph"] == "X":
+            name = e["name"]
+            if e["pid"] in (3, 4):      # an AIV1 block of a MIX task: its own kernel, not AIV0's
+                hint = dict(f.split(":") for f in e["args"]["event-hint"].split(", "))
+                fixed = own_kernel.get((e["args"]["taskId"], int(hint["CoreId"])))
+                name = name if fixed is None else fixed + name[name.index("("):]
             theirs[{4: "aicore", 3: "scheduler_view", 2: "scheduler", 1: "orchestrator"}
-                   .get(e["pid"])][e["name"]] += 1
+                   .get(e["pid"])][name] += 1
     ours = collections.defaultdict(collections.Counter)
     tl = merge_traces([FIXTURES / case]).timeline
     same = {"host_orchestrator": "orchestrator", "host_h2d": "orchestrator"}
