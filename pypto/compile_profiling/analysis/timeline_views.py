@@ -41,7 +41,7 @@ def draw_views(builder: TimelineBuilder, plan, drawn: list, sel, warnings: list[
         proc = builder.process(f"Device {cp.label}{SEP}Critical path ({dev.label})",
                          args={**device_args(cp, dev, ra.source),
                                "verdict": str(ra.verdict.kind), "verdict_rule": ra.verdict.rule},
-                         estimated=ra.estimated)
+                         estimated=ra.estimated, capture=cp, part="Critical path")
         parts = []
         if sel.view("critical-path"):
             block = _path_block(builder, proc, ra, dev.to_ns)

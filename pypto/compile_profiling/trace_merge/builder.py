@@ -13,6 +13,10 @@ from pypto.compile_profiling.timeline.model import Process, SliceBlock, Timeline
 from pypto.compile_profiling.trace_merge.place import CapturePlan, DeviceClock, Plan
 
 SEP = " · "
+# a capture's processes in the order the work flows: the host's submits and uploads, the
+# cores, the schedulers, the device orchestrator, then views made from them
+FLOW_PARTS = ("host", "AICore", "AICPU scheduler", "AICore scheduler", "Orchestrator",
+              "Scheduler view", "AICPU lifecycle", "Simpler", "Critical path")
 KERNEL_CODEGEN_PREFIX = "kernel_codegen:"
 CLOCK = "CLOCK_MONOTONIC"
 
@@ -93,10 +97,24 @@ class TimelineBuilder:
         # per kernel of each capture: (kernel, its worker block, the row of each of its tasks)
         self.kernel_tasks: list[tuple[str, SliceBlock, np.ndarray]] = []
         self.order: list[Process] = []
+        self._flow: dict[int, tuple[int, str]] = {}     # pid -> (capture index, part)
 
     # ---- processes and threads
+    def flow_key(self, proc: Process, made: int) -> tuple[int, ...]:
+        """Where `proc` goes in the display: as the work flows, host processes (the compile,
+        run logs) first, then each capture in input order: its host orchestrator, then the
+        device (`FLOW_PARTS`); otherwise in the order made."""
+        place = self._flow.get(proc.pid)
+        if place is None:
+            return (0, 0, 0, made)
+        capture, part = place
+        return (1, capture, FLOW_PARTS.index(part), made)
+
     def process(self, name: str, *, os_pid: int | None = None, host: str | None = None,
-                args: dict | None = None, estimated: bool = False) -> Process:
+                args: dict | None = None, estimated: bool = False,
+                capture=None, part: str | None = None) -> Process:
+        """A process named `name` (a host's real `os_pid` kept where it is free); `capture`
+        (its `CapturePlan`) and `part` (one of `FLOW_PARTS`) place it in the display."""
         if os_pid is not None:
             key = (host, os_pid)
             proc = self.host_procs.get(key)
@@ -112,6 +130,9 @@ class TimelineBuilder:
             proc = Process(self.ids.fresh(), name, 0, None, dict(args or {}), estimated)
         self.tl.processes.append(proc)
         self.order.append(proc)
+        index = next((i for i, c in enumerate(self.plan.captures) if c is capture), None)
+        if index is not None:
+            self._flow[proc.pid] = (index, part)
         return proc
 
     def thread(self, proc: Process, os_tid: int, name: str, sort_index: int) -> Track:

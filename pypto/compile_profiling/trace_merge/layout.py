@@ -84,7 +84,8 @@ def lay_out(plan: Plan, selection: Selection = ALL, derived: DerivedViews | None
         derived(builder, plan, drawn, selection, warnings)
     n_stages, n_flows = (_kernel_codegen_flows(builder) if selection.flow("kernel-codegen")
                          else (0, 0))
-    for n, p in enumerate(builder.order):
+    made = {id(p): n for n, p in enumerate(builder.order)}   # Process: no value to key by
+    for n, p in enumerate(sorted(builder.order, key=lambda p: builder.flow_key(p, made[id(p)]))):
         p.sort_index = n
     captures = _captures(builder, plan.captures, {id(capture_plan): {
         f: kernel_name(f, rows.names) for f in np.unique(rows.func).tolist() if f >= 0}

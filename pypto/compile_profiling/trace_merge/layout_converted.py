@@ -31,7 +31,8 @@ def add_converted(
                       | {c.pid for c in conv.counters}):
         view = conv.process_names.get(pid) or f"view {pid}"
         procs[pid] = builder.process(f"Device {capture_plan.label}{SEP}Simpler {view}{tag}",
-                               args=dict(args, simpler_pid=pid), estimated=True)
+                               args=dict(args, simpler_pid=pid), estimated=True,
+                               capture=capture_plan, part="Simpler")
     n = len(slices)
     start = np.fromiter((s.start_ns for s in slices), dtype=np.int64, count=n) + off
     end = np.fromiter((s.end_ns for s in slices), dtype=np.int64, count=n) + off

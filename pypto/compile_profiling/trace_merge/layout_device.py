@@ -125,7 +125,7 @@ def add_capture(
     def view_process(name: str) -> Process:
         """A device view, its name saying how its device clock was placed."""
         return builder.process(f"Device {capture_plan.label}{SEP}{name}{tag}", args=args,
-                               estimated=estimated)
+                               estimated=estimated, capture=capture_plan, part=name)
 
     sched_streams = [s for s in rec.scheduler if len(s.start)]
     assigned = {t for t in rec.core_to_thread or () if t >= 0}
@@ -193,7 +193,8 @@ def add_capture(
         # the host's own submits and H2D uploads (host ns, exact): Simpler's "Host
         # Orchestrator" process, with its Host_<n> and H2D lanes; host work, so not "Device"
         proc = builder.process(f"{capture_plan.label}{SEP}Host Orchestrator", args={
-            "alignment": {"status": "exact", "method": "host_monotonic_ns"}, "source": rec.path})
+            "alignment": {"status": "exact", "method": "host_monotonic_ns"}, "source": rec.path},
+            capture=capture_plan, part="host")
 
         def host_ns(v: np.ndarray) -> np.ndarray:
             return v.astype(np.int64) + capture_plan.host.offset_ns

@@ -196,9 +196,10 @@ def test_calibrated_capture_lands_inside_device_execution_with_codegen_flows(tmp
     assert rows
     for s in rows:
         assert info["exec_start"] <= s.start_ns and s.end_ns <= info["exec_end"], s.name
-    order = sorted(tl.processes, key=lambda p: p.sort_index)
-    assert order[0].name == "PyPTO compile"
-    assert order[-1].name == f"{case} · Host Orchestrator"    # the capture's, host clock
+    order = [p.name.split(" (")[0] for p in sorted(tl.processes, key=lambda p: p.sort_index)]
+    # as the work flows: compile, the host's submits and uploads, then the device
+    assert order[:3] == ["PyPTO compile", f"{case} · Host Orchestrator",
+                         f"Device {case} · AICore"]
     # issue 22: an arrow from each kernel's codegen stage to every task of that kernel (to
     # its earliest block), not to its first task only
     kflows = [f for f in tl.flows if f.cat == "kernel_codegen"]
@@ -224,6 +225,29 @@ def test_calibrated_capture_lands_inside_device_execution_with_codegen_flows(tmp
     assert {s.name for s in tl.slices() if s.process is comp} >= {"device_execution", "chip.run"}
     check_nesting(tl)
 
+
+
+def test_processes_are_ordered_as_the_work_flows_each_capture_together():
+    """Compile and host processes first, then each capture in input order: its host
+    orchestrator, cores, schedulers, device orchestrator, then the views made from them."""
+    from pypto.compile_profiling import analysis
+
+    cases = ["hbg_bgemm_l4_depgen", "tmr_mixed_example_case1_l4_depgen"]
+    r = merge_traces([FIXTURES / c for c in cases], views=["all"],
+                     derived_views=analysis.TIMELINE_VIEWS)
+    order = [p.name.split(" (")[0] for p in sorted(r.timeline.processes,
+                                                   key=lambda p: p.sort_index)]
+    assert [n.split(" ")[0] for n in order[:2]] == ["Simpler", "Simpler"]    # run logs
+    assert order[2:] == [
+        "hbg_bgemm_l4_depgen · Host Orchestrator", "Device hbg_bgemm_l4_depgen · AICore",
+        "Device hbg_bgemm_l4_depgen · AICPU scheduler",
+        "Device hbg_bgemm_l4_depgen · Scheduler view",
+        "Device hbg_bgemm_l4_depgen · Critical path",
+        "Device tmr_mixed_example_case1_l4_depgen · AICore",
+        "Device tmr_mixed_example_case1_l4_depgen · AICPU scheduler",
+        "Device tmr_mixed_example_case1_l4_depgen · Orchestrator",
+        "Device tmr_mixed_example_case1_l4_depgen · Scheduler view",
+        "Device tmr_mixed_example_case1_l4_depgen · Critical path"]
 
 def test_kernel_codegen_arrows_are_a_flow_kind_to_leave_out(tmp_path):
     """One arrow per task is many at scale: `--flows` without `kernel-codegen` leaves them
