@@ -50,7 +50,7 @@ def shape(line: str) -> re.Pattern:
     """`line` with any numbers (a duration in any unit) and any run of spaces."""
     parts = []
     for piece in NUMBER.split(line.rstrip()):
-        parts.append(r"\s+".join(re.escape(w) for w in piece.split(" ")))
+        parts.append(r"\s+".join(re.escape(w) for w in re.split(" +", piece)))
     return re.compile(NUMBER.pattern.join(parts))
 
 
@@ -91,6 +91,8 @@ def test_the_shape_check_catches_a_changed_output():
     assert mismatch(["...", "b"], ["a", "b"]) is None
     assert mismatch(["a 1.5 ms", "b"], ["a 2 ms", "c"]) is not None
     assert mismatch(["took 1.2ms of 3 s"], ["took 876us of 2.5 s"]) is None
+    assert mismatch(["  a     62.1ms  b"], ["  a 112.7ms b"]) is None      # any run of spaces
+    assert mismatch(["  a  b"], ["  ab"]) is not None
 
 
 @pytest.mark.xdist_group("port_9001")      # `open` serves on 9001, as the main job's test does
