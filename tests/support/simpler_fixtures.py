@@ -18,8 +18,7 @@ def _find() -> Path:
     candidates = []
     if os.environ.get("PYPTO_SIMPLER_FIXTURES"):
         candidates.append(Path(os.environ["PYPTO_SIMPLER_FIXTURES"]))
-    candidates += [REPO_ROOT.parent / "shared" / "fixtures" / "simpler",
-                   Path("/work/shared/fixtures/simpler")]
+    candidates.append(REPO_ROOT.parent / "shared" / "fixtures" / "simpler")
     for path in candidates:
         if path.is_dir():
             return path
