@@ -17,11 +17,10 @@ from pypto.ir.nodes import (
     Span,
     Var,
 )
+from pypto.ir.pass_base import FunctionPass, Pass
 from pypto.ir.pass_manager import (
     CallbackInstrument,
     DumpInstrument,
-    FunctionPass,
-    Pass,
     PassInstrument,
     PassManager,
     ProfilingInstrument,

@@ -169,11 +169,6 @@ class Program:
     def with_functions(self, functions: list[Function]) -> Program:
         return Program(self.name, {f.name: f for f in functions}, self.source_file)
 
-    def __str__(self) -> str:
-        from pypto.ir.printer import print_program
-
-        return print_program(self)
-
 
 def is_tile(e: Expr) -> bool:
     return isinstance(e.type, TileType)

@@ -9,34 +9,10 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 
-from pypto.ir.nodes import Function, Program
+from pypto.ir.nodes import Program
+from pypto.ir.pass_base import Pass
 from pypto.ir.printer import print_program
 from pypto.ir.visit import program_size
-
-
-class Pass:
-    """A named Program -> Program transformation."""
-
-    name = "Pass"
-
-    def __call__(self, program: Program) -> Program:
-        return self.run(program)
-
-    def run(self, program: Program) -> Program:
-        raise NotImplementedError
-
-    def __repr__(self) -> str:
-        return self.name
-
-
-class FunctionPass(Pass):
-    """A pass applied to each function independently."""
-
-    def run(self, program: Program) -> Program:
-        return program.with_functions([self.run_function(f) for f in program.functions.values()])
-
-    def run_function(self, func: Function) -> Function:
-        raise NotImplementedError
 
 
 class PassInstrument:

@@ -7,7 +7,7 @@ import dataclasses
 
 from pypto.errors import CompileError
 from pypto.ir.nodes import Assign, Function, FunctionType
-from pypto.ir.pass_manager import FunctionPass
+from pypto.ir.pass_base import FunctionPass
 from pypto.ir.passes.init_memref import retype_tiles
 from pypto.ir.types import ALIGNMENT, MEMORY_CAPACITY, MemRef, TileType
 from pypto.ir.visit import iter_stmts

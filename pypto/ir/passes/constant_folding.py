@@ -7,7 +7,7 @@ import dataclasses
 
 from pypto.errors import CompileError
 from pypto.ir.nodes import Assign, BinExpr, Call, Const, Expr, For, Function, Stmt, Var
-from pypto.ir.pass_manager import FunctionPass
+from pypto.ir.pass_base import FunctionPass
 from pypto.ir.visit import map_stmt, substitute
 
 _IDENTITY = {"add": 0, "sub": 0, "mul": 1, "div": 1}

@@ -9,7 +9,7 @@ import dataclasses
 
 from pypto.errors import CompileError
 from pypto.ir.nodes import Assign, For, Function, Var
-from pypto.ir.pass_manager import FunctionPass
+from pypto.ir.pass_base import FunctionPass
 from pypto.ir.visit import all_names, fresh_name, substitute
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 
 from pypto.ir.nodes import Assign, Call, Expr, Function, KernelCall, Stmt
-from pypto.ir.pass_manager import FunctionPass
+from pypto.ir.pass_base import FunctionPass
 from pypto.ir.visit import iter_exprs, used_names
 
 

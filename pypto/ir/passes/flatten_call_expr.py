@@ -16,7 +16,7 @@ from pypto.ir.nodes import (
     Stmt,
     Var,
 )
-from pypto.ir.pass_manager import FunctionPass
+from pypto.ir.pass_base import FunctionPass
 from pypto.ir.visit import all_names, fresh_name
 
 

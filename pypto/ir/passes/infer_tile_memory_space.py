@@ -7,7 +7,7 @@ import dataclasses
 
 from pypto.errors import CompileError
 from pypto.ir.nodes import Assign, Call, Expr, Function, FunctionType, Var
-from pypto.ir.pass_manager import FunctionPass
+from pypto.ir.pass_base import FunctionPass
 from pypto.ir.types import TileType
 from pypto.ir.visit import iter_stmts, map_stmt
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pypto.errors import CompileError
 from pypto.ir.nodes import Assign, For, Function, FunctionType
-from pypto.ir.pass_manager import FunctionPass
+from pypto.ir.pass_base import FunctionPass
 from pypto.ir.passes.init_memref import retype_tiles
 from pypto.ir.types import MemRef, TileType
 from pypto.ir.visit import used_names

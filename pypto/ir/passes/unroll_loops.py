@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from pypto.ir.nodes import Const, For, Function, Stmt
-from pypto.ir.pass_manager import FunctionPass
+from pypto.ir.pass_base import FunctionPass
 from pypto.ir.types import INDEX
 from pypto.ir.visit import substitute
 
