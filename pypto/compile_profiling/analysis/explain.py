@@ -42,7 +42,7 @@ from pypto.compile_profiling.trace_merge.layout_device import (
     device_rows,
     task_displays,
 )
-from pypto.compile_profiling.trace_merge.place import CapturePlan, Plan
+from pypto.compile_profiling.trace_merge.plan import CapturePlan, Plan
 from pypto.errors import TraceInputError
 
 __all__ = ["FamilyRow", "RankAnalysis", "RunAnalysis", "analyze", "analyze_capture",

@@ -41,7 +41,7 @@ class MergeResult:
         """What was merged, in a few lines: the sources by kind, then per capture (at most
         `most`) its tasks, makespan and how sure its placement is. (`summary()`: every
         source in detail.)"""
-        from pypto.compile_profiling.trace_merge.place import fmt_ns
+        from pypto.compile_profiling.trace_merge.containment import fmt_ns
 
         sources = self.timeline.metadata.get("sources", [])
         words = {"compile_trace": "compile trace", "pipeline_profile": "compile profile",

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pypto.compile_profiling.timeline.model import Process, SliceBlock, Timeline, Track
-from pypto.compile_profiling.trace_merge.place import CapturePlan, DeviceClock, Plan
+from pypto.compile_profiling.trace_merge.plan import CapturePlan, DeviceClock, Plan
 
 SEP = " · "
 # a capture's processes in the order the work flows: the host's submits and uploads, the

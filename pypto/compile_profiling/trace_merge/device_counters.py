@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 
 from pypto.compile_profiling.timeline.model import CounterTrack, Process
+from pypto.compile_profiling.trace_merge.containment import fmt_ns
 from pypto.compile_profiling.trace_merge.kernel_totals import device_kernel_costs
 from pypto.compile_profiling.trace_merge.layout_device import DeviceRows
-from pypto.compile_profiling.trace_merge.place import fmt_ns
 
 QUEUE_TYPES = ("AIC", "AIV", "MIX")
 UTILISATION_BINS = 200          # about this many samples per core over the capture

@@ -35,7 +35,7 @@ from pypto.compile_profiling.trace_merge.layout_host import (
     add_report,
     add_run_log,
 )
-from pypto.compile_profiling.trace_merge.place import CapturePlan, Plan
+from pypto.compile_profiling.trace_merge.plan import CapturePlan, Plan
 from pypto.compile_profiling.trace_merge.read_simpler import files_of
 from pypto.compile_profiling.trace_merge.views import ALL, DERIVED_VIEWS, DerivedViews, Selection
 

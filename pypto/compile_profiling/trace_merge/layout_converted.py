@@ -13,7 +13,7 @@ import numpy as np
 from pypto.compile_profiling.timeline.model import CounterTrack, FlowBlock, SliceBlock, intern
 from pypto.compile_profiling.trace_merge.builder import SEP, TimelineBuilder, device_args
 from pypto.compile_profiling.trace_merge.lanes import sublanes
-from pypto.compile_profiling.trace_merge.place import CapturePlan
+from pypto.compile_profiling.trace_merge.plan import CapturePlan
 
 
 def add_converted(

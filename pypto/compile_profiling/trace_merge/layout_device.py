@@ -19,8 +19,9 @@ import numpy as np
 
 from pypto.compile_profiling.timeline.model import ArgColumn, Process, SliceBlock, Track
 from pypto.compile_profiling.trace_merge.builder import SEP, TimelineBuilder, device_args
+from pypto.compile_profiling.trace_merge.containment import fmt_ns
 from pypto.compile_profiling.trace_merge.lanes import sublanes
-from pypto.compile_profiling.trace_merge.place import CapturePlan, DeviceClock, fmt_ns
+from pypto.compile_profiling.trace_merge.plan import CapturePlan, DeviceClock
 from pypto.compile_profiling.trace_merge.views import Selection
 
 # --------------------------------------------------------------------------- labels

@@ -17,7 +17,7 @@ from pypto.compile_profiling.trace_merge.builder import (
     TimelineBuilder,
 )
 from pypto.compile_profiling.trace_merge.lanes import sublanes
-from pypto.compile_profiling.trace_merge.place import CapturePlan, HostClock
+from pypto.compile_profiling.trace_merge.plan import CapturePlan, HostClock
 from pypto.compile_profiling.trace_merge.read_inputs import CompileTrace
 
 

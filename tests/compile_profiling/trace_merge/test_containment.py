@@ -27,7 +27,7 @@ from pypto.compile_profiling.trace_merge.containment import (
     join_origin,
 )
 from pypto.compile_profiling.trace_merge.pairing import Candidate, PairingError, pair
-from pypto.compile_profiling.trace_merge.place import fmt_interval
+from pypto.compile_profiling.trace_merge.plan import fmt_interval
 from pypto.compile_profiling.trace_merge.read_run_log import RunLog, StraceSpan
 from pypto.errors import TraceInputError
 

@@ -19,12 +19,9 @@ from repo_paths import TEST_FIXTURES
 
 from pypto.compile_profiling.trace_merge import merge_traces
 from pypto.compile_profiling.trace_merge.clock_alignment import WallClockAnchor
-from pypto.compile_profiling.trace_merge.place import (
-    SAME_HOST_TOLERANCE_NS,
-    DeviceClock,
-    fmt_ns,
-    place,
-)
+from pypto.compile_profiling.trace_merge.containment import fmt_ns
+from pypto.compile_profiling.trace_merge.place import place
+from pypto.compile_profiling.trace_merge.plan import SAME_HOST_TOLERANCE_NS, DeviceClock
 from pypto.compile_profiling.trace_merge.read_inputs import read_inputs
 from pypto.errors import TraceInputError
 
