@@ -30,8 +30,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pypto.compile_profiling.stage_log import (
+    ARGS,
+    CAT,
+    END,
     GLOBAL_REF,
     NO_PARENT,
+    START,
     TOP_LEVEL,
     Inserted,
     Recording,
@@ -78,7 +82,7 @@ class LiveStage:
         end = _pc()
         self.end_ns = end
         log = self.log
-        log[self.ref + 5] = end
+        log[self.ref + END] = end
         if et is not None:
             log.errors[self.ref] = et.__name__
         if log.top is self:
@@ -96,15 +100,15 @@ class LiveStage:
 
     @property
     def args(self) -> dict | None:
-        return self.log[self.ref + 1]
+        return self.log[self.ref + ARGS]
 
     @property
     def cat(self) -> str:
-        return self.log[self.ref + 2] or ""
+        return self.log[self.ref + CAT] or ""
 
     @property
     def start_ns(self) -> int:
-        return self.log[self.ref + 3]
+        return self.log[self.ref + START]
 
     @property
     def start(self) -> float:
@@ -359,8 +363,8 @@ class CompileProfiler:
         log = stage.log
         ref = stage.ref
         if args:
-            log[ref + 1] = {**log[ref + 1], **args} if log[ref + 1] else args
-        log[ref + 5] = end
+            log[ref + ARGS] = {**log[ref + ARGS], **args} if log[ref + ARGS] else args
+        log[ref + END] = end
         if error is not None:
             log.errors[ref] = error
         if log.top is stage:

@@ -14,6 +14,10 @@ GLOBAL_REF = 1 << 40  # refs of other logs are `log.base + position`, never belo
 NO_PARENT = -1  # parent: no stage open in this context (an unwrapped pool worker)
 TOP_LEVEL = -2  # parent: bound where nothing was open, or inside another profiler only
 
+# A stage's six slots in a `ThreadLog`, as offsets from its ref; `WIDTH` slots per stage
+NAME, ARGS, CAT, START, PARENT, END = range(6)
+WIDTH = 6
+
 
 class Inserted:
     """A finished `StageRecord` put into a thread log by `add_stage_record`."""
@@ -26,7 +30,8 @@ class Inserted:
 
 class ThreadLog(list):
     """One thread's stages for one profiler, flat: six consecutive items per stage, in the
-    order the stages opened: `name, args, cat, start_ns, parent, end_ns`.
+    order the stages opened: `name, args, cat, start_ns, parent, end_ns` (at the offsets
+    `NAME` ... `END`; `WIDTH` = 6).
 
     A stage's `ref` is the position of its name. `parent` is the parent's position in this
     log, or its global ref (`log.base + position`, at least `GLOBAL_REF`) in another log, or

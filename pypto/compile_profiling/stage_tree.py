@@ -28,7 +28,19 @@ from collections import deque
 from itertools import compress, pairwise, repeat
 
 from pypto.compile_profiling.foundation.gc_pause import gc_paused
-from pypto.compile_profiling.stage_log import GLOBAL_REF, NO_PARENT, Recording, ThreadLog
+from pypto.compile_profiling.stage_log import (
+    ARGS,
+    CAT,
+    END,
+    GLOBAL_REF,
+    NAME,
+    NO_PARENT,
+    PARENT,
+    START,
+    WIDTH,
+    Recording,
+    ThreadLog,
+)
 from pypto.compile_profiling.stage_record import StageRecord, lane_display_name
 
 _FIXED_CATS = {
@@ -95,23 +107,25 @@ class _TreeBuilder:
             pid, tid, tname, base = log.pid, log.tid, log.thread_name, log.base
             events = log[:]  # one C-level copy of whole stages (another thread may be adding)
             offset = len(recs)
-            names, argss, cats, starts = events[0::6], events[1::6], events[2::6], events[3::6]
-            ends = events[5::6]
+            names, argss, cats = events[NAME::WIDTH], events[ARGS::WIDTH], events[CAT::WIDTH]
+            starts, ends = events[START::WIDTH], events[END::WIDTH]
             spans[base] = (offset, len(names))
             count = len(names)
             for k in range(count):
                 start_ns, end_ns, args = starts[k], ends[k], argss[k]
                 append(new(names[k], start_ns / 1e9, end_ns / 1e9, [], start_ns, end_ns, pid,
                            tid, tname, cats[k] or "", dict(args) if args else None))
-            raw += [offset + p // 6 if 0 <= p < GLOBAL_REF else p for p in events[4::6]]
+            raw += [offset + p // WIDTH if 0 <= p < GLOBAL_REF else p
+                    for p in events[PARENT::WIDTH]]
             for pos, error in list(log.errors.items()):
-                if pos // 6 < len(names):
-                    recs[offset + pos // 6].error = error
+                if pos // WIDTH < len(names):
+                    recs[offset + pos // WIDTH].error = error
             for pos, (lane, lane_name) in list(log.lanes.items()):
-                if pos // 6 < len(names):
-                    recs[offset + pos // 6].lane, recs[offset + pos // 6].lane_name = lane, lane_name
+                if pos // WIDTH < len(names):
+                    rec = recs[offset + pos // WIDTH]
+                    rec.lane, rec.lane_name = lane, lane_name
             if wanted is not None:
-                wanted.update((base + 6 * k, recs[offset + k]) for k in range(len(names)))
+                wanted.update((base + WIDTH * k, recs[offset + k]) for k in range(len(names)))
             for e in list(log.inserted):
                 inserted.add(len(recs))
                 append(e.record)
@@ -213,7 +227,7 @@ class _TreeBuilder:
 def _resolve(ref: int, spans: dict[int, tuple[int, int]]) -> int:
     """Record index of the stage with global ref `ref`; _TOP when its log (or the stage) is
     not in this snapshot."""
-    k = (ref % GLOBAL_REF) // 6
+    k = (ref % GLOBAL_REF) // WIDTH
     first, count = spans.get(ref - ref % GLOBAL_REF, (0, 0))
     return first + k if k < count else _TOP
 
@@ -284,7 +298,7 @@ def plain_profile(recording: Recording) -> PlainProfile | None:
         if log.tangled or log.inserted or log.lanes:
             return None
         events = log[:]
-        starts, parents, ends = events[3::6], events[4::6], events[5::6]
+        starts, parents, ends = events[START::WIDTH], events[PARENT::WIDTH], events[END::WIDTH]
         if not starts:
             continue
         if 0 in ends or max(parents) >= GLOBAL_REF:
@@ -295,7 +309,7 @@ def plain_profile(recording: Recording) -> PlainProfile | None:
         # ended (a clock that did not advance) is not inside it.
         is_child = list(map((-1).__lt__, parents))
         parent_ends = map(ends.__getitem__, map(operator.floordiv, compress(parents, is_child),
-                                                repeat(6)))
+                                                repeat(WIDTH)))
         if not (all(map(operator.le, starts, ends))
                 and all(map(operator.lt, compress(starts, is_child), parent_ends))):
             return None
@@ -310,21 +324,21 @@ def plain_profile(recording: Recording) -> PlainProfile | None:
     for _start, _order, first, end, log, events in segments:
         offset = len(out.names)
         out.roots.append(offset)
-        a, b = 6 * first, 6 * end
-        out.names += events[a:b:6]
-        out.args += events[a + 1:b:6]
-        out.cats += events[a + 2:b:6]
-        out.starts += events[a + 3:b:6]
-        out.ends += events[a + 5:b:6]
+        a, b = WIDTH * first, WIDTH * end
+        out.names += events[a + NAME:b:WIDTH]
+        out.args += events[a + ARGS:b:WIDTH]
+        out.cats += events[a + CAT:b:WIDTH]
+        out.starts += events[a + START:b:WIDTH]
+        out.ends += events[a + END:b:WIDTH]
         shift = offset - first
-        out.parents += [-1 if p < 0 else p // 6 + shift for p in events[a + 4:b:6]]
+        out.parents += [-1 if p < 0 else p // WIDTH + shift for p in events[a + PARENT:b:WIDTH]]
         count = end - first
         out.pids += repeat(log.pid, count)
         out.tids += repeat(log.tid, count)
         out.thread_names += repeat(log.thread_name, count)
         for pos, error in list(log.errors.items()):
-            if first <= pos // 6 < end:
-                out.errors[pos // 6 + shift] = error
+            if first <= pos // WIDTH < end:
+                out.errors[pos // WIDTH + shift] = error
     return out
 
 
