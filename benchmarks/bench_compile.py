@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from examples import many_kernels, tiled_softmax, vector_dag
 from pypto import ir
 from pypto.compile_profiling import CompileProfiler, get_active_profiler
-from pypto.ir.visit import program_size
+from pypto.ir_core.visit import program_size
 
 TARGET_PERCENT = 1.0
 MODES = ("off", "record", "on")

@@ -27,7 +27,7 @@ from pypto.compile_profiling.profile_data.model import Profile, stages_from_reco
 from pypto.compile_profiling.profile_data.view import view_rows
 from pypto.compile_profiling.profile_tool.diff import regression_of
 from pypto.ir import PassManager, ProfilingInstrument
-from pypto.ir.passes import ConstantFolding, default_pipeline
+from pypto.ir_core.passes import ConstantFolding, default_pipeline
 
 SLOWED = "passes/ConstantFolding"
 

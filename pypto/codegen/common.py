@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pypto.ir.nodes import Assign, BinExpr, Call, Const, Expr, For, Function, Return, Stmt, Var
-from pypto.ir.types import ScalarType
-from pypto.ir.visit import iter_exprs, iter_stmts
+from pypto.ir_core.nodes import Assign, BinExpr, Call, Const, Expr, For, Function, Return, Stmt, Var
+from pypto.ir_core.types import ScalarType
+from pypto.ir_core.visit import iter_exprs, iter_stmts
 
 
 def core_type(func: Function) -> str:

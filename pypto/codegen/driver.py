@@ -20,7 +20,7 @@ from pypto.codegen.orchestration import cpp_orchestration_source, python_orchest
 from pypto.compile_profiling import CompileProfiler, get_active_profiler
 from pypto.compile_profiling.foundation.atomic_io import atomic_write_text
 from pypto.errors import CompileError
-from pypto.ir.nodes import Function, Program
+from pypto.ir_core.nodes import Function, Program
 
 log = logging.getLogger(__name__)
 

@@ -6,9 +6,20 @@ from math import prod
 
 from pypto.codegen.common import core_type, cpp_expr, cpp_for_loop
 from pypto.errors import CompileError
-from pypto.ir.nodes import Assign, Call, Const, EvalStmt, Expr, For, Function, Return, Stmt, Var
-from pypto.ir.types import MEMORY_CAPACITY, ScalarType, TileType
-from pypto.ir.visit import iter_stmts
+from pypto.ir_core.nodes import (
+    Assign,
+    Call,
+    Const,
+    EvalStmt,
+    Expr,
+    For,
+    Function,
+    Return,
+    Stmt,
+    Var,
+)
+from pypto.ir_core.types import MEMORY_CAPACITY, ScalarType, TileType
+from pypto.ir_core.visit import iter_stmts
 
 _INTRINSIC = {"add": "TADD", "sub": "TSUB", "mul": "TMUL", "div": "TDIV", "maximum": "TMAX",
               "exp": "TEXP", "row_sum": "TROWSUM", "row_max": "TROWMAX", "matmul": "TMATMUL"}

@@ -8,9 +8,20 @@ from __future__ import annotations
 
 from pypto.codegen.common import core_type, py_expr
 from pypto.errors import CompileError
-from pypto.ir.nodes import Assign, Call, Const, EvalStmt, Expr, For, Function, Return, Stmt, Var
-from pypto.ir.types import INT32, ScalarType, TileType
-from pypto.ir.visit import iter_stmts
+from pypto.ir_core.nodes import (
+    Assign,
+    Call,
+    Const,
+    EvalStmt,
+    Expr,
+    For,
+    Function,
+    Return,
+    Stmt,
+    Var,
+)
+from pypto.ir_core.types import INT32, ScalarType, TileType
+from pypto.ir_core.visit import iter_stmts
 
 _UFUNC = {"add": "np.add", "sub": "np.subtract", "mul": "np.multiply", "div": "np.divide",
           "maximum": "np.maximum", "exp": "np.exp"}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pypto.codegen.common import cpp_expr, cpp_for_loop, py_expr
 from pypto.errors import CompileError
-from pypto.ir.nodes import Assign, Call, Expr, For, Function, KernelCall, Return, Stmt, Var
-from pypto.ir.types import ScalarType
+from pypto.ir_core.nodes import Assign, Call, Expr, For, Function, KernelCall, Return, Stmt, Var
+from pypto.ir_core.types import ScalarType
 
 _ACCESS = {"in": "IN", "out": "OUT", "inout": "INOUT", "scalar": "SCALAR"}
 

@@ -1,7 +1,7 @@
 """Imports made while a profile runs, as stages named after the module they load.
 
 A first compile spends most of its time importing: `ir.compile`'s first call loads
-`pypto.ir.compiler` and codegen (about 200 ms), which was self time of the stage that
+the passes and codegen (about 200 ms), which was self time of the stage that
 triggered it (`compile` topped `show`), and the imports of the program itself were
 "(unaccounted)". With this finder each outermost import of a module not loaded yet becomes a
 stage `import:<module>` (category `import`) of the active profiler, nested where the import

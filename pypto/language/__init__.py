@@ -17,8 +17,8 @@ The subset this reference compiler accepts:
 Anything else is a `pypto.errors.ParserError` naming file:line:col.
 """
 
-from pypto.ir.nodes import FunctionType
-from pypto.ir.types import FP16, FP32, INDEX, INT32, DataType
+from pypto.ir_core.nodes import FunctionType
+from pypto.ir_core.types import FP16, FP32, INDEX, INT32, DataType
 from pypto.language.ops import (
     add,
     create_tensor,

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import ast
+import types
 
 from pypto.errors import ParserError
-from pypto.ir.nodes import (
+from pypto.ir_core.nodes import (
     Assign,
     BinExpr,
     Call,
@@ -23,7 +24,7 @@ from pypto.ir.nodes import (
     Stmt,
     Var,
 )
-from pypto.ir.types import (
+from pypto.ir_core.types import (
     DTYPES,
     INDEX,
     INT32,
@@ -38,6 +39,7 @@ from pypto.ir.types import (
 ELEMENTWISE = {"add", "sub", "mul", "div", "maximum"}
 UNARY = {"exp", "row_sum", "row_max"}
 _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//", ast.Mod: "%"}
+PACKAGE = "pypto.language"   # the DSL module, `import pypto.language as pl`
 TIMING_SLOTS = 16   # Simpler's task-timing slots: timing_slot=0..15
 
 
@@ -67,11 +69,11 @@ class ProgramParser:
     """Parses one class. `env` resolves module-level constants (shape sizes) and the `pl` alias."""
 
     def __init__(self, filename: str, env: dict | None, line_offset: int, col_offset: int):
-        import pypto.language as pl_module
-
         self.filename, self.line_offset, self.col_offset = filename, line_offset, col_offset
         self.env = env or {}
-        self.pl_names = {"pl"} | {k for k, v in self.env.items() if v is pl_module}
+        # names the DSL module is bound to (by its name: the parser sits below the package)
+        self.pl_names = {"pl"} | {k for k, v in self.env.items()
+                                  if isinstance(v, types.ModuleType) and v.__name__ == PACKAGE}
 
     # ---- helpers -------------------------------------------------------------------------
     def span(self, node: ast.AST) -> Span:

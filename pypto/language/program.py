@@ -9,7 +9,7 @@ import textwrap
 
 from pypto.compile_profiling import get_active_profiler
 from pypto.errors import ParserError
-from pypto.ir.nodes import FunctionType, Program
+from pypto.ir_core.nodes import FunctionType, Program
 from pypto.language.parser import parse_source
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from pypto.ir.types import DataType
+from pypto.ir_core.types import DataType
 
 
 class MemorySpace(str, enum.Enum):

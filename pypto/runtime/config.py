@@ -311,3 +311,11 @@ class RunResult:
 
 
 GoldenFn = Callable[[dict, dict], None]
+
+
+def checked_config(config: Any) -> RunConfig:
+    """`config`, or the default `RunConfig()` for None; anything else is one clear error."""
+    config = config if config is not None else RunConfig()
+    if not isinstance(config, RunConfig):
+        raise RuntimeConfigTypeError(f"config must be a RunConfig, got {type(config).__name__}")
+    return config

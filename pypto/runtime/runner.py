@@ -17,7 +17,6 @@ Settings the simulator cannot honour (`config.NOT_SIMULATED`) are recorded and n
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import shutil
 import tempfile
@@ -32,18 +31,12 @@ import numpy as np
 from pypto.compile_profiling import CompileProfiler, get_active_profiler
 from pypto.compile_profiling.foundation.atomic_io import atomic_writer, ensure_dir
 from pypto.compile_profiling.report_location import log_report_location
-from pypto.errors import ExecutionError, PyptoError, RuntimeConfigError, RuntimeConfigTypeError
-from pypto.ir.compiled_program import CompiledProgram
-from pypto.runtime.call_args import bind_call
-from pypto.runtime.config import NOT_SIMULATED, RunConfig, RunResult, TensorSpec
-from pypto.runtime.device_process import (
-    ChildRequest,
-    DeviceSettings,
-    run_device,
-    run_device_in_child,
-)
+from pypto.errors import PyptoError, RuntimeConfigError, RuntimeConfigTypeError
+from pypto.runtime.compile import compile_program
+from pypto.runtime.compiled_program import CompiledProgram, call_compiled
+from pypto.runtime.config import RunConfig, RunResult, TensorSpec, checked_config
+from pypto.runtime.execute import execute_on_device, stage_or_none
 from pypto.runtime.tensors import (
-    Param,
     check_specs,
     compare_outputs,
     create_tensors,
@@ -53,7 +46,6 @@ from pypto.runtime.tensors import (
 
 log = logging.getLogger(__name__)
 
-DFX_DIR = "dfx_outputs"
 REPORT_DIR = "report"
 GOLDEN_DIR = "golden"
 
@@ -104,16 +96,9 @@ def run(program: Any, *args: Any, config: RunConfig | None = None, tensor_specs:
     return _run_tensors(program, args, config)
 
 
-def _checked_config(config: Any) -> RunConfig:
-    config = config if config is not None else RunConfig()
-    if not isinstance(config, RunConfig):
-        raise RuntimeConfigTypeError(f"config must be a RunConfig, got {type(config).__name__}")
-    return config
-
-
 def _run_tensors(program: Any, tensors: tuple, config: RunConfig | None) -> CompiledProgram:
     """Upstream's `run(program, *tensors, config=None)`."""
-    config = _checked_config(config)
+    config = checked_config(config)
     name = program_name(program)
     if isinstance(program, CompiledProgram):
         work_dir = Path(program.work_dir)
@@ -143,41 +128,16 @@ def _run_tensors(program: Any, tensors: tuple, config: RunConfig | None) -> Comp
 def _compile(program: Any, config: RunConfig, name: str, out: Path, work_dir: Path,
              prof: CompileProfiler | None) -> CompiledProgram:
     """`ir.compile` into `out` (a `compile` stage), then the kernels loaded (`load_compiled`)."""
-    from pypto import ir
-
-    with _stage(prof, "compile", {"program": name}, "compile"):
+    with stage_or_none(prof, "compile", {"program": name}, "compile"):
         options = dict(config.compile_options)
         if config.dump_passes:
             options.setdefault("dump_passes", True)
-        compiled = ir.compile(program, output_dir=str(out), work_dir=str(work_dir),
-                              platform=config.platform, **options)
+        compiled = compile_program(program, output_dir=str(out), work_dir=str(work_dir),
+                                   platform=config.platform, **options)
         # importing the generated kernel modules: one per kernel, not free
-        with _stage(prof, "load_compiled", None, "compile"):
+        with stage_or_none(prof, "load_compiled", None, "compile"):
             compiled.load()
     return compiled
-
-
-def call_compiled(compiled: CompiledProgram, args: tuple, config: RunConfig | None) -> Any:
-    """`compiled(*args, config=...)`: bind the arguments, execute on the simulated device
-    (recorded as `device_execution` when a profiler is active), return what was allocated."""
-    config = _checked_config(config if config is not None
-                             else RunConfig(platform=compiled.platform))
-    loaded = compiled.load()
-    name = loaded.name
-    program = compiled.program
-    returns_value = bool(getattr(getattr(program, "orchestration", None), "return_types",
-                                 None) or getattr(getattr(program, "orchestration", None),
-                                                  "returns", None))
-    params = [Param(p.name, p.shape, p.dtype, p.direction) for p in loaded.params]
-    bound = bind_call(args, params, returns_value or program is None, name)
-    work_dir = ensure_dir(Path(compiled.work_dir))
-    outcome, _ = execute_on_device(loaded, bound.tensors, config, work_dir, name,
-                                   get_active_profiler(), compiled.output_dir)
-    if outcome.error is not None:
-        raise ExecutionError(f"{name}: device execution failed: {outcome.error}")
-    if bound.returned is None:
-        return None
-    return bound.returned[0] if len(bound.returned) == 1 else tuple(bound.returned)
 
 
 def run_checked(program: Any, tensor_specs: Any, golden: Any,
@@ -190,7 +150,7 @@ def run_checked(program: Any, tensor_specs: Any, golden: Any,
     compiler, the golden function or a kernel come back as `passed=False` with `error`.
     """
     t_begin = time.perf_counter()
-    config = _checked_config(config)
+    config = checked_config(config)
     if not callable(golden):
         raise RuntimeConfigError(f"golden must be callable golden(tensors, params), got "
                                  f"{type(golden).__name__}")
@@ -249,11 +209,6 @@ def _work_dir(config: RunConfig, name: str) -> Path:
         raise RuntimeConfigError(str(e)) from e
 
 
-def _stage(prof: CompileProfiler | None, name: str, args: dict | None = None,
-           cat: str | None = None):
-    return prof.stage(name, args, cat) if prof is not None else contextlib.nullcontext()
-
-
 def _run(program: Any, specs, golden, config: RunConfig, name: str, work_dir: Path,
          prof: CompileProfiler | None) -> RunResult:
     kernels_dir: Path | None = None
@@ -283,7 +238,7 @@ def _run(program: Any, specs, golden, config: RunConfig, name: str, work_dir: Pa
         tensors, params = create_tensors(specs)
         outputs = [s.name for s in specs if s.is_output]
         try:
-            with _stage(prof, "golden_write", {"outputs": outputs}):
+            with stage_or_none(prof, "golden_write", {"outputs": outputs}):
                 expected = _golden(golden, tensors, params, outputs, work_dir / GOLDEN_DIR)
         except _GoldenFailed as e:
             return RunResult(False, str(e), work_dir=str(work_dir))
@@ -304,51 +259,6 @@ def _run(program: Any, specs, golden, config: RunConfig, name: str, work_dir: Pa
     finally:
         if temp_kernels and kernels_dir is not None:
             shutil.rmtree(kernels_dir, ignore_errors=True)
-
-
-_noted: set[str] = set()      # NOT_SIMULATED settings noted in this process
-
-
-def _note_not_simulated(config: RunConfig) -> dict:
-    """Log each setting the simulator cannot honour, once per process; returns them all."""
-    asked = config.not_simulated
-    for k, v in asked.items():
-        if k not in _noted:
-            _noted.add(k)
-            log.warning("RunConfig(%s=%r): the simulated device produces no %s; accepted and "
-                        "recorded as not_simulated", k, v, NOT_SIMULATED[k])
-    return asked
-
-
-def execute_on_device(program: Any, tensors: dict, config: RunConfig, work_dir: Path, name: str,
-                      prof: CompileProfiler | None, kernels_dir: str | None = None):
-    """One execution on a fresh simulated device (in this process or a child): outputs land in
-    `tensors`; `device_execution` stage. Returns (DeviceOutcome, device seconds)."""
-    not_simulated = _note_not_simulated(config)
-    settings = DeviceSettings(config.num_aic_cores, config.num_aiv_cores,
-                              config.num_sched_threads, config.clock_freq_hz,
-                              config.swimlane_level, config.runtime, config.enable_dep_gen,
-                              str(work_dir / DFX_DIR), config.case_name or name,
-                              device_id=config.device_id, not_simulated=not_simulated,
-                              host_log_queue=config.host_log_queue)
-    dev_args = {"platform": config.platform, "runtime": config.runtime,
-                "chip_swimlane_level": config.swimlane_level,
-                "device_process": config.device_process, "device_id": config.device_id}
-    if not_simulated:
-        dev_args["not_simulated"] = not_simulated
-    with _stage(prof, "device_execution", dev_args, "device"):
-        t0 = time.perf_counter()
-        if config.device_process:
-            req = ChildRequest(kernels_dir, None if kernels_dir is not None else program,
-                               tensors, settings)
-            outcome = run_device_in_child(req)
-            if outcome.stage is not None and prof is not None:
-                prof.set_process_name(outcome.pid, "PyPTO simulated device")
-                prof.add_stage_record(outcome.stage)
-        else:
-            outcome = run_device(program, tensors, settings)
-        device_time = time.perf_counter() - t0
-    return outcome, device_time
 
 
 class _GoldenFailed(Exception):

@@ -92,7 +92,7 @@ def run_program(tmp_path, profiling: bool) -> dict:
 def test_a_first_profile_names_its_imports(tmp_path):
     """The environment's profile of a fresh interpreter: the program's own imports after
     profiling began (`pypto.runtime` here) and `ir.compile`'s first-call imports of the
-    compiler and codegen are stages, so neither `compile`'s self time nor "(unaccounted)"
+    passes and codegen are stages, so neither `compile`'s self time nor "(unaccounted)"
     holds them."""
     doc = run_program(tmp_path, profiling=True)
     stages = doc["profile"]["stages"]
@@ -101,7 +101,7 @@ def test_a_first_profile_names_its_imports(tmp_path):
     compile_stage = top["compile"]
     imports = [c for c in compile_stage["children"] if c["name"].startswith("import:")]
     names = {c["name"] for c in imports}
-    assert {"import:pypto.ir.compiler", "import:pypto.codegen"} <= names, names
+    assert {"import:pypto.ir_core.passes", "import:pypto.codegen"} <= names, names
     assert all(c["args"]["modules"] >= 1 and c["cat"] == "import" for c in imports)
     # the profiler's own modules (reports, exports) are never stages of the program
     every = [s["name"] for s in _walk(stages)]

@@ -9,7 +9,7 @@ import pytest
 import pypto.language as pl
 from pypto import ir
 from pypto.errors import ParserError, PyptoError
-from pypto.ir.printer import print_program
+from pypto.ir_core.printer import print_program
 
 T = "pl.Tensor[[64, 64], pl.FP32]"
 

@@ -14,7 +14,7 @@ from repo_paths import REPO_ROOT
 
 import pypto.language as pl
 from pypto.errors import ParserError
-from pypto.ir.printer import print_program
+from pypto.ir_core.printer import print_program
 
 T = "pl.Tensor[[64, 64], pl.FP32]"
 CELL = textwrap.dedent(f"""\

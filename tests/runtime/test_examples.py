@@ -25,7 +25,7 @@ def _load_example(path: Path):
     mod = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = mod  # inspect (used by @pl.program) finds the source through it
     spec.loader.exec_module(mod)
-    from pypto.ir.nodes import Program
+    from pypto.ir_core.nodes import Program
 
     programs = [v for v in vars(mod).values() if isinstance(v, Program)]
     if len(programs) != 1 or not callable(getattr(mod, "golden", None)) \

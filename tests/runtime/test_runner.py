@@ -101,12 +101,12 @@ def test_profiled_run_records_compile_load_and_execution(tmp_path):
 
 
 def test_settings_not_simulated_are_noted_once_and_recorded(tmp_path, caplog):
-    from pypto.runtime import runner
+    from pypto.runtime import execute
 
-    runner._noted.discard("enable_pmu")
+    execute._noted.discard("enable_pmu")
     cfg = RunConfig(work_dir=str(tmp_path), enable_pmu=2, enable_chip_swimlane=1,
                     compile_profiling=True)
-    with caplog.at_level(logging.WARNING, logger="pypto.runtime.runner"):
+    with caplog.at_level(logging.WARNING, logger="pypto.runtime.execute"):
         compiled = run(vdag.VectorDAG, *tensors(), config=cfg)
         compiled(*tensors(), config=cfg)
     notes = [r.getMessage() for r in caplog.records if "enable_pmu" in r.getMessage()]

@@ -37,7 +37,7 @@ from pypto.compile_profiling.profile_tool.rank_bound import (
     u_counts,
 )
 from pypto.ir import PassManager, ProfilingInstrument
-from pypto.ir.passes import ConstantFolding, default_pipeline
+from pypto.ir_core.passes import ConstantFolding, default_pipeline
 
 
 def brute_u_counts(m: int, n: int) -> list[int]:

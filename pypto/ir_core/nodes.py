@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from pypto.ir.types import DataType, ScalarType, TensorType, TileType, Type
+from pypto.ir_core.types import DataType, ScalarType, TensorType, TileType, Type
 
 
 class FunctionType(str, enum.Enum):

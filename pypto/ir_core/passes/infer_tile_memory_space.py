@@ -6,10 +6,10 @@ from __future__ import annotations
 import dataclasses
 
 from pypto.errors import CompileError
-from pypto.ir.nodes import Assign, Call, Expr, Function, FunctionType, Var
-from pypto.ir.pass_base import FunctionPass
-from pypto.ir.types import TileType
-from pypto.ir.visit import iter_stmts, map_stmt
+from pypto.ir_core.nodes import Assign, Call, Expr, Function, FunctionType, Var
+from pypto.ir_core.pass_base import FunctionPass
+from pypto.ir_core.types import TileType
+from pypto.ir_core.visit import iter_stmts, map_stmt
 
 
 def tile_spaces(func: Function) -> dict[str, str]:

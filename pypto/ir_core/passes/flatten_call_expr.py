@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from pypto.ir.nodes import (
+from pypto.ir_core.nodes import (
     Assign,
     Call,
     EvalStmt,
@@ -16,8 +16,8 @@ from pypto.ir.nodes import (
     Stmt,
     Var,
 )
-from pypto.ir.pass_base import FunctionPass
-from pypto.ir.visit import all_names, fresh_name
+from pypto.ir_core.pass_base import FunctionPass
+from pypto.ir_core.visit import all_names, fresh_name
 
 
 class FlattenCallExpr(FunctionPass):

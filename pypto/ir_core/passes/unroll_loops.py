@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from pypto.ir.nodes import Const, For, Function, Stmt
-from pypto.ir.pass_base import FunctionPass
-from pypto.ir.types import INDEX
-from pypto.ir.visit import substitute
+from pypto.ir_core.nodes import Const, For, Function, Stmt
+from pypto.ir_core.pass_base import FunctionPass
+from pypto.ir_core.types import INDEX
+from pypto.ir_core.visit import substitute
 
 
 def unroll(stmts: tuple[Stmt, ...]) -> tuple[Stmt, ...]:

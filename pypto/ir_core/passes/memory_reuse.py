@@ -8,11 +8,11 @@ tile's definition, so an op never writes a buffer one of its own operands is sti
 from __future__ import annotations
 
 from pypto.errors import CompileError
-from pypto.ir.nodes import Assign, For, Function, FunctionType
-from pypto.ir.pass_base import FunctionPass
-from pypto.ir.passes.init_memref import retype_tiles
-from pypto.ir.types import MemRef, TileType
-from pypto.ir.visit import used_names
+from pypto.ir_core.nodes import Assign, For, Function, FunctionType
+from pypto.ir_core.pass_base import FunctionPass
+from pypto.ir_core.passes.init_memref import retype_tiles
+from pypto.ir_core.types import MemRef, TileType
+from pypto.ir_core.visit import used_names
 
 
 def last_uses(func: Function) -> dict[str, int]:

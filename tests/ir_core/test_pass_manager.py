@@ -10,8 +10,8 @@ from examples.vector_dag import VectorDAG
 from pypto.compile_profiling import CompileProfiler
 from pypto.errors import CompileError
 from pypto.ir import CallbackInstrument, DumpInstrument, Pass, PassManager, ProfilingInstrument
-from pypto.ir.passes import ConvertToSSA, FlattenCallExpr, UnrollLoops, default_pipeline
-from pypto.ir.visit import program_size
+from pypto.ir_core.passes import ConvertToSSA, FlattenCallExpr, UnrollLoops, default_pipeline
+from pypto.ir_core.visit import program_size
 
 
 class Boom(Pass):

@@ -12,9 +12,9 @@ import time
 from pypto.compile_profiling import CompileProfiler, get_active_profiler
 from pypto.compile_profiling.report_location import log_report_location
 from pypto.errors import CompileError
-from pypto.ir.compiled_program import CompiledProgram
-from pypto.ir.nodes import Program
-from pypto.ir.pass_manager import DumpInstrument, PassManager, ProfilingInstrument
+from pypto.ir_core.nodes import Program
+from pypto.ir_core.pass_manager import DumpInstrument, PassManager, ProfilingInstrument
+from pypto.runtime.compiled_program import CompiledProgram
 
 log = logging.getLogger(__name__)
 

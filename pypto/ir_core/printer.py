@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pypto.ir.nodes import (
+from pypto.ir_core.nodes import (
     Assign,
     BinExpr,
     Call,
@@ -17,7 +17,7 @@ from pypto.ir.nodes import (
     Stmt,
     Var,
 )
-from pypto.ir.types import TileType, type_str
+from pypto.ir_core.types import TileType, type_str
 
 _WRAP = {"out": "pl.Out[{}]", "inout": "pl.InOut[{}]"}
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 
-from pypto.ir.nodes import Program
-from pypto.ir.pass_base import Pass
-from pypto.ir.printer import print_program
-from pypto.ir.visit import program_size
+from pypto.ir_core.nodes import Program
+from pypto.ir_core.pass_base import Pass
+from pypto.ir_core.printer import print_program
+from pypto.ir_core.visit import program_size
 
 
 class PassInstrument:
@@ -100,7 +100,7 @@ class PassManager:
     def __init__(self, passes: Sequence[Pass] | None = None,
                  instruments: Sequence[PassInstrument] = ()):
         if passes is None:
-            from pypto.ir.passes import default_pipeline
+            from pypto.ir_core.passes import default_pipeline
 
             passes = default_pipeline()
         self.passes = list(passes)

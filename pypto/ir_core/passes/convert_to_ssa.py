@@ -8,9 +8,9 @@ from __future__ import annotations
 import dataclasses
 
 from pypto.errors import CompileError
-from pypto.ir.nodes import Assign, For, Function, Var
-from pypto.ir.pass_base import FunctionPass
-from pypto.ir.visit import all_names, fresh_name, substitute
+from pypto.ir_core.nodes import Assign, For, Function, Var
+from pypto.ir_core.pass_base import FunctionPass
+from pypto.ir_core.visit import all_names, fresh_name, substitute
 
 
 class ConvertToSSA(FunctionPass):

@@ -6,9 +6,9 @@ from __future__ import annotations
 import dataclasses
 
 from pypto.errors import CompileError
-from pypto.ir.nodes import Assign, BinExpr, Call, Const, Expr, For, Function, Stmt, Var
-from pypto.ir.pass_base import FunctionPass
-from pypto.ir.visit import map_stmt, substitute
+from pypto.ir_core.nodes import Assign, BinExpr, Call, Const, Expr, For, Function, Stmt, Var
+from pypto.ir_core.pass_base import FunctionPass
+from pypto.ir_core.visit import map_stmt, substitute
 
 _IDENTITY = {"add": 0, "sub": 0, "mul": 1, "div": 1}
 

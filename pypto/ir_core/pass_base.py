@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pypto.ir.nodes import Function, Program
+from pypto.ir_core.nodes import Function, Program
 
 __all__ = ["FunctionPass", "Pass"]
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from pypto.ir.nodes import Assign, Call, Expr, Function, KernelCall, Stmt
-from pypto.ir.pass_base import FunctionPass
-from pypto.ir.visit import iter_exprs, used_names
+from pypto.ir_core.nodes import Assign, Call, Expr, Function, KernelCall, Stmt
+from pypto.ir_core.pass_base import FunctionPass
+from pypto.ir_core.visit import iter_exprs, used_names
 
 
 def has_effect(e: Expr) -> bool:

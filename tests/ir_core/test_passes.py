@@ -9,7 +9,7 @@ import pytest
 import pypto.language as pl
 from pypto.errors import CompileError
 from pypto.ir import PassManager
-from pypto.ir.passes import (
+from pypto.ir_core.passes import (
     AllocateMemoryAddr,
     ConstantFolding,
     ConvertToSSA,
@@ -21,7 +21,7 @@ from pypto.ir.passes import (
     UnrollLoops,
     default_pipeline,
 )
-from pypto.ir.printer import print_function
+from pypto.ir_core.printer import print_function
 
 T = "pl.Tensor[[64, 64], pl.FP32]"
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import dataclasses
 
 from pypto.errors import CompileError
-from pypto.ir.nodes import Assign, Expr, Function, FunctionType, Var
-from pypto.ir.pass_base import FunctionPass
-from pypto.ir.types import MemRef, TileType
-from pypto.ir.visit import iter_stmts, map_stmt
+from pypto.ir_core.nodes import Assign, Expr, Function, FunctionType, Var
+from pypto.ir_core.pass_base import FunctionPass
+from pypto.ir_core.types import MemRef, TileType
+from pypto.ir_core.visit import iter_stmts, map_stmt
 
 
 def retype_tiles(func: Function, memrefs: dict[str, MemRef]) -> Function:

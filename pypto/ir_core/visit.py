@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterator
 
-from pypto.ir.nodes import (
+from pypto.ir_core.nodes import (
     Assign,
     BinExpr,
     Call,

@@ -6,11 +6,11 @@ from __future__ import annotations
 import dataclasses
 
 from pypto.errors import CompileError
-from pypto.ir.nodes import Assign, Function, FunctionType
-from pypto.ir.pass_base import FunctionPass
-from pypto.ir.passes.init_memref import retype_tiles
-from pypto.ir.types import ALIGNMENT, MEMORY_CAPACITY, MemRef, TileType
-from pypto.ir.visit import iter_stmts
+from pypto.ir_core.nodes import Assign, Function, FunctionType
+from pypto.ir_core.pass_base import FunctionPass
+from pypto.ir_core.passes.init_memref import retype_tiles
+from pypto.ir_core.types import ALIGNMENT, MEMORY_CAPACITY, MemRef, TileType
+from pypto.ir_core.visit import iter_stmts
 
 
 def align(n: int) -> int:
