@@ -503,7 +503,7 @@ def _merge(args, state: dict, server) -> int:
         cut = first if len(first) <= BRIEF_WARNING else first[:BRIEF_WARNING - 1] + "…"
         print(f"{n} warning{'s' * (n != 1)} (-v shows them all): {cut}", file=err)
     if server is not None and fmt != "parquet":  # the same server as `pypto-profile open`
-        from pypto.compile_profiling.cli.profile import serve_trace
+        from pypto.compile_profiling.cli.open_trace import serve_trace
 
         try:
             server.set_trace(args.output)

@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import threading
+import webbrowser
 from pathlib import Path
 
 import pytest
@@ -356,7 +357,7 @@ def test_timeout_exits_1_naming_the_file(trace, capsys):
 def test_a_headless_host_says_no_browser_was_launched_and_how_to_forward_the_port(
         trace, capsys, monkeypatch):
     opened = []
-    monkeypatch.setattr(profile_cli.webbrowser, "open", lambda url: opened.append(url) or False)
+    monkeypatch.setattr(webbrowser, "open", lambda url: opened.append(url) or False)
     port = free_port()
     monkeypatch.setattr(server_module, "DEFAULT_PORT", port)   # as if it were 9001
     code, out, err = open_in_process(capsys, trace, "--port", port, "--timeout", "0.05")
@@ -372,7 +373,7 @@ def test_a_headless_host_says_no_browser_was_launched_and_how_to_forward_the_por
 
 
 def test_a_launched_browser_needs_no_hint(trace, capsys, monkeypatch):
-    monkeypatch.setattr(profile_cli.webbrowser, "open", lambda url: True)
+    monkeypatch.setattr(webbrowser, "open", lambda url: True)
     port = free_port()
     monkeypatch.setattr(server_module, "DEFAULT_PORT", port)   # as if it were 9001
     code, _, err = open_in_process(capsys, trace, "--port", port, "--timeout", "0.05")
@@ -382,7 +383,7 @@ def test_a_launched_browser_needs_no_hint(trace, capsys, monkeypatch):
 def test_another_port_prints_the_traces_url_and_says_why_no_ui_link_works(trace, capsys,
                                                                           monkeypatch):
     opened = []
-    monkeypatch.setattr(profile_cli.webbrowser, "open", lambda url: opened.append(url) or True)
+    monkeypatch.setattr(webbrowser, "open", lambda url: opened.append(url) or True)
     port = free_port()
     code, out, err = open_in_process(capsys, trace, "--port", port, "--timeout", "0.05")
     assert code == 1 and out.strip() == f"http://127.0.0.1:{port}/merged%20trace.json"

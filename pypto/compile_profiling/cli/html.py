@@ -1,0 +1,61 @@
+"""`pypto-profile html`: one self-contained HTML page of a run (no network)."""
+
+from __future__ import annotations
+
+import sys
+
+from pypto.compile_profiling.cli.arguments import EXIT_OK
+from pypto.compile_profiling.cli.kernels import work_dir_kernels
+from pypto.compile_profiling.cli.output import write_output
+from pypto.compile_profiling.cli.show import not_shown_note
+from pypto.errors import OutputPathError, TraceInputError
+
+HTML_SUFFIXES = (".html", ".htm", ".html.gz", ".htm.gz")
+
+def add_parser(sub) -> None:
+    h = sub.add_parser("html", help="one self-contained HTML page (no network)",
+                       description="Icicle chart per thread lane (hover for details), the "
+                                   "folded summary and, for a work dir, the kernel table.")
+    h.add_argument("path", metavar="PATH")
+    h.add_argument("-o", "--output", required=True, metavar="FILE",
+                   help="the page to write: a name ending in .html or .htm (.html.gz to "
+                        "compress), or - for stdout")
+
+
+def run(args) -> int:
+    from pypto.compile_profiling.profile_data.load import load_profile
+    from pypto.compile_profiling.profile_tool.html import profile_html
+
+    if args.output != "-" and not args.output.lower().endswith(HTML_SUFFIXES):
+        raise OutputPathError(args.output, "html writes an HTML page; name the output "
+                                           ".html or .htm (.html.gz to compress), or - for "
+                                           "stdout")
+    from pypto.compile_profiling.analysis import analyze
+    from pypto.compile_profiling.analysis.report import analysis_dict
+
+    try:
+        profile = load_profile(args.path)
+    except TraceInputError as e:          # a capture directory alone: the device half
+        try:
+            run = analyze([args.path])
+        except TraceInputError:
+            raise e from None
+        write_output(args.output, profile_html(None, None, analysis_dict(run), run),
+                     [args.path])
+        print(f"note: {args.path}: no compile profile here; the page shows the device "
+              "side", file=sys.stderr)
+        return EXIT_OK
+    kernels, notes = work_dir_kernels(profile, args.path)
+    analysis = run = None
+    if kernels is not None:               # a work dir with device outputs: explain the run
+        try:
+            run = analyze([profile.work_dir])
+            analysis = analysis_dict(run)
+        except TraceInputError as e:
+            notes.append(f"no run analysis: {e}")
+    if profile.other_slices:
+        notes.append(not_shown_note(args.path, profile.other_slices).strip("()"))
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    write_output(args.output, profile_html(profile, kernels, analysis, run), [args.path])
+    return EXIT_OK
