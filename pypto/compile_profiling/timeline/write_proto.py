@@ -2,40 +2,11 @@
 
 Built only with the generated classes of the `perfetto` package; nothing is hand-encoded.
 Each packet is serialized as a one-packet `Trace` (concatenated `Trace` messages are one
-`Trace`, `packet` being a repeated field); `PACKETS_PER_BATCH` of them are joined, written
+`Trace`, `packet` being a repeated field); `proto_packets.PACKETS_PER_BATCH` of them are joined, written
 and dropped, so memory stays flat whatever the number of slices.
 
-Layout:
-- every `Process` is a process track (`ProcessDescriptor` pid = `Process.pid`), its tracks
-  ordered by `sort_index` (`child_ordering = EXPLICIT`);
-- a track with `os_tid` is a thread track (`ThreadDescriptor` pid/tid = `Process.pid` /
-  `Track.tid`); a lane without one (AICore cores, device scheduler threads) is a named child
-  track of its process, not a fake thread;
-- each track's slices, whichever blocks they come from, are merged and sorted by (start,
-  longest first) and go on their own packet sequence, whose `TrackEventDefaults` names the
-  track; they are `TYPE_SLICE_BEGIN`/`TYPE_SLICE_END` pairs in nesting order (a slice that
-  sticks out of its parent is clipped to it, and counted in a warning);
-- names, categories and argument keys are interned per sequence (a name only if it occurs
-  more than once on the track, so one-off task labels are not paid twice); args are
-  `debug_annotations`;
-- a flow starts (`flow_ids`) on its source's begin and ends (`terminating_flow_ids`) on its
-  destination's begin; counters are counter tracks with `TYPE_COUNTER` events;
-- `timeline.metadata` (and the process list, as in the JSON `otherData`) goes into
-  `chrome_events` metadata entries, which the trace processor files in its `metadata` table.
-
-Every timestamp is already on the trace's default clock (host CLOCK_MONOTONIC ns, or an
-estimate the process name says it is), so no `ClockSnapshot` is written.
-
-Speed (upb backend, measured on the 2-core machine): building a packet from dicts with
-`add(**fields)` cost 3.3 us plus 1.1 us a debug annotation; setting the fields of a kept
-packet in place and serializing it costs about a third of that, so slices are written
-through `_BeginTemplate`s, their args from columns turned into lists once per chunk of
-`ROWS_PER_CHUNK` slices (string and 2D columns into their text at once: `_texts`), and
-counter values through `Trace`s of `COUNTERS_PER_SERIALIZE` packets. Not done, measured as
-not paying before: incremental timestamps (about 4 bytes of ~64 a packet), one JSON
-annotation for all args (twice the bytes, keys nested one level deeper in Perfetto). What
-is left is Python work per row (a field set is 0.1 us, a serialize call about 1 us): the
-100k bench write is about 4.8 s CPU in one process.
+The packets themselves (each track's slices on its own sequence, flows, counters, the
+track descriptors and the metadata) are made by `proto_packets`.
 
 A big timeline written to a file is written by two processes where this process may fork
 (`_SecondWriter`): a forked child writes the later packet sequences to a temp file beside
@@ -57,531 +28,34 @@ import threading
 from typing import TYPE_CHECKING, BinaryIO
 
 import numpy as np
-from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 from pypto.compile_profiling.foundation.atomic_io import atomic_writer, temp_beside
-from pypto.compile_profiling.timeline.arg_values import (
-    BOOL,
-    INT,
-    JSON,
-    PROTO_FIELD,
-    STRING,
-    arg_key,
-    arg_value,
-    column_kind,
-    json_text,
-    proto_field,
-)
-from pypto.compile_profiling.timeline.json_values import dumps_strict, safe_text
 from pypto.compile_profiling.timeline.model import (
-    ArgColumn,
     CounterTrack,
-    SliceBlock,
     Timeline,
     Track,
-    other_data,
+)
+from pypto.compile_profiling.timeline.proto_packets import (
+    Flows,
+    PacketStream,
+    Sequence,
+    counter_events,
+    metadata_packet,
+    rows_by_track,
+    track_descriptors,
+    track_slices,
 )
 from pypto.errors import ProfileWriteError
 
 if TYPE_CHECKING:  # typing.Self is Python 3.11+; annotations are never evaluated here
     from typing_extensions import Self
 
-__all__ = ["PACKETS_PER_BATCH", "ROWS_PER_CHUNK", "SPLIT_MIN_ROWS", "write_perfetto_trace"]
+
+__all__ = ["SPLIT_MIN_ROWS", "write_perfetto_trace"]
 
 log = logging.getLogger(__name__)
 
-PACKETS_PER_BATCH = 8192  # packets serialized and written at a time
-COUNTERS_PER_SERIALIZE = 256  # counter packets set in place and serialized together
 SPLIT_MIN_ROWS = 200_000  # slices + counter values from which a second process writes half
-# slices whose args are built from columns at a time: 200k bench slices took 1.52 s CPU with
-# 1024, 1.58 s with 4096, 1.93 s with 16384 (the chunk's lists outgrow the caches)
-ROWS_PER_CHUNK = 4096
-
-_BEGIN = pb.TrackEvent.TYPE_SLICE_BEGIN
-_END = pb.TrackEvent.TYPE_SLICE_END
-_COUNTER = pb.TrackEvent.TYPE_COUNTER
-_CLEARED = pb.TracePacket.SEQ_INCREMENTAL_STATE_CLEARED
-_NEEDS = pb.TracePacket.SEQ_NEEDS_INCREMENTAL_STATE
-_EXPLICIT = pb.TrackDescriptor.EXPLICIT
-
-
-class _PacketStream:
-    """Serialized packets, written out every `PACKETS_PER_BATCH` packets.
-
-    Each packet is appended as a serialized one-packet `Trace`: concatenated, they are one
-    `Trace`. Hot loops append the bytes of their templates themselves (`parts`, `count`) and
-    call `flush_if_full()`; other packets go through `add(**fields)`.
-    """
-
-    def __init__(self, out: BinaryIO) -> None:
-        self._out = out
-        self.parts: list[bytes] = []
-        self.count = 0
-        self.bytes_written = 0
-
-    def add(self, **fields) -> None:
-        trace = pb.Trace()
-        trace.packet.add(**fields)
-        self.parts.append(trace.SerializeToString())
-        self.count += 1
-        self.flush_if_full()
-
-    def flush_if_full(self) -> None:
-        if self.count >= PACKETS_PER_BATCH:
-            self.flush()
-
-    def flush(self) -> None:
-        if self.parts:
-            data = b"".join(self.parts)
-            self._out.write(data)
-            self.bytes_written += len(data)
-            self.parts.clear()
-        self.count = 0
-
-
-class _Sequence:
-    """Interning state of one packet sequence (one track). New entries wait in `pending`
-    until the next packet that carries them."""
-
-    __slots__ = ("cats", "keys", "name_count", "pending", "seq_id")
-
-    def __init__(self, seq_id: int) -> None:
-        self.seq_id = seq_id
-        self.name_count = 0  # event names interned so far (see `_BlockRows`)
-        self.cats: dict[str, int] = {}
-        self.keys: dict[str, int] = {}
-        self.pending: dict[str, list] = {}
-
-    def key_iid(self, key) -> int:
-        kid = self.keys.get(key)
-        if kid is None:
-            kid = self.keys[key] = len(self.keys) + 1
-            self.pending.setdefault("debug_annotation_names", []).append(
-                {"iid": kid, "name": arg_key(key)})
-        return kid
-
-    def cat_iid(self, cat: str) -> int:
-        cid = self.cats.get(cat)
-        if cid is None:
-            cid = self.cats[cat] = len(self.cats) + 1
-            self.pending.setdefault("event_categories", []).append(
-                {"iid": cid, "name": safe_text(cat)})
-        return cid
-
-    def take_pending(self) -> dict | None:
-        pending = self.pending
-        if not pending:
-            return None
-        self.pending = {}
-        return pending
-
-
-def _texts(col: ArgColumn, rows: np.ndarray) -> list[str] | None:
-    """The `string_value`s of `rows` of a column of strings (a list, a table or a NumPy text
-    array: `STRING`) or a 2D numeric array (each row's JSON text: `JSON`), made for all rows
-    at once; None for other columns (their values go through `proto_field` one by one).
-
-    Why: `proto_field` per value cost about 1 us a string and 2 us a 2D row (type tests,
-    `dumps_strict`); the 245,400 scheduler slices of the 100k bench (a `kind` string and two
-    (n, 3) columns) went from 2.21 to 1.39 s CPU (9.0 -> 5.65 us a slice, min of 4, switched
-    off and on in one run). Same bytes out: the same encoder makes the same text."""
-    values = col.values
-    if column_kind(col) is JSON:
-        if not values.shape[1]:
-            return None
-        text = dumps_strict(values[rows].tolist()).decode()  # "[[1,2],[3,4]]"
-        return text[1:-1].replace("],[", "]\0[").split("\0")
-    if col.table is None and isinstance(values, np.ndarray) and (
-            values.ndim != 1 or values.dtype.kind != "U"):
-        return None
-    v = col.values_at(rows)
-    if col.table is None and not isinstance(values, np.ndarray) and set(map(type, v)) != {str}:
-        return None
-    try:  # a table is not checked whole: the task table of a 1M capture holds a million
-        ascii_only = "".join(v).isascii()
-    except TypeError:  # a table not all of strings
-        return None
-    return v if ascii_only else [safe_text(x) for x in v]
-
-
-class _BeginTemplate:
-    """One begin packet of one block's rows (with one set of present args), kept and
-    serialized again for each row after its fields are set in place. For a leaf slice (no
-    child: the next slice on the track starts after its end) the template holds its end
-    packet too, so both go out in one serialization (`end_packet`: 0.82 -> 0.72 s CPU for
-    the 100,000 slices of `benchmarks/bench_exporters.py`, one `SerializeToString` call and
-    the end-time stack round trip less per slice).
-
-    Why: with upb, building a packet from dicts (`packet.add(**fields)`) cost 3.3 us a packet
-    plus 1.1 us a debug annotation, setting a field in place 0.35-0.45 us, serializing a small
-    packet about 0.5 us (measured on the 2-core machine under load): a begin packet with 10
-    int args went from 15.2 to 6.7 us, an end packet from 3.3 to 1.1 us.
-    """
-
-    __slots__ = ("anns", "chunk_fields", "cols", "end_packet", "event", "fields", "flows_in",
-                 "flows_out", "n_anns", "n_in", "n_out", "name_iids", "names", "packet",
-                 "packets", "repeated", "serialize")
-
-    def __init__(self, rows: _BlockRows, key_iids: list[int], fields: list[str | None],
-                 cols: list[int], leaf: bool) -> None:
-        seq_id = rows.seq.seq_id
-        self.names, self.name_iids, self.repeated = rows.names, rows.name_iids, rows.repeated
-        trace = pb.Trace()
-        self.packet = trace.packet.add(trusted_packet_sequence_id=seq_id,
-                                       sequence_flags=_NEEDS)
-        self.end_packet = (trace.packet.add(trusted_packet_sequence_id=seq_id,
-                                            track_event={"type": _END}) if leaf else None)
-        self.packets = 2 if leaf else 1
-        self.event = te = self.packet.track_event
-        te.type = _BEGIN
-        te.category_iids.extend(rows.cat_iids)
-        self.anns = [te.debug_annotations.add(name_iid=k) for k in key_iids]
-        self.n_anns = len(self.anns)
-        self.fields = fields  # per annotation: its value field, None if the value says
-        self.cols = cols  # per annotation: its column in the block
-        self.serialize = trace.SerializeToString
-        self.chunk_fields: list = []  # per annotation, for the chunk: see `chunk_values`
-        self.flows_out = te.flow_ids
-        self.flows_in = te.terminating_flow_ids
-        self.n_out = self.n_in = 0  # ids in flows_out / flows_in
-
-    @staticmethod
-    def set_flows(ids: int | list, field, n_was: int) -> int:
-        """Make the repeated flow-id `field` (holding `n_was` ids) hold `ids` (a flow id, a
-        list of them, or 0: none); return how many it holds.
-
-        Assigning items in place costs 0.09 us each; clearing and extending the field cost
-        1.2 us a row (measured), so the field is resized only when the count changes. The
-        hot loop sets one id into a field of one itself, and `_Flows.of` gives a single id
-        as an int from one `tolist` (not a tuple made per row): 100k bench, min of 8
-        alternating runs, 5.41 -> 4.85 s CPU for the whole write (medians 6.86 -> 6.39)."""
-        if type(ids) is int:
-            ids = [ids] if ids else []
-        n = len(ids)
-        if n != n_was:
-            del field[:]
-            if n:
-                field.extend(ids)
-        else:
-            for j, v in enumerate(ids):
-                field[j] = v
-        return n
-
-    def chunk_values(self, block: SliceBlock, rows: np.ndarray) -> list[tuple]:
-        """The template's arg values of `rows` of `block`, a tuple per row. Sets
-        `chunk_fields`: each annotation's field for these rows, None where each value gives
-        its own (the values are then (field, value) pairs)."""
-        self.chunk_fields = []
-        values = []
-        for f, c in zip(self.fields, self.cols):
-            col = block.args[c]
-            if f is not None:
-                values.append(col.values[rows].tolist())
-            elif (texts := _texts(col, rows)) is not None:
-                f = "string_value"
-                values.append(texts)
-            else:
-                values.append([proto_field(v) for v in col.values_at(rows)])
-            self.chunk_fields.append(f)
-        return list(zip(*values)) if values else [()] * len(rows)
-
-
-class _BlockRows:
-    """The begin templates of one block on one track, by which args are present, and the
-    interning of the block's names there.
-
-    A name is interned (`name_iids`, by index into `block.names`) from its first use when it
-    occurs more than once among the block's rows on the track (`repeated`, counted up front
-    with `bincount`); one-off task labels are written inline. Counting up front replaced a
-    set of the name strings seen once per track: 9.79 -> 9.18 s CPU for 1M bench slices
-    (best of 3, loaded machine), and a repeated name no longer goes out inline first."""
-
-    def __init__(self, seq: _Sequence, block: SliceBlock, rows: np.ndarray) -> None:
-        self.seq, self.block = seq, block
-        self.names = block.names
-        self.name_iids: dict[int, int] = {}
-        self.repeated = set(np.flatnonzero(np.bincount(block.name[rows]) >= 2).tolist())
-        self.cat_iids = (seq.cat_iid(block.cat),) if block.cat else ()
-        self.key_iids = [seq.key_iid(c.key) for c in block.args]
-        kinds = [column_kind(c) for c in block.args]  # a field per column, or per value
-        self.fields = [None if k is None or k is JSON else PROTO_FIELD[k] for k in kinds]
-        self.masked = [i for i, c in enumerate(block.args) if c.present is not None]
-        self.templates: dict[int, _BeginTemplate] = {}
-
-    def groups(self, rows: np.ndarray, leaf: np.ndarray):
-        """(positions in `rows`, template) per set of present args and leaf or not."""
-        key = leaf.astype(np.int64)  # bit 0: leaf; bit k + 1: masked arg k present
-        for bit, i in enumerate(self.masked):
-            key |= self.block.args[i].present[rows].astype(np.int64) << (bit + 1)
-        for k in np.unique(key).tolist():
-            yield np.flatnonzero(key == k), self._template(k)
-
-    def _template(self, key: int) -> _BeginTemplate:
-        t = self.templates.get(key)
-        if t is None:
-            cols = [i for i in range(len(self.fields))
-                    if i not in self.masked or key >> (self.masked.index(i) + 1) & 1]
-            t = self.templates[key] = _BeginTemplate(
-                self, [self.key_iids[i] for i in cols], [self.fields[i] for i in cols], cols,
-                bool(key & 1))
-        return t
-
-
-class _Flows:
-    """Flow ids by global slice row (block offset + row), sorted for `searchsorted`."""
-
-    def __init__(self, timeline: Timeline, offsets: dict[int, int], first_id: int = 1) -> None:
-        src, dst, ids = [], [], []
-        next_id = first_id
-        for f in timeline.flows:
-            src.append(offsets[id(f.src)] + f.src_row.astype(np.int64))
-            dst.append(offsets[id(f.dst)] + f.dst_row.astype(np.int64))
-            ids.append(np.arange(next_id, next_id + len(f), dtype=np.int64))
-            next_id += len(f)
-        self.any = next_id > first_id
-        if self.any:
-            src_all, dst_all, id_all = np.concatenate(src), np.concatenate(dst), np.concatenate(ids)
-            o = np.argsort(src_all, kind="stable")
-            self.src, self.src_ids = src_all[o], id_all[o]
-            o = np.argsort(dst_all, kind="stable")
-            self.dst, self.dst_ids = dst_all[o], id_all[o]
-
-    def of(self, rows: np.ndarray) -> tuple[list, list]:
-        """Per global row: its outgoing and terminating flow ids: 0 (none), the id, or a list
-        of ids when there are several."""
-        out = self._lookup(self.src, self.src_ids, rows)
-        into = self._lookup(self.dst, self.dst_ids, rows)
-        return out, into
-
-    @staticmethod
-    def _lookup(keys: np.ndarray, ids: np.ndarray, rows: np.ndarray) -> list:
-        lo = np.searchsorted(keys, rows, "left")
-        n = np.searchsorted(keys, rows, "right") - lo
-        # one list of ints, no Python work per row: 0 (ids start at 1) where there is none
-        result: list = np.where(n > 0, ids[np.minimum(lo, len(ids) - 1)], 0).tolist()
-        for i in np.flatnonzero(n > 1).tolist():
-            result[i] = ids[lo[i]:lo[i] + n[i]].tolist()
-        return result
-
-
-def _rows_by_track(timeline: Timeline) -> dict[int, list[tuple[int, np.ndarray]]]:
-    """id(track) -> [(block index, its rows on that track)], in block order."""
-    by_track: dict[int, list] = {}
-    for b, block in enumerate(timeline.blocks):
-        if not len(block):
-            continue
-        order = np.argsort(block.track, kind="stable")
-        counts = np.bincount(block.track, minlength=len(block.tracks))
-        ends = np.cumsum(counts)
-        for t, (n, end) in enumerate(zip(counts.tolist(), ends.tolist())):
-            if n:
-                by_track.setdefault(id(block.tracks[t]), []).append((b, order[end - n:end]))
-    return by_track
-
-
-def _track_slices(seq: _Sequence, track: Track, uuid: int, parts: list, timeline: Timeline,
-                  offsets: np.ndarray, flows: _Flows, stream: _PacketStream) -> int:
-    """Emit the begin/end packets of one track's slices; return how many ends were clipped."""
-    blocks = timeline.blocks
-    blk = np.concatenate([np.full(len(rows), b, np.int64) for b, rows in parts])
-    row = np.concatenate([rows for _, rows in parts]).astype(np.int64)
-    start = np.concatenate([blocks[b].start_ns[rows] for b, rows in parts]).astype(np.int64)
-    dur = np.concatenate([blocks[b].dur_ns[rows] for b, rows in parts]).astype(np.int64)
-    if start.min() < 0:
-        raise ProfileWriteError(
-            f"track {track.name!r}: a slice starts before time 0 ({int(start.min())} ns); "
-            "protobuf timestamps are unsigned")
-    order = np.lexsort((-dur, start))  # stable: ties keep block, then row order
-    blk, row, start, end = blk[order], row[order], start[order], (start + dur)[order]
-    leaf = np.empty(len(start), bool)  # no child: the next slice starts after its end
-    leaf[:-1] = start[1:] >= end[:-1]
-    leaf[-1:] = True
-    seq_id = seq.seq_id
-    stream.add(trusted_packet_sequence_id=seq_id, sequence_flags=_CLEARED,
-               trace_packet_defaults={"track_event_defaults": {"track_uuid": uuid}})
-    end_trace = pb.Trace()
-    end_packet = end_trace.packet.add(trusted_packet_sequence_id=seq_id,
-                                      track_event={"type": _END})
-    end_serialize = end_trace.SerializeToString
-    block_rows: dict[int, _BlockRows] = {}
-    track_rows = dict(parts)
-    stack: list[int] = []  # end times of open slices
-    clipped = 0
-    for lo in range(0, len(start), ROWS_PER_CHUNK):
-        hi = min(lo + ROWS_PER_CHUNK, len(start))
-        c_blk, c_row = blk[lo:hi], row[lo:hi]
-        names: list = [None] * (hi - lo)  # indices into the row's block.names
-        values: list = [None] * (hi - lo)
-        templates: list = [None] * (hi - lo)
-        extras: list = [None] * (hi - lo)
-        for b in np.unique(c_blk).tolist():
-            block = blocks[b]
-            br = block_rows.get(b)
-            if br is None:
-                br = block_rows[b] = _BlockRows(seq, block, track_rows[b])
-            at = np.flatnonzero(c_blk == b)
-            rows = c_row[at]
-            for i, n in zip(at.tolist(), block.name[rows].tolist()):
-                names[i] = n
-            for group, t in br.groups(rows, leaf[lo:hi][at]):
-                g_at = at[group].tolist()
-                for i, v in zip(g_at, t.chunk_values(block, rows[group])):
-                    values[i] = v
-                    templates[i] = t
-            if block.extra_args is not None:
-                extra = block.extra_args
-                for i, r in zip(at.tolist(), rows.tolist()):
-                    extras[i] = extra[r]
-        if flows.any:
-            out_ids, in_ids = flows.of(offsets[c_blk] + c_row)
-        else:
-            out_ids = in_ids = [0] * (hi - lo)
-        parts_append = stream.parts.append
-        count = stream.count
-        for st, en, name, vals, t, extra, outs, ins in zip(
-                start[lo:hi].tolist(), end[lo:hi].tolist(), names, values, templates, extras,
-                out_ids, in_ids):
-            while stack and stack[-1] <= st:
-                end_packet.timestamp = stack.pop()
-                parts_append(end_serialize())
-                count += 1
-            if stack and en > stack[-1]:  # sticks out of its parent: clip rather than corrupt
-                en = stack[-1]
-                clipped += 1
-            packet, te = t.packet, t.event
-            packet.timestamp = st
-            iid = t.name_iids.get(name)
-            if iid is not None:
-                te.name_iid = iid
-            elif name in t.repeated:
-                seq.name_count += 1
-                iid = t.name_iids[name] = seq.name_count
-                seq.pending.setdefault("event_names", []).append(
-                    {"iid": iid, "name": safe_text(t.names[name])})
-                te.name_iid = iid
-            else:
-                name = t.names[name]
-                te.name = name if name.isascii() else safe_text(name)
-            for ann, f, v in zip(t.anns, t.chunk_fields, vals):
-                if f is None:
-                    f, v = v
-                setattr(ann, f, v)
-            if extra:
-                for k, v in extra.items():
-                    f, v = proto_field(v)
-                    te.debug_annotations.add(name_iid=seq.key_iid(k), **{f: v})
-            if outs or t.n_out:  # one id where one was: set in place, without a call
-                if t.n_out == 1 and type(outs) is int and outs:
-                    t.flows_out[0] = outs
-                else:
-                    t.n_out = t.set_flows(outs, t.flows_out, t.n_out)
-            if ins or t.n_in:
-                if t.n_in == 1 and type(ins) is int and ins:
-                    t.flows_in[0] = ins
-                else:
-                    t.n_in = t.set_flows(ins, t.flows_in, t.n_in)
-            pending = seq.pending
-            if pending:
-                packet.interned_data.MergeFrom(pb.InternedData(**seq.take_pending()))
-            end_p = t.end_packet
-            if end_p is None:
-                stack.append(en)
-            else:
-                end_p.timestamp = en
-            parts_append(t.serialize())
-            count += t.packets
-            if extra:
-                del te.debug_annotations[t.n_anns:]
-            if pending:
-                packet.ClearField("interned_data")
-            if count >= PACKETS_PER_BATCH:
-                stream.count = count
-                stream.flush()
-                count = 0
-        stream.count = count
-    while stack:
-        end_packet.timestamp = stack.pop()
-        stream.parts.append(end_serialize())
-        stream.count += 1
-    stream.flush_if_full()
-    return clipped
-
-
-def _descriptors(timeline: Timeline, uuids: dict[int, int], stream: _PacketStream) -> None:
-    for p in timeline.processes:
-        stream.add(track_descriptor={
-            "uuid": uuids[id(p)],
-            "process": {"pid": p.pid, "process_name": safe_text(p.name)},
-            "child_ordering": _EXPLICIT,
-            "sibling_order_rank": p.sort_index,
-        })
-    for t in timeline.tracks:
-        desc: dict = {"uuid": uuids[id(t)], "parent_uuid": uuids[id(t.process)],
-                      "sibling_order_rank": t.sort_index}
-        if t.os_tid is not None:
-            desc["thread"] = {"pid": t.process.pid, "tid": t.tid,
-                              "thread_name": safe_text(t.name)}
-        else:
-            desc["name"] = safe_text(t.name)
-        stream.add(track_descriptor=desc)
-    for c in timeline.counters:
-        stream.add(track_descriptor={
-            "uuid": uuids[id(c)], "parent_uuid": uuids[id(c.process)],
-            "name": safe_text(c.name), "counter": {"unit_name": safe_text(c.unit)}})
-
-
-def _metadata(timeline: Timeline, stream: _PacketStream) -> None:
-    """`other_data` (as in the JSON output) as `chrome_events` metadata entries: a value of
-    a kind an entry has a field for (`INT`, `BOOL`, `STRING`) in that field, any other as
-    its JSON text (`json_value`)."""
-    entries = []
-    for k, v in other_data(timeline).items():
-        kind, value = arg_value(v)
-        if kind is INT or kind is BOOL or kind is STRING:
-            entries.append({"name": arg_key(k), PROTO_FIELD[kind]: value})
-        else:
-            entries.append({"name": arg_key(k), "json_value": json_text(v).decode()})
-    stream.add(chrome_events={"metadata": entries})
-
-
-def _counter_events(seq_id: int, uuid: int, counter: CounterTrack,
-                    stream: _PacketStream) -> None:
-    stream.add(trusted_packet_sequence_id=seq_id, sequence_flags=_CLEARED,
-               trace_packet_defaults={"track_event_defaults": {"track_uuid": uuid}})
-    if len(counter.ts_ns) and counter.ts_ns.min() < 0:
-        raise ProfileWriteError(
-            f"counter {counter.name!r}: a value before time 0 ({int(counter.ts_ns.min())} "
-            "ns); protobuf timestamps are unsigned")
-    values = counter.values
-    field = "double_counter_value" if values.dtype.kind == "f" else "counter_value"
-    n = len(counter.ts_ns)
-    slots = _counter_slots(seq_id, min(n, COUNTERS_PER_SERIALIZE))
-    for lo in range(0, n, COUNTERS_PER_SERIALIZE):
-        hi = min(lo + COUNTERS_PER_SERIALIZE, n)
-        if hi - lo < len(slots[1]):
-            slots = _counter_slots(seq_id, hi - lo)
-        trace, packets, events = slots
-        for p, te, ts, v in zip(packets, events, counter.ts_ns[lo:hi].tolist(),
-                                values[lo:hi].tolist()):
-            p.timestamp = ts
-            setattr(te, field, v)
-        stream.parts.append(trace.SerializeToString())
-        stream.count += hi - lo
-        stream.flush_if_full()
-
-
-def _counter_slots(seq_id: int, k: int) -> tuple:
-    """A `Trace` of `k` counter packets (set in place, serialized together), its packets and
-    their track events.
-
-    Why: serializing packets one at a time costs about 0.4 us a call on top of the bytes;
-    the 419,402 counter values of the 100k bench took 0.329 s CPU with one packet serialized
-    per value, 0.232 s with 256 at a time (min of 5 alternating; medians 0.339 / 0.259).
-    Same bytes: a `Trace` of k packets is the k one-packet `Trace`s concatenated."""
-    trace = pb.Trace()
-    packets = [trace.packet.add(trusted_packet_sequence_id=seq_id,
-                                track_event={"type": _COUNTER}) for _ in range(k)]
-    return trace, packets, [p.track_event for p in packets]
 
 
 SHARD_UUID_BITS = 32   # track uuids: shard << 32 | n
@@ -598,21 +72,21 @@ def _write(timeline: Timeline, out: BinaryIO, path: str | os.PathLike | None = N
     if shard and (len(timeline.tracks) + len(timeline.counters) >= 1 << SHARD_SEQ_BITS
                   or shard >= 1 << (32 - SHARD_SEQ_BITS)):
         raise ProfileWriteError(f"shard {shard}: too many tracks or shards for the id ranges")
-    stream = _PacketStream(out)
+    stream = PacketStream(out)
     uuids: dict[int, int] = {}
     uuid_base, seq_base = shard << SHARD_UUID_BITS, shard << SHARD_SEQ_BITS
     for obj in (*timeline.processes, *timeline.tracks, *timeline.counters):
         uuids[id(obj)] = uuid_base + len(uuids) + 1
-    _descriptors(timeline, uuids, stream)
+    track_descriptors(timeline, uuids, stream)
     if metadata:
-        _metadata(timeline, stream)
+        metadata_packet(timeline, stream)
     offsets, total = {}, 0
     for block in timeline.blocks:
         offsets[id(block)] = total
         total += len(block)
     block_offsets = np.array([offsets[id(b)] for b in timeline.blocks], np.int64)
-    flows = _Flows(timeline, offsets, (shard << SHARD_FLOW_BITS) + 1)
-    by_track = _rows_by_track(timeline)
+    flows = Flows(timeline, offsets, (shard << SHARD_FLOW_BITS) + 1)
+    by_track = rows_by_track(timeline)
     jobs: list[tuple[int, Track | CounterTrack, list | None]] = []  # one per packet sequence
     for track in timeline.tracks:
         parts = by_track.pop(id(track), None)
@@ -622,13 +96,13 @@ def _write(timeline: Timeline, out: BinaryIO, path: str | os.PathLike | None = N
         if len(counter.ts_ns):
             jobs.append((seq_base + len(jobs) + 1, counter, None))
 
-    def run(jobs: list, stream: _PacketStream) -> int:
+    def run(jobs: list, stream: PacketStream) -> int:
         clipped = 0
         for seq_id, obj, parts in jobs:
             if parts is None:
-                _counter_events(seq_id, uuids[id(obj)], obj, stream)
+                counter_events(seq_id, uuids[id(obj)], obj, stream)
             else:
-                clipped += _track_slices(_Sequence(seq_id), obj, uuids[id(obj)], parts,
+                clipped += track_slices(Sequence(seq_id), obj, uuids[id(obj)], parts,
                                          timeline, block_offsets, flows, stream)
         stream.flush()
         return clipped
@@ -738,7 +212,7 @@ class _SecondWriter:
             gc.disable()  # a collection would touch (and so copy) every page of the heap
             try:
                 with os.fdopen(fd, "wb") as f:
-                    stream = _PacketStream(f)
+                    stream = PacketStream(f)
                     result = ("ok", self._work(stream), stream.bytes_written)
                 code = 0
             except BaseException as e:  # noqa: BLE001 - reported to the parent, whatever it is
@@ -752,7 +226,7 @@ class _SecondWriter:
         finally:
             os._exit(code)
 
-    def append_to(self, out: BinaryIO, stream: _PacketStream) -> int:
+    def append_to(self, out: BinaryIO, stream: PacketStream) -> int:
         """Wait for the child, append its file to `out` (counted in `stream.bytes_written`);
         return its clipped slices."""
         chunks = []

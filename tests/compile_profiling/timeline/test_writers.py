@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 from trace_readback import load_json, read_packets
 
-from pypto.compile_profiling.timeline import write_json, write_proto
+from pypto.compile_profiling.timeline import proto_packets, write_json, write_proto
 from pypto.compile_profiling.timeline.arg_values import arg_key, json_text
 from pypto.compile_profiling.timeline.json_values import safe_text
 from pypto.compile_profiling.timeline.model import (
@@ -619,7 +619,7 @@ def test_proto_counters_and_metadata():
 
 
 def test_proto_counter_values_serialized_several_at_a_time(monkeypatch):
-    monkeypatch.setattr(write_proto, "COUNTERS_PER_SERIALIZE", 3)
+    monkeypatch.setattr(proto_packets, "COUNTERS_PER_SERIALIZE", 3)
     dev = Process(1, "dev", 0)
     ints = CounterTrack(dev, "ints", np.arange(7, dtype=np.int64) * 10, np.arange(7) * -2)
     floats = CounterTrack(dev, "floats", np.arange(2, dtype=np.int64), np.array([0.5, 1.5]))
@@ -636,8 +636,8 @@ def test_proto_counter_values_serialized_several_at_a_time(monkeypatch):
 
 
 def test_proto_path_output_batches_and_bad_text(tmp_path, monkeypatch):
-    monkeypatch.setattr(write_proto, "PACKETS_PER_BATCH", 3)
-    monkeypatch.setattr(write_proto, "ROWS_PER_CHUNK", 2)
+    monkeypatch.setattr(proto_packets, "PACKETS_PER_BATCH", 3)
+    monkeypatch.setattr(proto_packets, "ROWS_PER_CHUNK", 2)
     tl = sample_timeline()
     tl.blocks[2].names[1] = "bad \udcfe"
     tl.tracks[1].name = "AIC \ud800"
@@ -701,7 +701,7 @@ def test_proto_numpy_text_and_bool_values_in_list_columns():
 def test_proto_text_columns_match_the_per_value_path(monkeypatch):
     """String columns and 2D numeric columns are made into text per chunk (`_texts`): the
     same bytes as through `proto_field` one value at a time, constant or not over a chunk."""
-    monkeypatch.setattr(write_proto, "ROWS_PER_CHUNK", 4)
+    monkeypatch.setattr(proto_packets, "ROWS_PER_CHUNK", 4)
     host = Process(1, "p", 0)
     lane = Track(2, host, "lane", 0)
     n = 10
@@ -718,7 +718,7 @@ def test_proto_text_columns_match_the_per_value_path(monkeypatch):
     tl = Timeline([host], [lane], [block("c", [lane], rows, ["a", "b"], cols)])
     fast = io.BytesIO()
     write_perfetto_trace(tl, fast)
-    monkeypatch.setattr(write_proto, "_texts", lambda values, rows: None)
+    monkeypatch.setattr(proto_packets, "_texts", lambda values, rows: None)
     slow = io.BytesIO()
     write_perfetto_trace(tl, slow)
     assert fast.getvalue() == slow.getvalue()
@@ -753,8 +753,8 @@ def test_write_errors_are_one_profile_write_error(tmp_path, writer):
 
 def test_both_writers_agree_on_a_bigger_timeline(monkeypatch):
     """Many rows over several chunks and batches, interleaved blocks on the same lanes."""
-    monkeypatch.setattr(write_proto, "ROWS_PER_CHUNK", 16)
-    monkeypatch.setattr(write_proto, "PACKETS_PER_BATCH", 10)
+    monkeypatch.setattr(proto_packets, "ROWS_PER_CHUNK", 16)
+    monkeypatch.setattr(proto_packets, "PACKETS_PER_BATCH", 10)
     rng = np.random.default_rng(7)
     dev = Process(5, "dev", 0)
     lanes = [Track(10 + i, dev, f"L{i}", i) for i in range(3)]
@@ -981,7 +981,7 @@ def test_proto_second_process_failure_leaves_no_file(tmp_path, monkeypatch, fail
 
     two_processes(monkeypatch, split=1)
     parent = os.getpid()
-    real = write_proto._track_slices
+    real = write_proto.track_slices
     tl = sample_timeline()
     if failure == "profile error":
         tl.blocks[2].start_ns[2] = -5  # on AIV_0, written by the child
@@ -994,7 +994,7 @@ def test_proto_second_process_failure_leaves_no_file(tmp_path, monkeypatch, fail
             _in_child(parent, fail)
             return real(*a)
 
-        monkeypatch.setattr(write_proto, "_track_slices", broken)
+        monkeypatch.setattr(write_proto, "track_slices", broken)
     (tmp_path / "t.pftrace").write_bytes(b"old")
     expected = {"exception": r"t.pftrace: the second writer process failed: "
                              r"RuntimeError\('disk on fire'\)",
@@ -1019,14 +1019,14 @@ def test_proto_parent_failure_stops_the_second_process(tmp_path, monkeypatch):
 
     monkeypatch.setattr(write_proto._SecondWriter, "__enter__", enter)
     parent = os.getpid()
-    real = write_proto._track_slices
+    real = write_proto.track_slices
 
     def broken(*a):
         if os.getpid() == parent:
             raise RuntimeError("parent broke")
         return real(*a)
 
-    monkeypatch.setattr(write_proto, "_track_slices", broken)
+    monkeypatch.setattr(write_proto, "track_slices", broken)
     with pytest.raises(RuntimeError, match="parent broke"):
         write_perfetto_trace(sample_timeline(), tmp_path / "t.pftrace")
     assert os.listdir(tmp_path) == []
