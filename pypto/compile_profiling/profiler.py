@@ -29,14 +29,21 @@ import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from pypto.compile_profiling.live_stage import (
+    BOUND_ROOT,
+    LiveStage,
+    note_interleaving,
+    open_ancestor,
+    open_get,
+    open_set,
+    open_stage,
+    parent_ref,
+)
 from pypto.compile_profiling.stage_log import (
     ARGS,
-    CAT,
     END,
     GLOBAL_REF,
     NO_PARENT,
-    START,
-    TOP_LEVEL,
     Inserted,
     Recording,
     ThreadLog,
@@ -57,182 +64,11 @@ _FALSE = {"", "0", "false", "no", "off"}
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class LiveStage:
-    """One stage as it is recorded: what `with prof.stage(...) as rec` yields and what
-    `_begin_stage` returns. It answers like a `StageRecord` (`name`, `start`, `end`,
-    `duration`, `children`, `to_dict()`, ...); what needs the whole profile (`children`,
-    `to_dict`) is computed on access.
-
-    The handle itself is short-lived: the thread log keeps plain values (which the garbage
-    collector never tracks), so a long profile does not fill the collector's generations
-    with live objects: recording 200,000 stages cost 8.3x the floor per stage with the
-    handles kept in the log, 5.5x with tuples (one run of the same loop, loaded host).
-    `ref` is the stage's position in its log (see `ThreadLog`), `parent` the innermost open
-    stage of the same context when this one opened; name, args, start time and error are read
-    from the log.
-    """
-
-    __slots__ = ("end_ns", "log", "parent", "ref")
-
-    # -- the `with` protocol (hot path) ----------------------------------------------------
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, et, ev, tb) -> None:
-        end = _pc()
-        self.end_ns = end
-        log = self.log
-        log[self.ref + END] = end
-        if et is not None:
-            log.errors[self.ref] = et.__name__
-        if log.top is self:
-            log.top = self.parent
-            if log.pending and self.ref in log.pending:
-                _note_interleaving(self)
-        else:  # another context's stage opened on this thread meanwhile
-            log.tangled = True
-            _note_interleaving(self)
-
-    # -- StageRecord-compatible view ---------------------------------------------------------
-    @property
-    def name(self) -> str:
-        return self.log[self.ref]
-
-    @property
-    def args(self) -> dict | None:
-        return self.log[self.ref + ARGS]
-
-    @property
-    def cat(self) -> str:
-        return self.log[self.ref + CAT] or ""
-
-    @property
-    def start_ns(self) -> int:
-        return self.log[self.ref + START]
-
-    @property
-    def start(self) -> float:
-        return self.start_ns / 1e9
-
-    @property
-    def end(self) -> float:
-        return self.end_ns / 1e9
-
-    @property
-    def is_open(self) -> bool:
-        return not self.end_ns
-
-    @property
-    def duration_ns(self) -> int:
-        return max(0, (self.end_ns or _pc()) - self.start_ns)
-
-    @property
-    def duration(self) -> float:
-        """Seconds; an open stage measures up to now; never negative."""
-        return self.duration_ns / 1e9
-
-    @property
-    def error(self) -> str | None:
-        return self.log.errors.get(self.ref)
-
-    @property
-    def pid(self) -> int:
-        return self.log.pid
-
-    @property
-    def tid(self) -> int:
-        return self.log.tid
-
-    @property
-    def thread_name(self) -> str:
-        return self.log.thread_name
-
-    @property
-    def lane(self) -> tuple[str, str] | None:
-        """(lane key, task label) when this stage ran in an asyncio task that interleaved."""
-        return self.log.lanes.get(self.ref)
-
-    def record(self) -> StageRecord:
-        """This stage as a `StageRecord`, with its children (builds the profile's tree)."""
-        return self.log.prof._record_of(self)
-
-    @property
-    def children(self) -> list[StageRecord]:
-        return self.record().children
-
-    def to_dict(self) -> dict[str, Any]:
-        return self.record().to_dict()
-
-    def __repr__(self) -> str:
-        if self.log.prof is None:
-            return "<LiveStage (bound root)>"
-        state = "open" if self.is_open else f"{self.duration * 1e3:.3f} ms"
-        return f"<LiveStage {self.name!r} {state}>"
-
-
 class _ProfilerTLS(threading.local):
     log: ThreadLog | None = None
 
 
 _log_ids = itertools.count(1)
-# The innermost stage of the running context (any profiler's), or None. Module-level, as the
-# contextvars documentation asks. A closed stage may linger there: the next stage skips up
-# to the nearest open ancestor (cheaper than restoring the variable at every close).
-_open_stage: contextvars.ContextVar[LiveStage | None] = contextvars.ContextVar(
-    "pypto_open_stage", default=None)
-_open_get, _open_set = _open_stage.get, _open_stage.set
-
-_ROOT_LOG = ThreadLog(("(bound root)", None, None, 0, NO_PARENT, 0))
-_ROOT_LOG.base, _ROOT_LOG.prof, _ROOT_LOG.lanes, _ROOT_LOG.errors = 0, None, {}, {}
-_BOUND_ROOT = LiveStage()  # what work bound where nothing was open sees as its parent
-_BOUND_ROOT.log, _BOUND_ROOT.parent, _BOUND_ROOT.end_ns, _BOUND_ROOT.ref = _ROOT_LOG, None, 0, 0
-
-
-def _open_ancestor(stage: LiveStage | None) -> LiveStage | None:
-    """`stage` or its nearest ancestor that is still open."""
-    while stage is not None and stage.end_ns:
-        stage = stage.parent
-    return stage
-
-
-def _parent_ref(prof: CompileProfiler, parent: LiveStage) -> int:
-    """The global ref of `parent` or of its nearest ancestor in `prof`'s profile, else
-    TOP_LEVEL."""
-    while parent is not None:
-        if parent.log.prof is prof and not parent.end_ns:
-            return parent.log.base + parent.ref
-        parent = parent.parent
-    return TOP_LEVEL
-
-
-_task_lanes: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def _note_interleaving(stage: LiveStage) -> None:
-    """Give `stage` the lane of the asyncio task it runs in, if any (the rare path)."""
-    log = stage.log
-    if log.pending:
-        log.pending.discard(stage.ref)
-    if stage.ref in log.lanes:
-        return
-    asyncio = sys.modules.get("asyncio")
-    if asyncio is None:
-        return
-    try:
-        task = asyncio.current_task()
-    except RuntimeError:  # no running loop in this thread
-        return
-    if task is None:
-        return
-    lane = _task_lanes.get(task)
-    if lane is None:
-        coro = task.get_coro()
-        coro_name = getattr(coro, "__qualname__", None) or type(coro).__name__
-        label = task.get_name()
-        if coro_name and coro_name != label:
-            label = f"{label} ({coro_name})"
-        lane = _task_lanes[task] = (f"task:{len(_task_lanes) + 1}:{id(task):x}", label)
-    log.lanes[stage.ref] = lane
 
 
 _profilers: weakref.WeakSet = weakref.WeakSet()
@@ -274,11 +110,11 @@ class CompileProfiler:
         self._total_end = time.perf_counter()
         # Stages of this profile still in this context's chain (abandoned by an interrupt)
         # must not become the parents of later stages elsewhere.
-        top = _open_get()
+        top = open_get()
         while top is not None and (top.end_ns or top.log.prof is self):
             top = top.parent
-        if top is not _open_get():
-            _open_set(top)
+        if top is not open_get():
+            open_set(top)
         if self._tokens:
             token = self._tokens.pop()
             try:
@@ -305,7 +141,7 @@ class CompileProfiler:
         log = self._tls.log
         if log is None:
             log = self._register_thread()
-        parent = _open_get()
+        parent = open_get()
         while parent is not None and parent.end_ns:  # a closed stage lingers: skip up
             parent = parent.parent
         st = LiveStage()
@@ -318,19 +154,19 @@ class CompileProfiler:
         elif parent.log is log:
             log += (name, args, cat, _pc(), parent.ref, 0)
         else:  # another thread's (bound work) or another profiler's stage
-            log += (name, args, cat, _pc(), _parent_ref(self, parent), 0)
+            log += (name, args, cat, _pc(), parent_ref(self, parent), 0)
         top = log.top
         if parent is not top:  # `top` is open in another context: both get task lanes
             self._interleaved(st, top)
         log.top = st
-        _open_set(st)
+        open_set(st)
         return st
 
     def _interleaved(self, stage: LiveStage, top: LiveStage | None) -> None:
         """`stage` opened while `top`, open in another context, was the thread's innermost:
         `stage` gets its task's lane now, and every open stage of `top`'s chain on this
         thread gets its own when it closes (each closes in its own task)."""
-        _note_interleaving(stage)
+        note_interleaving(stage)
         log = stage.log
         if top is not None:
             log.tangled = True
@@ -351,7 +187,7 @@ class CompileProfiler:
         """Close `stage`, else this context's innermost open stage of this profiler; `args`
         are merged into its args. Without an open stage it does nothing (as upstream)."""
         if stage is None:
-            stage = _open_get()
+            stage = open_get()
             while stage is not None and (stage.end_ns or stage.log.prof is not self):
                 stage = stage.parent
             if stage is None:
@@ -370,10 +206,10 @@ class CompileProfiler:
         if log.top is stage:
             log.top = stage.parent
             if log.pending and stage.ref in log.pending:
-                _note_interleaving(stage)
+                note_interleaving(stage)
         else:
             log.tangled = True
-            _note_interleaving(stage)
+            note_interleaving(stage)
         return stage
 
     def add_stage_record(self, record: StageRecord) -> None:
@@ -381,9 +217,9 @@ class CompileProfiler:
         log = self._tls.log
         if log is None:
             log = self._register_thread()
-        parent = _open_ancestor(_open_get())
+        parent = open_ancestor(open_get())
         log.inserted.append(
-            Inserted(record, NO_PARENT if parent is None else _parent_ref(self, parent)))
+            Inserted(record, NO_PARENT if parent is None else parent_ref(self, parent)))
 
     def set_process_name(self, pid: int, name: str) -> None:
         """Name a process whose stages appear in this profile (e.g. a device child process)."""
@@ -411,20 +247,20 @@ class CompileProfiler:
     def bind(self, fn: F) -> F:
         """Wrap `fn` so that, on any thread, this profiler is current and its stages nest
         under the stage open here and now (use for thread-pool workers)."""
-        parent = _open_ancestor(_open_get())
-        anchor = _BOUND_ROOT if parent is None else parent
+        parent = open_ancestor(open_get())
+        anchor = BOUND_ROOT if parent is None else parent
         prof = self
 
         def bound(*a: Any, **kw: Any) -> Any:
             active_token = _active.set(prof)
-            stage_token = _open_set(anchor)
+            stage_token = open_set(anchor)
             try:
                 return fn(*a, **kw)
             finally:
                 try:
-                    _open_stage.reset(stage_token)
+                    open_stage.reset(stage_token)
                 except (ValueError, RuntimeError):
-                    _open_set(None)
+                    open_set(None)
                 _active.reset(active_token)
 
         bound.__wrapped__ = fn  # type: ignore[attr-defined]
@@ -645,7 +481,7 @@ def _after_fork_in_child() -> None:
     if parent_profiler is not None:
         _process_profiler = None
         _process_profiler_from_environment()
-    _open_set(None)  # the parent's open stages are not the child's
+    open_set(None)  # the parent's open stages are not the child's
 
 
 if hasattr(os, "register_at_fork"):
