@@ -37,11 +37,8 @@ from pypto.compile_profiling.analysis.verdict import (
     host_side,
     starved_on_path,
 )
-from pypto.compile_profiling.trace_merge.layout_device import (
-    DeviceRows,
-    device_rows,
-    task_displays,
-)
+from pypto.compile_profiling.trace_merge.device_labels import task_displays
+from pypto.compile_profiling.trace_merge.device_rows import DeviceRows, device_rows
 from pypto.compile_profiling.trace_merge.plan import CapturePlan, Plan
 from pypto.errors import TraceInputError
 

@@ -7,8 +7,8 @@ import numpy as np
 
 from pypto.compile_profiling.timeline.model import CounterTrack, Process
 from pypto.compile_profiling.trace_merge.containment import fmt_ns
+from pypto.compile_profiling.trace_merge.device_rows import DeviceRows
 from pypto.compile_profiling.trace_merge.kernel_totals import device_kernel_costs
-from pypto.compile_profiling.trace_merge.layout_device import DeviceRows
 
 QUEUE_TYPES = ("AIC", "AIV", "MIX")
 UTILISATION_BINS = 200          # about this many samples per core over the capture

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from pypto.compile_profiling.timeline.model import FlowBlock, SliceBlock
-from pypto.compile_profiling.trace_merge.layout_device import DeviceRows, PhaseRows
+from pypto.compile_profiling.trace_merge.device_rows import DeviceRows, PhaseRows
 from pypto.compile_profiling.trace_merge.views import Selection
 
 # Each kind: (flow name as Perfetto shows it, category to filter on).

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pypto.compile_profiling.trace_merge.layout_device import kernel_name, row_kernels
+from pypto.compile_profiling.trace_merge.device_labels import kernel_name
+from pypto.compile_profiling.trace_merge.device_rows import row_kernels
 from pypto.compile_profiling.trace_merge.read_simpler import discover_captures, read_capture
 from pypto.errors import TraceInputError
 
@@ -29,7 +30,7 @@ class DeviceKernelCost:
 
 def device_kernel_costs(capture, func: np.ndarray | None = None) -> list[DeviceKernelCost]:
     """AICore time per kernel from one read capture (`trace_merge.read_simpler.Capture`),
-    with the merge's own rule for which kernel a row ran (`layout_device.row_kernels`;
+    with the merge's own rule for which kernel a row ran (`device_rows.row_kernels`;
     `func`: its result when the caller has it already)."""
     rec = capture.records
     if rec is None or not len(rec.aicore["task_id"]):

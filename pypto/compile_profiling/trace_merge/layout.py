@@ -26,8 +26,9 @@ from pypto.compile_profiling.trace_merge.device_counters import (
     utilisation_counters,
 )
 from pypto.compile_profiling.trace_merge.device_flows import add_device_flows
+from pypto.compile_profiling.trace_merge.device_labels import kernel_name
 from pypto.compile_profiling.trace_merge.layout_converted import add_converted
-from pypto.compile_profiling.trace_merge.layout_device import add_capture, kernel_name
+from pypto.compile_profiling.trace_merge.layout_device import add_capture
 from pypto.compile_profiling.trace_merge.layout_host import (
     add_compile_trace,
     add_host_blocks,
