@@ -33,6 +33,7 @@ import numpy as np
 from pypto.compile_profiling.analysis.critical_path import PARTS, ObservedPath, StallPart
 from pypto.compile_profiling.analysis.tasks import TaskTable
 from pypto.compile_profiling.trace_merge.builder import KERNEL_CODEGEN_PREFIX
+from pypto.compile_profiling.trace_merge.kinds import PlacementStatus
 from pypto.compile_profiling.trace_merge.plan import DEVICE_EXECUTION, CapturePlan, Plan
 
 __all__ = ["CATEGORIES", "COMPUTE", "EndToEnd", "Segment", "device_segments", "end_to_end"]
@@ -250,12 +251,12 @@ def _tiled(plan: Plan, capture_plan: CapturePlan, dev, tt: TaskTable, path: Obse
         totals[f"device stall: {part}"] += int(d[what == PARTS.index(part)].sum())
     segments.append(Segment(f"device: observed path ({len(path.tasks)} tasks)", "device",
                             dev_start, dev_end))
-    if dev.status != "calibrated":
+    if dev.status is not PlacementStatus.CALIBRATED:
         notes.append(f"the device side is not calibrated ({dev.label}): where host time "
                      "ends and device time begins is uncertain by that much; the ranges "
                      "cover it")
     return EndToEnd(w0, dev_end, dev_start, segments, totals, first_label, kernel, dev.label,
-                    dev.uncertainty_ns, dev.status != "calibrated", notes)
+                    dev.uncertainty_ns, dev.status is not PlacementStatus.CALIBRATED, notes)
 
 
 def _submit_of(stream, task_id: int) -> int | None:

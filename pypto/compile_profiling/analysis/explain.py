@@ -39,6 +39,7 @@ from pypto.compile_profiling.analysis.verdict import (
 )
 from pypto.compile_profiling.trace_merge.device_labels import task_displays
 from pypto.compile_profiling.trace_merge.device_rows import DeviceRows, device_rows
+from pypto.compile_profiling.trace_merge.kinds import PlacementStatus
 from pypto.compile_profiling.trace_merge.plan import CapturePlan, Plan
 from pypto.errors import TraceInputError
 
@@ -71,7 +72,7 @@ class RankAnalysis:
     level: int
     freq_hz: int
     clock: str                        # "calibrated ±636 ns", "contained -1050 ns/+333.8 ms"
-    placement: str                    # "calibrated" | "joined" | "contained" | "estimated"
+    placement: PlacementStatus
     estimated: bool                   # not calibrated
     uncertainty_ns: float | None      # the largest error of the drawn placement
     offset_ns: float | None           # drawn: device ns = cycles * 1e9 / f + offset
@@ -174,7 +175,7 @@ def analyze_capture(plan: Plan, capture_plan: CapturePlan, rows: DeviceRows | No
     iv = dev.interval
     ra = RankAnalysis(
         label=capture_plan.label, source=rec.path, level=rec.level, freq_hz=rec.freq_hz,
-        clock=dev.label, placement=dev.status, estimated=dev.status != "calibrated",
+        clock=dev.label, placement=dev.status, estimated=dev.status is not PlacementStatus.CALIBRATED,
         uncertainty_ns=dev.uncertainty_ns,
         offset_ns=dev.drawn_offset_ns if dev.drawn_offset_ns is not None else
         float(dev.offset_ns),
@@ -184,7 +185,7 @@ def analyze_capture(plan: Plan, capture_plan: CapturePlan, rows: DeviceRows | No
         starvation=_starvation_on_path(tt, obs, ov),
         verdict=Verdict(kind="unknown", rule="not decided yet"), end_to_end=None,
         names=names, notes=notes)
-    if iv is None and dev.status != "calibrated":
+    if iv is None and dev.status is not PlacementStatus.CALIBRATED:
         notes.append(f"{capture_plan.capture.files.directory}: device time placed with no "
                      "bound: where host time ends and device time begins is unknown")
     host = None

@@ -25,6 +25,7 @@ from pypto.compile_profiling.timeline.model import (
     intern,
 )
 from pypto.compile_profiling.trace_merge.builder import SEP, TimelineBuilder, device_args
+from pypto.compile_profiling.trace_merge.views import View
 
 __all__ = ["TIMELINE_VIEWS", "draw_views"]
 
@@ -43,14 +44,14 @@ def draw_views(builder: TimelineBuilder, plan, drawn: list, sel, warnings: list[
                                "verdict": str(ra.verdict.kind), "verdict_rule": ra.verdict.rule},
                          estimated=ra.estimated, capture=cp, part="Critical path")
         parts = []
-        if sel.view("critical-path"):
+        if sel.view(View.CRITICAL_PATH):
             block = _path_block(builder, proc, ra, dev.to_ns)
             parts.append(f"observed path {len(ra.observed.tasks)} tasks (tiling "
                          f"{'exact' if ra.observed.exact else 'inexact'})")
             if ra.end_to_end is not None:
                 _end_to_end_block(builder, cp, ra, block)
                 parts.append(f"end to end {len(ra.end_to_end.segments)} segments")
-        if sel.view("overhead") and ra.overhead.timeline is not None:
+        if sel.view(View.OVERHEAD) and ra.overhead.timeline is not None:
             counters = _overhead_counters(proc, ra, dev.to_ns)
             builder.tl.counters.extend(counters)
             parts.append(f"{len(counters)} overhead counters")

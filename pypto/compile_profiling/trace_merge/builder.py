@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pypto.compile_profiling.timeline.model import Process, SliceBlock, Timeline, Track
+from pypto.compile_profiling.trace_merge.kinds import PlacementStatus
 from pypto.compile_profiling.trace_merge.plan import CapturePlan, DeviceClock, Plan
 
 SEP = " · "
@@ -160,6 +161,6 @@ def device_args(capture_plan: CapturePlan, dev: DeviceClock, source: str) -> dic
     args = {"alignment": dev.describe(), "source": source}
     if capture_plan.capture.dispatch_program is not None:
         args["program"] = capture_plan.capture.dispatch_program.program
-    if dev.status != "calibrated":
+    if dev.status is not PlacementStatus.CALIBRATED:
         args["estimated"] = True
     return args

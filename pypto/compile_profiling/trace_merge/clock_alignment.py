@@ -24,9 +24,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pypto.compile_profiling.trace_merge.kinds import PlacementMethod, PlacementStatus
 from pypto.errors import PyptoError
 
-METHOD = "nominal_frequency_offset_interp_v1"
+METHOD = PlacementMethod.CLOCK_ANCHORS
 PRE_POSITION = "pre_host_orchestration"
 POST_POSITION = "post_device_execution"
 # Quantization (ns) of the raw device timestamp, by unit.
@@ -94,7 +95,7 @@ class ClockMapping:
     def describe(self) -> dict:
         """Plain dict for trace metadata / process args."""
         return {
-            "status": "calibrated",
+            "status": PlacementStatus.CALIBRATED,
             "method": self.method,
             "uncertainty_ns": self.uncertainty_ns,
             "frequency_hz": self.frequency_hz,

@@ -42,13 +42,14 @@ from fractions import Fraction
 
 import numpy as np
 
+from pypto.compile_profiling.trace_merge.kinds import PlacementMethod
 from pypto.compile_profiling.trace_merge.read_run_log import RunLog, StraceSpan
 
 __all__ = ["METHOD", "RUN_ROOTS", "CaptureWindows", "Containment", "HostWindow", "Join",
            "NotOneRun", "contain", "fmt_ns", "host_windows", "join_origin"]
 
-METHOD = "span_containment_v1"
-CYCLES_METHOD = "device_wall_cycles"   # joined by device_wall's cycles, inside runner_run
+METHOD = PlacementMethod.SPAN_CONTAINMENT
+CYCLES_METHOD = PlacementMethod.DEVICE_WALL_CYCLES   # joined by device_wall's cycles, inside runner_run
 # The root span of one chip run, today's name first: PyPTO #2465 / Simpler #1877 renamed
 # `simpler_run` to `chip.run`, and Simpler #1210 had renamed `run_prepared` to `simpler_run`.
 RUN_ROOTS = ("chip.run", "simpler_run", "run_prepared")

@@ -15,7 +15,7 @@ import numpy as np
 
 from pypto.compile_profiling.timeline.model import FlowBlock, SliceBlock
 from pypto.compile_profiling.trace_merge.device_rows import DeviceRows, PhaseRows
-from pypto.compile_profiling.trace_merge.views import Selection
+from pypto.compile_profiling.trace_merge.views import FlowKind, Selection
 
 # Each kind: (flow name as Perfetto shows it, category to filter on).
 KINDS = {"dependency": ("dependency", "dependency"),
@@ -55,7 +55,7 @@ def add_device_flows(rows: DeviceRows, deps, selection: Selection
     found no phase to bind to: not drawn)."""
     arrows = _Arrows()
     unbound: dict[str, int] = {}
-    if selection.flow("dependency") and deps is not None and len(deps.pred):
+    if selection.flow(FlowKind.DEPENDENCY) and deps is not None and len(deps.pred):
         _dependency(arrows, rows, deps)
     phases = {p.thread: p for p in rows.scheduler if p.block is not None}
     if phases and rows.has_cpu.any():
@@ -63,7 +63,7 @@ def add_device_flows(rows: DeviceRows, deps, selection: Selection
         thread = _thread_of(rows, cpu)
         d_thr, d_row = _phase_at(phases, thread, rows.dispatch[cpu], "dispatch")
         c_thr, c_row = _phase_at(phases, thread, rows.finish[cpu], "complete", next_ok=True)
-        if selection.flow("dispatch"):
+        if selection.flow(FlowKind.DISPATCH):
             unbound["dispatch"] = int((d_row < 0).sum())
             for th, p in phases.items():
                 on = (d_thr == th) & (d_row >= 0)
@@ -71,7 +71,7 @@ def add_device_flows(rows: DeviceRows, deps, selection: Selection
                 if rows.sched_view is not None:
                     arrows.add("dispatch", p.block, d_row[on], rows.sched_view,
                                rows.sched_view_row[cpu[on]])
-        if selection.flow("complete"):
+        if selection.flow(FlowKind.COMPLETE):
             unbound["complete"] = int((c_row < 0).sum())
             for th, p in phases.items():
                 on = (c_thr == th) & (c_row >= 0)
@@ -79,10 +79,10 @@ def add_device_flows(rows: DeviceRows, deps, selection: Selection
                 if rows.sched_view is not None:
                     arrows.add("complete", rows.sched_view, rows.sched_view_row[cpu[on]],
                                p.block, c_row[on])
-        if selection.flow("submit-dispatch") and rows.submits:
+        if selection.flow(FlowKind.SUBMIT_DISPATCH) and rows.submits:
             unbound["submit-dispatch"] = _submit_dispatch(arrows, rows, phases, cpu, d_thr,
                                                           d_row)
-        if selection.flow("complete-ready") and deps is not None and len(deps.pred):
+        if selection.flow(FlowKind.COMPLETE_READY) and deps is not None and len(deps.pred):
             _complete_ready(arrows, rows, deps, phases, cpu, d_thr, d_row, c_thr, c_row)
     return arrows.blocks(), arrows.counts, {k: v for k, v in unbound.items() if v}
 

@@ -38,7 +38,14 @@ from pypto.compile_profiling.trace_merge.layout_host import (
 )
 from pypto.compile_profiling.trace_merge.plan import CapturePlan, Plan
 from pypto.compile_profiling.trace_merge.read_simpler import files_of
-from pypto.compile_profiling.trace_merge.views import ALL, DERIVED_VIEWS, DerivedViews, Selection
+from pypto.compile_profiling.trace_merge.views import (
+    ALL,
+    DERIVED_VIEWS,
+    DerivedViews,
+    FlowKind,
+    Selection,
+    View,
+)
 
 
 def lay_out(plan: Plan, selection: Selection = ALL, derived: DerivedViews | None = None
@@ -83,7 +90,7 @@ def lay_out(plan: Plan, selection: Selection = ALL, derived: DerivedViews | None
                             "swimlane records: nothing to draw them on")
     if derived is not None and any(selection.view(v) for v in DERIVED_VIEWS):
         derived(builder, plan, drawn, selection, warnings)
-    n_stages, n_flows = (_kernel_codegen_flows(builder) if selection.flow("kernel-codegen")
+    n_stages, n_flows = (_kernel_codegen_flows(builder) if selection.flow(FlowKind.KERNEL_CODEGEN)
                          else (0, 0))
     made = {id(p): n for n, p in enumerate(builder.order)}   # Process: no value to key by
     for n, p in enumerate(sorted(builder.order, key=lambda p: builder.flow_key(p, made[id(p)]))):
@@ -155,12 +162,12 @@ def _add_device_views(
     counts = {**drawn, **{f"{k}_unbound": v for k, v in unbound.items()}}
     builder.tl.flows.extend(flows)
     extra: dict[str, int] = {}
-    if selection.view("ready-queue") and rows.scheduler_proc is not None:
+    if selection.view(View.READY_QUEUE) and rows.scheduler_proc is not None:
         queue = ready_queue_counters(rows, rows.scheduler_proc)
         builder.tl.counters.extend(queue)
         if queue:
             extra["ready_queue_samples"] = sum(len(c.ts_ns) for c in queue)
-    if selection.view("utilisation") and rows.worker_proc is not None:
+    if selection.view(View.UTILISATION) and rows.worker_proc is not None:
         busy, width = utilisation_counters(rows, rows.worker_proc)
         builder.tl.counters.extend(busy)
         if busy:

@@ -12,6 +12,7 @@ import numpy as np
 
 from pypto.compile_profiling.timeline.model import CounterTrack, FlowBlock, SliceBlock, intern
 from pypto.compile_profiling.trace_merge.builder import SEP, TimelineBuilder, device_args
+from pypto.compile_profiling.trace_merge.kinds import SourceKind
 from pypto.compile_profiling.trace_merge.lanes import sublanes
 from pypto.compile_profiling.trace_merge.plan import CapturePlan
 
@@ -94,6 +95,6 @@ def add_converted(
         f"{len(conv.flows)} flows, {samples} counter samples; ESTIMATED "
         f"({dev.label}: {dev.how})"
     )
-    builder.sources.append({"path": conv.path, "kind": "merged_swimlane",
+    builder.sources.append({"path": conv.path, "kind": SourceKind.MERGED_SWIMLANE,
                       "alignment": f"{dev.status}: {dev.how}", "estimated": True,
                       "uncertainty_ns": dev.uncertainty_ns})

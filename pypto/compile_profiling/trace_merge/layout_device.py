@@ -33,9 +33,10 @@ from pypto.compile_profiling.trace_merge.device_rows import (
     device_rows,
     unique_rows,
 )
+from pypto.compile_profiling.trace_merge.kinds import PlacementMethod, PlacementStatus, SourceKind
 from pypto.compile_profiling.trace_merge.lanes import sublanes
 from pypto.compile_profiling.trace_merge.plan import CapturePlan, DeviceClock
-from pypto.compile_profiling.trace_merge.views import Selection
+from pypto.compile_profiling.trace_merge.views import Selection, View
 
 # --------------------------------------------------------------------------- labels
 
@@ -49,7 +50,7 @@ def add_capture(
     """Draw the selected views of one capture; -> its rows (None without AICore rows)."""
     cap, dev = capture_plan.capture, capture_plan.device
     rec = cap.records
-    estimated = dev.status != "calibrated"
+    estimated = dev.status is not PlacementStatus.CALIBRATED
     tag = f" ({dev.label})"
     args = device_args(capture_plan, dev, rec.path)
     args.update(chip_swimlane_level=rec.level, clock_freq_hz=rec.freq_hz)
@@ -75,13 +76,13 @@ def add_capture(
 
     rows = device_rows(capture_plan)
     has_aicore = rows is not None          # device_rows: None without AICore rows
-    if has_aicore and (selection.view("worker") or selection.view("utilisation")):
+    if has_aicore and (selection.view(View.WORKER) or selection.view(View.UTILISATION)):
         rows.worker_proc = view_process("AICore")
-    if has_aicore and selection.view("scheduler-view") and rows.has_cpu.any():
+    if has_aicore and selection.view(View.SCHEDULER_VIEW) and rows.has_cpu.any():
         rows.sched_proc = view_process("Scheduler view")
     moved = 0
     sched_proc = None
-    if sched_streams and (selection.view("scheduler") or selection.view("ready-queue")):
+    if sched_streams and (selection.view(View.SCHEDULER) or selection.view(View.READY_QUEUE)):
         by_aicore = all(s.producer == "aicore" for s in sched_streams)
         sched_proc = view_process("AICore scheduler" if by_aicore else "AICPU scheduler")
     scheduler = []
@@ -91,9 +92,9 @@ def add_capture(
             markers, s = s.take(np.flatnonzero(marker)), s.take(np.flatnonzero(~marker))
             on = (
                 rows.worker_proc
-                if rows is not None and rows.worker_proc is not None and selection.view("worker")
+                if rows is not None and rows.worker_proc is not None and selection.view(View.WORKER)
                 else sched_proc
-                if selection.view("scheduler")
+                if selection.view(View.SCHEDULER)
                 else None
             )
             moved += _phase_rows(builder, on, f"AICPU_{s.thread}", 10_000 + s.thread, markers,
@@ -101,7 +102,7 @@ def add_capture(
         scheduler.append(
             _phase_rows(
                 builder,
-                sched_proc if selection.view("scheduler") else None,
+                sched_proc if selection.view(View.SCHEDULER) else None,
                 lane,
                 s.thread,
                 s,
@@ -114,7 +115,7 @@ def add_capture(
     moved += sum(m for _, m in scheduler)
     counts["scheduler_phases"] = sum(len(s.start) for s in rec.scheduler)
     life = [s for s in rec.lifecycle if len(s.start)]
-    if life and selection.view("lifecycle"):
+    if life and selection.view(View.LIFECYCLE):
         proc = view_process("AICPU lifecycle")
         for s in life:
             moved += _phase_rows(builder, proc, f"AICPU_{s.thread}", s.thread, s, dev.to_ns,
@@ -124,16 +125,16 @@ def add_capture(
     uploads = [s for s in rec.host_uploads if len(s.start)]
     dev_orch = [s for s in rec.orchestrator if len(s.start)]
     submits = []
-    if dev_orch and selection.view("orchestrator"):     # the AICPU's, on the device clock
+    if dev_orch and selection.view(View.ORCHESTRATOR):     # the AICPU's, on the device clock
         proc = view_process("Orchestrator")
         for s in dev_orch:
             submits.append(_phase_rows(builder, proc, f"Orch_{s.thread}", s.thread, s,
                                        dev.to_ns, "orchestrator", submit_names))
-    if (host_streams or uploads) and selection.view("orchestrator"):
+    if (host_streams or uploads) and selection.view(View.ORCHESTRATOR):
         # the host's own submits and H2D uploads (host ns, exact): Simpler's "Host
         # Orchestrator" process, with its Host_<n> and H2D lanes; host work, so not "Device"
         proc = builder.process(f"{capture_plan.label}{SEP}Host Orchestrator", args={
-            "alignment": {"status": "exact", "method": "host_monotonic_ns"}, "source": rec.path},
+            "alignment": {"status": PlacementStatus.EXACT, "method": PlacementMethod.HOST_MONOTONIC}, "source": rec.path},
             capture=capture_plan, part="host")
 
         def host_ns(v: np.ndarray) -> np.ndarray:
@@ -155,8 +156,8 @@ def add_capture(
         rows.scheduler_proc = sched_proc
         rows.scheduler = [p for p, _ in scheduler]
         rows.submits = [p for p, _ in submits]
-        if rows.worker_proc is not None and selection.view("worker"):
-            moved += _worker_blocks(builder, rows, cap, selection.view("setup"))
+        if rows.worker_proc is not None and selection.view(View.WORKER):
+            moved += _worker_blocks(builder, rows, cap, selection.view(View.SETUP))
         if rows.sched_proc is not None:
             counts["scheduler_view_overlaps"] = _scheduler_view_block(builder, rows)
         joined = int(rows.has_cpu.sum())
@@ -186,7 +187,7 @@ def add_capture(
         how += f"; {capture_plan.host.how}"
     builder.summary.append(f"{rec.path}: capture {capture_plan.label}, level {rec.level}: {line}; {how}"
                      + capture_note)
-    builder.sources.append({"path": rec.path, "kind": "swimlane_records", "rank": capture_plan.label,
+    builder.sources.append({"path": rec.path, "kind": SourceKind.SWIMLANE_RECORDS, "rank": capture_plan.label,
                       "placement": dev.label,
                       "alignment": dev.mapping.method if not estimated
                       else f"{dev.status}: {dev.how}",

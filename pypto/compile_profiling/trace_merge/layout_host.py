@@ -16,6 +16,7 @@ from pypto.compile_profiling.trace_merge.builder import (
     KERNEL_CODEGEN_PREFIX,
     TimelineBuilder,
 )
+from pypto.compile_profiling.trace_merge.kinds import SourceKind
 from pypto.compile_profiling.trace_merge.lanes import sublanes
 from pypto.compile_profiling.trace_merge.plan import CapturePlan, HostClock
 from pypto.compile_profiling.trace_merge.read_inputs import CompileTrace
@@ -60,7 +61,7 @@ def add_compile_trace(builder: TimelineBuilder, trace: CompileTrace, host_clock:
         )
     builder.summary.append(f"{trace.path}: compile trace, {len(trace.name)} slices in {len(procs)} "
                      f"process(es); {host_clock.how}")
-    source = {"path": trace.path, "kind": "compile_trace", "alignment": host_clock.how,
+    source = {"path": trace.path, "kind": SourceKind.COMPILE_TRACE, "alignment": host_clock.how,
               "offset_ns": off}
     total = trace.other.get("total_seconds")
     if isinstance(total, (int, float)) and not isinstance(total, bool):
@@ -95,7 +96,7 @@ def add_report(builder: TimelineBuilder, report_plan) -> None:
         stack.append((iter(st.children), t, t + dur))
     builder.summary.append(f"{report_plan.report.path}: compile profile (durations only), "
                      f"{len(rows.start) - n0} stages; ESTIMATED, {report_plan.how}")
-    builder.sources.append({"path": report_plan.report.path, "kind": "pipeline_profile",
+    builder.sources.append({"path": report_plan.report.path, "kind": SourceKind.PIPELINE_PROFILE,
                       "alignment": f"estimated: {report_plan.how}", "estimated": True})
 
 
@@ -166,7 +167,7 @@ def add_run_log(builder: TimelineBuilder, capture_plan: CapturePlan, warnings: l
             f"{log.path}: this capture's run log, of {len(choice.left_out) + 1} beside it "
             f"({choice.how}); not drawn: "
             + "; ".join(f"{os.path.basename(p)} ({why})" for p, why in choice.left_out))
-    source = {"path": log.path, "kind": "run_log", "alignment": host_clock.how,
+    source = {"path": log.path, "kind": SourceKind.RUN_LOG, "alignment": host_clock.how,
               "offset_ns": host_clock.offset_ns}
     if log.host_log_drops:
         source["host_log_dropped"] = {str(pid): {"total": d.total, **d.by_reason}
@@ -208,7 +209,7 @@ def add_host_phases(builder: TimelineBuilder, capture_plan: CapturePlan, warning
     if dropped:
         warnings.append(f"{path}: Simpler dropped {dropped} host phase records (not drawn)")
     builder.summary.append(f"{path}: {n} host phases; {host_clock.how}")
-    builder.sources.append({"path": path, "kind": "host_phase_records", "alignment": host_clock.how,
+    builder.sources.append({"path": path, "kind": SourceKind.HOST_PHASE_RECORDS, "alignment": host_clock.how,
                       "offset_ns": host_clock.offset_ns})
 
 

@@ -9,6 +9,7 @@ import numpy as np
 from pypto.compile_profiling.trace_merge.containment import (
     fmt_ns,
 )
+from pypto.compile_profiling.trace_merge.kinds import PlacementStatus
 from pypto.compile_profiling.trace_merge.place_device import (
     PlaceContext,
     place_capture,
@@ -91,7 +92,7 @@ def check_times(plan: Plan, align: str, ctx: PlaceContext) -> None:
                    f"that starts {_long_ns(lo - r_hi)} after this ends")
             hand = any(s[3][0] == "capture" and (s[3][1].device or s[3][1].converted)
                        is not None and (s[3][1].device or s[3][1].converted).status
-                       != "calibrated" for s in sources)
+                       is not PlacementStatus.CALIBRATED for s in sources)
             raise TraceInputError(ref[0][0], (
                 f"shares no time with {sources[0][0]} ({gap}) and their clocks are joined only "
                 "through wall-clock anchors (another host or boot): they cannot be from one "

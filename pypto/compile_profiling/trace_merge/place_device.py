@@ -21,6 +21,7 @@ from pypto.compile_profiling.trace_merge.containment import (
     contain,
     fmt_ns,
 )
+from pypto.compile_profiling.trace_merge.kinds import PlacementStatus
 from pypto.compile_profiling.trace_merge.plan import (
     DEVICE_WALL_SUFFIX,
     RUNNER_RUN_SUFFIX,
@@ -146,7 +147,7 @@ def device_clock(capture_plan: CapturePlan, stage, ctx: PlaceContext, plan: Plan
         except ClockAnchorsUnusable as exc:
             why_not = f"clock anchors unusable: {exc.reason}"
         else:
-            dev = DeviceClock("calibrated", freq, f"calibrated by clock anchors "
+            dev = DeviceClock(PlacementStatus.CALIBRATED, freq, f"calibrated by clock anchors "
                               f"({mapping.method})", mapping=mapping,
                               host_offset_ns=capture_plan.host.offset_ns,
                               uncertainty_ns=mapping.uncertainty_ns)
@@ -242,7 +243,8 @@ def _contained(capture_plan: CapturePlan, windows: CaptureWindows, stage, why_no
     for d in c.dropped:
         plan.warnings.append(f"{windows.path}: placement constraint dropped: {d}")
     drawn = c.cycle_offset_ns() + off
-    dev = DeviceClock("joined" if join.by_cycles else "contained", windows.freq_hz, how,
+    dev = DeviceClock(PlacementStatus.JOINED if join.by_cycles else PlacementStatus.CONTAINED,
+                      windows.freq_hz, how,
                       offset_ns=drawn,
                       host_offset_ns=off, containment=c, offset_lo_ns=float(c.offset_lo_ns) + off,
                       offset_hi_ns=float(c.offset_hi_ns) + off)
@@ -269,11 +271,11 @@ def _estimate(capture_plan: CapturePlan, ext: dict, stage, offset_us, plan: Plan
     """A bounded estimate of `p` in `reference_ns = nominal_ns + p` (see the docstring)."""
     where = capture_plan.capture.files.directory
     if not ext:
-        return DeviceClock("estimated", freq, f"no device records; {why_not}", offset_ns=0.0)
+        return DeviceClock(PlacementStatus.ESTIMATED, freq, f"no device records; {why_not}", offset_ns=0.0)
     lo_all, hi_all = ext["all"]
     if offset_us is not None:
         base, base_why = _offset_base(capture_plan, stage)
-        return DeviceClock("estimated", freq, f"{offset_us:g} us after {base_why} "
+        return DeviceClock(PlacementStatus.ESTIMATED, freq, f"{offset_us:g} us after {base_why} "
                            f"(--offset-us); {why_not}", offset_ns=base + offset_us * 1e3 - lo_all)
     bounds: list[Interval] = []
     if stage is not None:
@@ -298,12 +300,12 @@ def _estimate(capture_plan: CapturePlan, ext: dict, stage, offset_us, plan: Plan
         plan.warnings.append(f"{where}: device time is ESTIMATED with no bound ({why_not}, no "
                              "run log or device_execution stage of its run): its first record "
                              f"is put at {base_why}")
-        return DeviceClock("estimated", freq, f"first record at {base_why}; {why_not}",
+        return DeviceClock(PlacementStatus.ESTIMATED, freq, f"first record at {base_why}; {why_not}",
                            offset_ns=base - lo_all)
     how = f"{feasible.why}; {why_not}"
     plan.warnings.append(f"{where}: device time is ESTIMATED ±{fmt_ns(feasible.half_width)} "
                          f"({how}), not calibrated")
-    return DeviceClock("estimated", freq, how, offset_ns=feasible.mid,
+    return DeviceClock(PlacementStatus.ESTIMATED, freq, how, offset_ns=feasible.mid,
                        uncertainty_ns=feasible.half_width, offset_lo_ns=feasible.lo,
                        offset_hi_ns=feasible.hi)
 

@@ -14,6 +14,7 @@ from pypto.compile_profiling.trace_merge.clock_alignment import (
 from pypto.compile_profiling.trace_merge.containment import (
     HostWindow,
 )
+from pypto.compile_profiling.trace_merge.kinds import PlacementStatus
 from pypto.compile_profiling.trace_merge.place_device import (
     device_wall_span,
     stream_extents,
@@ -152,7 +153,7 @@ def place_walls(plan: Plan, windows: dict) -> None:
 def place_reports(inputs: Inputs, plan: Plan) -> None:
     calibrated_starts = []
     for capture_plan in plan.captures:
-        if capture_plan.device is not None and capture_plan.device.status == "calibrated":
+        if capture_plan.device is not None and capture_plan.device.status is PlacementStatus.CALIBRATED:
             ext = stream_extents(capture_plan.capture)
             if ext:
                 calibrated_starts.append(float(capture_plan.device.to_ns(np.array([ext["all"][0]]))[0]))

@@ -12,6 +12,7 @@ import numpy as np
 from pypto.compile_profiling.trace_merge import read_simpler as rs
 from pypto.compile_profiling.trace_merge.clock_alignment import ClockMapping, WallClockAnchor
 from pypto.compile_profiling.trace_merge.containment import Containment, HostWindow, fmt_ns
+from pypto.compile_profiling.trace_merge.kinds import PlacementMethod, PlacementStatus
 from pypto.compile_profiling.trace_merge.read_inputs import CompileTrace, ProfileReport
 from pypto.compile_profiling.trace_merge.run_log_choice import LogChoice
 
@@ -55,7 +56,7 @@ class DeviceClock:
     """Device cycles -> reference-axis ns, and how sure that is: the true offset (`ns =
     cycles * 1e9 / f + offset`) lies in `[offset_lo_ns, offset_hi_ns]` (None: no bound)."""
 
-    status: str                       # "calibrated" | "joined" | "contained" | "estimated"
+    status: PlacementStatus
     freq_hz: int
     how: str                          # for the summary and the process args
     mapping: ClockMapping | None = None
@@ -104,7 +105,7 @@ class DeviceClock:
                     "offset_ns": self.offset_ns, "uncertainty_ns": self.uncertainty_ns}
             return info
         else:
-            info = {"status": "estimated", "method": "bounded_offset", "reason": self.how,
+            info = {"status": PlacementStatus.ESTIMATED, "method": PlacementMethod.BOUNDED_OFFSET, "reason": self.how,
                     "frequency_hz": self.freq_hz, "offset_ns": round(self.offset_ns)}
             if self.uncertainty_ns is not None:
                 info["uncertainty_ns"] = round(self.uncertainty_ns)
@@ -129,7 +130,7 @@ class DeviceClock:
         +334.0 ms" (the records may lie that much earlier or later than drawn), "joined by
         device_wall cycles -12 us/+40 us", "estimated ±85.6 ms"."""
         if self.containment is not None:
-            if self.status == "joined":
+            if self.status is PlacementStatus.JOINED:
                 return f"joined by device_wall cycles {self.bound}"
             return f"contained {self.bound}"
         sure = "" if self.uncertainty_ns is None else f" ±{fmt_ns(self.uncertainty_ns)}"

@@ -11,47 +11,75 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from pypto.compile_profiling.foundation.str_enum import StrEnum
+
 # derived_views(builder, plan, [(capture plan, device rows)], selection, warnings)
 DerivedViews = Callable[[Any, Any, list, "Selection", list], None]
 
+class View(StrEnum):
+    """A device view, by its `--views` name."""
+
+    WORKER = "worker"
+    SETUP = "setup"
+    SCHEDULER_VIEW = "scheduler-view"
+    SCHEDULER = "scheduler"
+    ORCHESTRATOR = "orchestrator"
+    READY_QUEUE = "ready-queue"
+    UTILISATION = "utilisation"
+    CRITICAL_PATH = "critical-path"
+    OVERHEAD = "overhead"
+    LIFECYCLE = "lifecycle"
+
+
+class FlowKind(StrEnum):
+    """A kind of arrow, by its `--flows` name."""
+
+    DEPENDENCY = "dependency"
+    DISPATCH = "dispatch"
+    COMPLETE = "complete"
+    SUBMIT_DISPATCH = "submit-dispatch"
+    COMPLETE_READY = "complete-ready"
+    KERNEL_CODEGEN = "kernel-codegen"
+
+
 VIEW_HELP = {
-    "worker": '"· AICore": a lane per core (AIC_<n>/AIV_<n>), a bar per task, kernel start '
-              "to end",
-    "setup": "on the worker lanes, the receive -> start wait before each kernel (the "
-             "AICore's cache flush and ack after it read the task), where it is > 0",
-    "scheduler-view": '"· Scheduler view": a lane per core, a bar per task from the '
-                      "AICPU's dispatch to the AICPU seeing it finish",
-    "scheduler": '"· AICPU scheduler": a lane per scheduler thread (and per resolution '
-                 'thread), a bar per phase ("· AICore scheduler" when AICores schedule)',
-    "orchestrator": '"· Orchestrator": the AICPU orchestrator\'s submit bars; "<rank> · Host '
-                    'Orchestrator": the host orchestrator\'s submits and H2D uploads',
-    "ready-queue": "counters of the shared ready queue's depth (AIC, AIV, MIX)",
-    "utilisation": "per-core busy fraction over time (counters)",
-    "critical-path": '"· Critical path": the observed critical path as one track, a slice per '
-                     "path task and per stall (named by kind), arrows along it; with a host "
-                     "source, the end-to-end segments on the host side",
-    "overhead": "0/1 counters on the Critical path process: per engine starved (a free "
-                "core while ready work of its type waits undispatched), all / some engines "
-                "starved",
-    "lifecycle": '"· AICPU lifecycle": a lane per AICPU thread, its handshake, '
-                 "configuration, bootstrap and shutdown phases (today's captures)",
+    View.WORKER: '"· AICore": a lane per core (AIC_<n>/AIV_<n>), a bar per task, kernel start '
+                 "to end",
+    View.SETUP: "on the worker lanes, the receive -> start wait before each kernel (the "
+                "AICore's cache flush and ack after it read the task), where it is > 0",
+    View.SCHEDULER_VIEW: '"· Scheduler view": a lane per core, a bar per task from the '
+                         "AICPU's dispatch to the AICPU seeing it finish",
+    View.SCHEDULER: '"· AICPU scheduler": a lane per scheduler thread (and per resolution '
+                    'thread), a bar per phase ("· AICore scheduler" when AICores schedule)',
+    View.ORCHESTRATOR: '"· Orchestrator": the AICPU orchestrator\'s submit bars; "<rank> · Host '
+                       'Orchestrator": the host orchestrator\'s submits and H2D uploads',
+    View.READY_QUEUE: "counters of the shared ready queue's depth (AIC, AIV, MIX)",
+    View.UTILISATION: "per-core busy fraction over time (counters)",
+    View.CRITICAL_PATH: '"· Critical path": the observed critical path as one track, a slice per '
+                        "path task and per stall (named by kind), arrows along it; with a host "
+                        "source, the end-to-end segments on the host side",
+    View.OVERHEAD: "0/1 counters on the Critical path process: per engine starved (a free "
+                   "core while ready work of its type waits undispatched), all / some engines "
+                   "starved",
+    View.LIFECYCLE: '"· AICPU lifecycle": a lane per AICPU thread, its handshake, '
+                    "configuration, bootstrap and shutdown phases (today's captures)",
 }
 FLOW_HELP = {
-    "dependency": "deps.json edges, producer -> consumer (worker, mirrored on the scheduler "
-                  "view)",
-    "dispatch": "the scheduler's dispatch phase -> the task (worker and scheduler view)",
-    "complete": "the task -> the scheduler's complete phase that saw it finish",
-    "submit-dispatch": "the orchestrator's submit -> the dispatch phase that dispatched it",
-    "complete-ready": "the complete phase that released a task's last input -> the "
-                      "dispatch phase that dispatched it",
-    "kernel-codegen": "a kernel's kernel_codegen:<kernel> compile stage -> every device task "
-                      "of that kernel (with a compile trace; one arrow per task)",
+    FlowKind.DEPENDENCY: "deps.json edges, producer -> consumer (worker, mirrored on the scheduler "
+                         "view)",
+    FlowKind.DISPATCH: "the scheduler's dispatch phase -> the task (worker and scheduler view)",
+    FlowKind.COMPLETE: "the task -> the scheduler's complete phase that saw it finish",
+    FlowKind.SUBMIT_DISPATCH: "the orchestrator's submit -> the dispatch phase that dispatched it",
+    FlowKind.COMPLETE_READY: "the complete phase that released a task's last input -> the "
+                             "dispatch phase that dispatched it",
+    FlowKind.KERNEL_CODEGEN: "a kernel's kernel_codegen:<kernel> compile stage -> every device task "
+                             "of that kernel (with a compile trace; one arrow per task)",
 }
 VIEWS = tuple(VIEW_HELP)
 # Drawn by `pypto.compile_profiling.analysis` (which imports the merge, never the other way):
 # the caller of `merge_traces` passes its `TIMELINE_VIEWS` as `derived_views`. Not drawn by
 # default (they cost an analysis of every capture): asked for by name or with `all`.
-DERIVED_VIEWS = ("critical-path", "overhead")
+DERIVED_VIEWS = (View.CRITICAL_PATH, View.OVERHEAD)
 FLOWS = tuple(FLOW_HELP)
 
 

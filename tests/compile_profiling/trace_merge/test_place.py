@@ -20,6 +20,7 @@ from repo_paths import TEST_FIXTURES
 from pypto.compile_profiling.trace_merge import merge_traces
 from pypto.compile_profiling.trace_merge.clock_alignment import WallClockAnchor
 from pypto.compile_profiling.trace_merge.containment import fmt_ns
+from pypto.compile_profiling.trace_merge.kinds import PlacementStatus
 from pypto.compile_profiling.trace_merge.place import place
 from pypto.compile_profiling.trace_merge.plan import SAME_HOST_TOLERANCE_NS, DeviceClock
 from pypto.compile_profiling.trace_merge.read_inputs import read_inputs
@@ -363,12 +364,12 @@ def test_fmt_ns_and_the_device_clock_labels():
     assert [fmt_ns(v) for v in (0, 9_999, 10_000, 9_999_999, 10_000_000, 9_999_999_999,
                                 10_000_000_000, -25)] == [
         "0 ns", "9999 ns", "10.0 us", "10000.0 us", "10.0 ms", "10000.0 ms", "10.0 s", "25 ns"]
-    est = DeviceClock("estimated", GHZ, "why", offset_ns=12.4, uncertainty_ns=85_600_000)
+    est = DeviceClock(PlacementStatus.ESTIMATED, GHZ, "why", offset_ns=12.4, uncertainty_ns=85_600_000)
     assert est.label == "estimated ±85.6 ms"
     assert est.describe() == {"status": "estimated", "method": "bounded_offset",
                               "reason": "why", "frequency_hz": GHZ, "offset_ns": 12,
                               "uncertainty_ns": 85_600_000}
-    unbounded = DeviceClock("estimated", GHZ, "why", offset_ns=-1.0, host_offset_ns=5)
+    unbounded = DeviceClock(PlacementStatus.ESTIMATED, GHZ, "why", offset_ns=-1.0, host_offset_ns=5)
     assert unbounded.label == "estimated"
     assert unbounded.describe() == {"status": "estimated", "method": "bounded_offset",
                                     "reason": "why", "frequency_hz": GHZ, "offset_ns": -1,
@@ -379,9 +380,9 @@ def test_device_times_are_rounded_once_and_exact_when_the_period_is_whole(tmp_pa
     import numpy as np
 
     cycles = np.array([0, 1, 3, 1_000_000_007], dtype=np.int64)
-    exact = DeviceClock("contained", 50_000_000, "", offset_ns=-7)          # 20 ns a cycle
+    exact = DeviceClock(PlacementStatus.CONTAINED, 50_000_000, "", offset_ns=-7)          # 20 ns a cycle
     assert exact.to_ns(cycles).tolist() == [-7, 13, 53, 20_000_000_133]
-    odd = DeviceClock("estimated", 3_000_000, "", offset_ns=0.4)            # 333.3 ns a cycle
+    odd = DeviceClock(PlacementStatus.ESTIMATED, 3_000_000, "", offset_ns=0.4)            # 333.3 ns a cycle
     assert odd.to_ns(cycles).tolist() == [0, 334, 1000, round(1_000_000_007 * 1e9 / 3e6 + 0.4)]
 
 
@@ -769,14 +770,14 @@ def test_exact_device_times_stay_exact_past_float_precision():
     import numpy as np
 
     big = 4_000_000_000_000_000_001                 # ns; float64 has no odd integers here
-    ghz = DeviceClock("contained", GHZ, "", offset_ns=3)
+    ghz = DeviceClock(PlacementStatus.CONTAINED, GHZ, "", offset_ns=3)
     assert ghz.to_ns(np.array([big], dtype=np.int64)).tolist() == [big + 3]
-    slow = DeviceClock("contained", 50_000_000, "", offset_ns=-7)          # 20 ns a cycle
+    slow = DeviceClock(PlacementStatus.CONTAINED, 50_000_000, "", offset_ns=-7)          # 20 ns a cycle
     assert slow.to_ns(np.array([big // 20], dtype=np.int64)).tolist() == [big - 1 - 7]
-    hz = DeviceClock("contained", 1, "", offset_ns=0)                       # 1 s a cycle
+    hz = DeviceClock(PlacementStatus.CONTAINED, 1, "", offset_ns=0)                       # 1 s a cycle
     assert hz.to_ns(np.array([4_000_000_001], dtype=np.int64)).tolist() == [
         4_000_000_001_000_000_000]
-    frac = DeviceClock("estimated", GHZ, "", offset_ns=0.4).to_ns(np.array([0, 1, 3]))
+    frac = DeviceClock(PlacementStatus.ESTIMATED, GHZ, "", offset_ns=0.4).to_ns(np.array([0, 1, 3]))
     assert frac.dtype == np.int64 and frac.tolist() == [0, 1, 3]
 
 
