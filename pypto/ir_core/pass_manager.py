@@ -46,11 +46,12 @@ class ProfilingInstrument(PassInstrument):
 
     def __init__(self, profiler):
         self.prof = profiler
-        self._size_of: tuple[int, int] = (0, 0)  # (id(program), size): sizes are reused
+        # (program, size) of the last program sized: a pass's output is the next one's input
+        self._size_of: tuple[Program | None, int] = (None, 0)
 
     def _size(self, program: Program) -> int:
-        if self._size_of[0] != id(program):
-            self._size_of = (id(program), program_size(program))
+        if self._size_of[0] is not program:
+            self._size_of = (program, program_size(program))
         return self._size_of[1]
 
     def run_begin(self, program: Program) -> None:

@@ -104,6 +104,8 @@ class TaskGraph:
         self.tasks: list[DeviceTask] = []
         self.ring = ring
         self.record_details = record_details
+        # keyed by id() of each buffer's root array: an ndarray is unhashable, and the roots
+        # stay alive (the tensors hold them) for as long as the graph is being built
         self._regions: dict[int, list[_Region]] = {}
         self._external_roots = {id(_root(a)) for a in external if isinstance(a, np.ndarray)}
         # deps.json detail (only filled when record_details)

@@ -274,10 +274,10 @@ def _edge_notes(d: DependencyEdges, where: str, notes: list[str]) -> None:
 
 def analyze_plan(plan: Plan, *, tolerance_cycles: int = TOLERANCE_CYCLES,
                  rows: dict[int, DeviceRows] | None = None) -> RunAnalysis:
-    """Every capture of a placed merge (`rows`: `DeviceRows` by `id(capture plan)`)."""
+    """Every capture of a placed merge (`rows`: `DeviceRows` by `capture plan`)."""
     out, warnings = [], list(plan.warnings)
     for cp in plan.captures:
-        r = (rows or {}).get(id(cp))
+        r = (rows or {}).get(cp)
         ra = analyze_capture(plan, cp, r, tolerance_cycles=tolerance_cycles)
         if ra is not None:
             out.append(ra)

@@ -156,7 +156,7 @@ def _from_profile_json(doc: dict, path) -> Profile:
             if k in doc}
     timed = True
     roots: list[Stage] = []
-    seconds: dict[int, float] = {}
+    seconds: dict[int, float] = {}   # by id(): a Stage compares by value
     work = [(doc["stages"], roots, "stages")]
     while work:
         items, out, where = work.pop()

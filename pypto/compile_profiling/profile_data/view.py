@@ -179,7 +179,7 @@ class SlowStage:
 def slowest_stages(stages: list[Stage], n: int) -> list[SlowStage]:
     """The `n` stages with the most self time (where the time is really spent)."""
     found: list[SlowStage] = []
-    paths: dict[int, str] = {}
+    paths: dict[int, str] = {}   # by id(): a StageRecord compares by value (upstream's)
     for st, _depth, parent in walk(stages):
         path = f"{paths[id(parent)]}/{st.name}" if parent is not None else st.name
         paths[id(st)] = path

@@ -63,7 +63,7 @@ def _lanes(profile: Profile) -> list[tuple[tuple[int, int], str, list[tuple[Stag
     """Per (pid, tid): its name and its stages with their depth on that lane."""
     lanes: dict[tuple[int, int], list[tuple[Stage, int]]] = {}
     names: dict[tuple[int, int], str] = {}
-    depth_on_lane: dict[int, int] = {}
+    depth_on_lane: dict[int, int] = {}   # by id(): a StageRecord compares by value (upstream's)
     for st, _depth, parent in walk(profile.stages):
         lane = (st.pid, st.tid)
         d = 0

@@ -325,8 +325,8 @@ class Flows:
         src, dst, ids = [], [], []
         next_id = first_id
         for f in timeline.flows:
-            src.append(offsets[id(f.src)] + f.src_row.astype(np.int64))
-            dst.append(offsets[id(f.dst)] + f.dst_row.astype(np.int64))
+            src.append(offsets[f.src] + f.src_row.astype(np.int64))
+            dst.append(offsets[f.dst] + f.dst_row.astype(np.int64))
             ids.append(np.arange(next_id, next_id + len(f), dtype=np.int64))
             next_id += len(f)
         self.any = next_id > first_id
@@ -356,7 +356,7 @@ class Flows:
 
 
 def rows_by_track(timeline: Timeline) -> dict[int, list[tuple[int, np.ndarray]]]:
-    """id(track) -> [(block index, its rows on that track)], in block order."""
+    """track -> [(block index, its rows on that track)], in block order."""
     by_track: dict[int, list] = {}
     for b, block in enumerate(timeline.blocks):
         if not len(block):
@@ -366,7 +366,7 @@ def rows_by_track(timeline: Timeline) -> dict[int, list[tuple[int, np.ndarray]]]
         ends = np.cumsum(counts)
         for t, (n, end) in enumerate(zip(counts.tolist(), ends.tolist())):
             if n:
-                by_track.setdefault(id(block.tracks[t]), []).append((b, order[end - n:end]))
+                by_track.setdefault(block.tracks[t], []).append((b, order[end - n:end]))
     return by_track
 
 
@@ -501,13 +501,13 @@ def track_slices(seq: Sequence, track: Track, uuid: int, parts: list, timeline: 
 def track_descriptors(timeline: Timeline, uuids: dict[int, int], stream: PacketStream) -> None:
     for p in timeline.processes:
         stream.add(track_descriptor={
-            "uuid": uuids[id(p)],
+            "uuid": uuids[p],
             "process": {"pid": p.pid, "process_name": safe_text(p.name)},
             "child_ordering": _EXPLICIT,
             "sibling_order_rank": p.sort_index,
         })
     for t in timeline.tracks:
-        desc: dict = {"uuid": uuids[id(t)], "parent_uuid": uuids[id(t.process)],
+        desc: dict = {"uuid": uuids[t], "parent_uuid": uuids[t.process],
                       "sibling_order_rank": t.sort_index}
         if t.os_tid is not None:
             desc["thread"] = {"pid": t.process.pid, "tid": t.tid,
@@ -517,7 +517,7 @@ def track_descriptors(timeline: Timeline, uuids: dict[int, int], stream: PacketS
         stream.add(track_descriptor=desc)
     for c in timeline.counters:
         stream.add(track_descriptor={
-            "uuid": uuids[id(c)], "parent_uuid": uuids[id(c.process)],
+            "uuid": uuids[c], "parent_uuid": uuids[c.process],
             "name": safe_text(c.name), "counter": {"unit_name": safe_text(c.unit)}})
 
 

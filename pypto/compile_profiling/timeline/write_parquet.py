@@ -83,7 +83,7 @@ def _nesting(timeline: Timeline, track_of: dict[int, int]) -> tuple[np.ndarray, 
     parent = np.full(n, -1, np.int64)
     if not n:
         return depth, parent
-    track = np.concatenate([np.array([track_of[id(t)] for t in b.tracks], np.int64)[b.track]
+    track = np.concatenate([np.array([track_of[t] for t in b.tracks], np.int64)[b.track]
                             if len(b) else np.zeros(0, np.int64) for b in timeline.blocks])
     start = np.concatenate([b.start_ns for b in timeline.blocks]).astype(np.int64)
     dur = np.concatenate([b.dur_ns for b in timeline.blocks]).astype(np.int64)
@@ -269,8 +269,8 @@ def _emit(timeline: Timeline, out, shard: int) -> None:
     base = shard << SHARD_BITS
     slice_base = shard << SLICE_SHARD_BITS
     procs, tracks, counters = timeline.processes, timeline.tracks, timeline.counters
-    proc_ix = {id(p): i for i, p in enumerate(procs)}
-    track_ix = {id(t): i for i, t in enumerate(tracks)}
+    proc_ix = {p: i for i, p in enumerate(procs)}
+    track_ix = {t: i for i, t in enumerate(tracks)}
     captures = timeline.metadata.get("captures") or []
     by_source = {}
     for c in captures:
@@ -313,7 +313,7 @@ def _emit(timeline: Timeline, out, shard: int) -> None:
         "tid": pa.array([t.tid for t in tracks], pa.int64()),
         "os_tid": pa.array([t.os_tid for t in tracks], pa.int64()),
         "name": pa.array([t.name for t in tracks], pa.string()),
-        "upid": pa.array([base + proc_ix[id(t.process)] for t in tracks], pa.int64()),
+        "upid": pa.array([base + proc_ix[t.process] for t in tracks], pa.int64()),
         "sort_index": pa.array([t.sort_index for t in tracks], pa.int64()),
         "is_thread": pa.array([t.os_tid is not None for t in tracks], pa.bool_()),
     })
@@ -321,7 +321,7 @@ def _emit(timeline: Timeline, out, shard: int) -> None:
     split("counter_track", [c.process.rank for c in counters], {
         "id": pa.array([base + n_tracks + j for j in range(len(counters))], pa.int64()),
         "name": pa.array([c.name for c in counters], pa.string()),
-        "upid": pa.array([base + proc_ix[id(c.process)] for c in counters], pa.int64()),
+        "upid": pa.array([base + proc_ix[c.process] for c in counters], pa.int64()),
         "unit": pa.array([c.unit for c in counters], pa.string()),
     })
     for j, c in enumerate(counters):
@@ -384,14 +384,14 @@ def _slices(timeline: Timeline, add, slice_base: int, base: int,
     offsets = {}
     total = 0
     for b in timeline.blocks:
-        offsets[id(b)] = total
+        offsets[b] = total
         total += len(b)
     # arg fields per rank partition: the union over the blocks that have rows there
     parts: dict[int, list] = {}
     for b in timeline.blocks:
         if not len(b):
             continue
-        tix = np.array([track_ix[id(t)] for t in b.tracks], np.int64)[b.track]
+        tix = np.array([track_ix[t] for t in b.tracks], np.int64)[b.track]
         key = rank_key[tix]
         ranks = np.unique(key).tolist()
         args = _BlockArgs(b)
@@ -414,7 +414,7 @@ def _slices(timeline: Timeline, add, slice_base: int, base: int,
         meta = {JSON_ARGS: dumps_strict(json_keys)} if json_keys else None
         for b, args, tix, rows in blocks:
             sel = np.arange(len(b)) if rows is None else rows
-            g = offsets[id(b)] + sel
+            g = offsets[b] + sel
             n = len(sel)
             par = parent[g]
             cols = {
@@ -445,10 +445,10 @@ def _flows(timeline: Timeline, add, slice_base: int, offsets: dict,
     for f in timeline.flows:
         if not len(f):
             continue
-        tix = np.array([track_ix[id(t)] for t in f.src.tracks], np.int64)[f.src.track[f.src_row]]
+        tix = np.array([track_ix[t] for t in f.src.tracks], np.int64)[f.src.track[f.src_row]]
         key = rank_key[tix]
-        src = slice_base + offsets[id(f.src)] + f.src_row.astype(np.int64)
-        dst = slice_base + offsets[id(f.dst)] + f.dst_row.astype(np.int64)
+        src = slice_base + offsets[f.src] + f.src_row.astype(np.int64)
+        dst = slice_base + offsets[f.dst] + f.dst_row.astype(np.int64)
         for r in np.unique(key).tolist():
             sel = np.flatnonzero(key == r)
             n = len(sel)

@@ -76,20 +76,20 @@ def _write(timeline: Timeline, out: BinaryIO, path: str | os.PathLike | None = N
     uuids: dict[int, int] = {}
     uuid_base, seq_base = shard << SHARD_UUID_BITS, shard << SHARD_SEQ_BITS
     for obj in (*timeline.processes, *timeline.tracks, *timeline.counters):
-        uuids[id(obj)] = uuid_base + len(uuids) + 1
+        uuids[obj] = uuid_base + len(uuids) + 1
     track_descriptors(timeline, uuids, stream)
     if metadata:
         metadata_packet(timeline, stream)
     offsets, total = {}, 0
     for block in timeline.blocks:
-        offsets[id(block)] = total
+        offsets[block] = total
         total += len(block)
-    block_offsets = np.array([offsets[id(b)] for b in timeline.blocks], np.int64)
+    block_offsets = np.array([offsets[b] for b in timeline.blocks], np.int64)
     flows = Flows(timeline, offsets, (shard << SHARD_FLOW_BITS) + 1)
     by_track = rows_by_track(timeline)
     jobs: list[tuple[int, Track | CounterTrack, list | None]] = []  # one per packet sequence
     for track in timeline.tracks:
-        parts = by_track.pop(id(track), None)
+        parts = by_track.pop(track, None)
         if parts:
             jobs.append((seq_base + len(jobs) + 1, track, parts))
     for counter in timeline.counters:
@@ -100,9 +100,9 @@ def _write(timeline: Timeline, out: BinaryIO, path: str | os.PathLike | None = N
         clipped = 0
         for seq_id, obj, parts in jobs:
             if parts is None:
-                counter_events(seq_id, uuids[id(obj)], obj, stream)
+                counter_events(seq_id, uuids[obj], obj, stream)
             else:
-                clipped += track_slices(Sequence(seq_id), obj, uuids[id(obj)], parts,
+                clipped += track_slices(Sequence(seq_id), obj, uuids[obj], parts,
                                          timeline, block_offsets, flows, stream)
         stream.flush()
         return clipped
@@ -143,11 +143,11 @@ def _split_point(timeline: Timeline, jobs: list) -> int:
     n_rows = timeline.slice_count + sum(len(c.ts_ns) for c in timeline.counters)
     if n_rows < SPLIT_MIN_ROWS or len(jobs) < 2:
         return len(jobs)
-    flow_ends = {id(b): 0 for b in timeline.blocks}
+    flow_ends = {b: 0 for b in timeline.blocks}
     for f in timeline.flows:
-        flow_ends[id(f.src)] += len(f)
-        flow_ends[id(f.dst)] += len(f)
-    per_row = [3 + 0.3 * len(b.args) + 1.5 * flow_ends[id(b)] / max(len(b), 1)
+        flow_ends[f.src] += len(f)
+        flow_ends[f.dst] += len(f)
+    per_row = [3 + 0.3 * len(b.args) + 1.5 * flow_ends[b] / max(len(b), 1)
                for b in timeline.blocks]
     cost = []
     for _, obj, parts in jobs:

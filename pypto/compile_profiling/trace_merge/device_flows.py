@@ -36,7 +36,7 @@ class _Arrows:
             dst: SliceBlock | None, dst_rows: np.ndarray) -> None:
         if src is None or dst is None or not len(src_rows):
             return
-        g = self.groups.setdefault((kind, id(src), id(dst)), (kind, src, dst, [], []))
+        g = self.groups.setdefault((kind, src, dst), (kind, src, dst, [], []))
         g[3].append(np.asarray(src_rows, dtype=np.int64))
         g[4].append(np.asarray(dst_rows, dtype=np.int64))
         self.counts[kind] = self.counts.get(kind, 0) + len(src_rows)

@@ -92,10 +92,10 @@ def lay_out(plan: Plan, selection: Selection = ALL, derived: DerivedViews | None
         derived(builder, plan, drawn, selection, warnings)
     n_stages, n_flows = (_kernel_codegen_flows(builder) if selection.flow(FlowKind.KERNEL_CODEGEN)
                          else (0, 0))
-    made = {id(p): n for n, p in enumerate(builder.order)}   # Process: no value to key by
-    for n, p in enumerate(sorted(builder.order, key=lambda p: builder.flow_key(p, made[id(p)]))):
+    made = {p: n for n, p in enumerate(builder.order)}   # a Process hashes as itself
+    for n, p in enumerate(sorted(builder.order, key=lambda p: builder.flow_key(p, made[p]))):
         p.sort_index = n
-    captures = _captures(builder, plan.captures, {id(capture_plan): {
+    captures = _captures(builder, plan.captures, {capture_plan: {
         f: kernel_name(f, rows.names) for f in np.unique(rows.func).tolist() if f >= 0}
         for capture_plan, rows in drawn})
     warnings = list(dict.fromkeys(warnings))
@@ -138,7 +138,7 @@ def _captures(builder: TimelineBuilder, plans: list[CapturePlan],
             entry.update(alignment=clock.status, method=clock.describe().get("method"),
                          uncertainty_ns=None if clock.uncertainty_ns is None
                          else round(clock.uncertainty_ns), clock_freq_hz=clock.freq_hz)
-        entry["kernels"] = {str(k): v for k, v in kernels.get(id(capture_plan), {}).items()}
+        entry["kernels"] = {str(k): v for k, v in kernels.get(capture_plan, {}).items()}
         out.append(entry)
         for path in entry["files"]:
             by_source.setdefault(path, n)
@@ -213,7 +213,7 @@ def _kernel_codegen_flows(builder: TimelineBuilder) -> tuple[int, int]:
         for c in np.unique(k).tolist():
             src_block, src_row = builder.host_index[cands[c][1]]
             linked.add(cands[c][1])
-            group = groups.setdefault((id(src_block), id(block)), (src_block, block, [], []))
+            group = groups.setdefault((src_block, block), (src_block, block, [], []))
             dst = task_rows[k == c]
             group[2].append(np.full(len(dst), src_row, dtype=np.int64))
             group[3].append(dst)

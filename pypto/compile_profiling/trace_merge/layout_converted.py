@@ -69,7 +69,7 @@ def add_converted(
     groups: dict[tuple, tuple[SliceBlock, SliceBlock, list[int], list[int]]] = {}
     for fl in conv.flows:
         (sb, sr), (db, dr) = where[fl.src], where[fl.dst]
-        g = groups.setdefault((fl.name, fl.cat, id(sb), id(db)), (sb, db, [], []))
+        g = groups.setdefault((fl.name, fl.cat, sb, db), (sb, db, [], []))
         g[2].append(sr)
         g[3].append(dr)
     for (name, cat, _, _), (sb, db, srows, drows) in groups.items():

@@ -268,9 +268,9 @@ def add_host_blocks(builder: TimelineBuilder) -> int:
     tracks: list[Track] = []
     tix = np.empty(n, dtype=np.int32)
     for i, tr in enumerate(rows.track):
-        k = track_ids.get(id(tr))
+        k = track_ids.get(tr)
         if k is None:
-            k = track_ids[id(tr)] = len(tracks)
+            k = track_ids[tr] = len(tracks)
             tracks.append(tr)
         tix[i] = k
     moved = 0

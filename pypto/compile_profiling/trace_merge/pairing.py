@@ -66,7 +66,7 @@ def pair(cands: list[Candidate], pool: list[HostWindow]
     warnings: list[str] = []
     taken: set[int] = set()
     out: dict[int, Pairing] = {}
-    index = {id(w): i for i, w in enumerate(pool)}
+    index = {w: i for i, w in enumerate(pool)}
     narrowed: dict[int, list[int]] = {}
     # 1. dispatch identity
     claims: dict[int, list[int]] = {}
@@ -95,7 +95,7 @@ def pair(cands: list[Candidate], pool: list[HostWindow]
     for c, cand in enumerate(cands):
         if c in out:
             continue
-        own = [index[id(w)] for w in cand.own if index[id(w)] not in taken]
+        own = [index[w] for w in cand.own if index[w] not in taken]
         if len(own) == 1 and len(cand.own) == 1:
             out[c] = Pairing(pool[own[0]], "its own run log")
             taken.add(own[0])

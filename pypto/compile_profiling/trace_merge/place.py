@@ -92,22 +92,22 @@ def place(inputs: Inputs, *, offset_us: float | None = None, align: str = "clock
             if cap.run_log is not None and cap.run_log.clock_anchors:
                 plan.reference_anchor = wall_anchor_from_log(cap.run_log.clock_anchors[0])
                 break
-    hosts = {id(cap.run_log): host_clock(cap.run_log, plan)
+    hosts = {cap.run_log: host_clock(cap.run_log, plan)
              for cap in inputs.captures if cap.run_log is not None}
-    windows = {id(cap): host_windows(cap.run_log) if cap.run_log is not None else []
+    windows = {cap: host_windows(cap.run_log) if cap.run_log is not None else []
                for cap in inputs.captures}
     ctx = PlaceContext(device_execution_stages(plan), [], offset_us)
     pairs = _pair(inputs, windows, plan, ctx)
     ctx.unmatched = [c for c in inputs.captures if (c.records is not None or c.converted)
-                     and id(c) not in pairs and own_run_pid(c) is None]
+                     and c not in pairs and own_run_pid(c) is None]
     labels = _labels(inputs.captures)
     for cap, label in zip(inputs.captures, labels):
-        found = pairs.get(id(cap))
+        found = pairs.get(cap)
         log = found[0].log if found is not None else cap.run_log
-        host = hosts.get(id(log)) if log is not None else None
+        host = hosts.get(log) if log is not None else None
         capture_plan = CapturePlan(cap, label, host or HostClock(0, EXACT), None, None,
                                    found[0].pid if found is not None else own_run_pid(cap),
-                                   *(found or (None, None)), choices.get(id(cap)))
+                                   *(found or (None, None)), choices.get(cap))
         place_capture(capture_plan, ctx, plan)
         plan.captures.append(capture_plan)
     if offset_us is not None and not any(c.device is not None or c.converted is not None
@@ -134,7 +134,7 @@ def _choose_run_logs(inputs: Inputs, plan: Plan) -> dict[int, LogChoice]:
             identity=(ident.host_pid, ident.key) if ident else (None, None), stages=stages,
             host_offset=lambda log: host_clock(log, plan).offset_ns)
         cap.run_log = choice.log
-        out[id(cap)] = choice
+        out[cap] = choice
         if choice.log is None:
             plan.warnings.append(f"{cap.files.directory}: {choice.how}: no run log used, the "
                                  "capture is placed without one (never another run's)")
@@ -143,17 +143,17 @@ def _choose_run_logs(inputs: Inputs, plan: Plan) -> dict[int, LogChoice]:
 
 def _pair(inputs: Inputs, windows: dict, plan: Plan, ctx: PlaceContext
           ) -> dict[int, tuple[HostWindow, str]]:
-    """id(capture) -> (its run-log invocation, how it was found), for every capture that
+    """capture -> (its run-log invocation, how it was found), for every capture that
     draws device records; `PairingError` becomes the one-line input error."""
     drawn = [c for c in inputs.captures if c.records is not None or c.converted]
-    pool = [w for cap in inputs.captures for w in windows[id(cap)]]
+    pool = [w for cap in inputs.captures for w in windows[cap]]
     if not pool:
         return {}
     cands = []
     for cap in drawn:
         ident = cap.dispatch_identity
         cands.append(Candidate(cap.records.path if cap.records is not None else
-                               cap.converted[0].path, ctx.windows(cap), windows[id(cap)],
+                               cap.converted[0].path, ctx.windows(cap), windows[cap],
                                ident.host_pid if ident else None, ident.key if ident else None,
                                ident.path if ident else None))
     try:
@@ -161,7 +161,7 @@ def _pair(inputs: Inputs, windows: dict, plan: Plan, ctx: PlaceContext
     except PairingError as e:
         raise TraceInputError(e.path, e.problem) from None
     plan.warnings.extend(warnings)
-    return {id(drawn[i]): (p.window, p.how) for i, p in found.items()}
+    return {drawn[i]: (p.window, p.how) for i, p in found.items()}
 
 
 def _labels(captures: list[rs.Capture]) -> list[str]:

@@ -39,12 +39,12 @@ class PlaceContext:
     stages: list[tuple[int, float, float]]    # device_execution stages (reference axis)
     unmatched: list                            # captures with no run pid of their own
     offset_us: float | None
-    found: dict = field(default_factory=dict)  # id(capture) -> its CaptureWindows (or None)
+    found: dict = field(default_factory=dict)  # capture -> its CaptureWindows (or None)
 
     def windows(self, cap: rs.Capture) -> CaptureWindows | None:
-        if id(cap) not in self.found:
-            self.found[id(cap)] = capture_windows(cap)
-        return self.found[id(cap)]
+        if cap not in self.found:
+            self.found[cap] = capture_windows(cap)
+        return self.found[cap]
 
 
 def stream_extents(cap: rs.Capture) -> dict[str, tuple[int, int]]:

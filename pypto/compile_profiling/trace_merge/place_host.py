@@ -137,10 +137,10 @@ def _wall_offset(capture_plan: CapturePlan | None, w: HostWindow, host: HostCloc
 
 def place_walls(plan: Plan, windows: dict) -> None:
     """`plan.wall_offsets` for every invocation of every run log that has clk=dev spans."""
-    by_window = {id(capture_plan.window): capture_plan for capture_plan in plan.captures if capture_plan.window is not None}
+    by_window = {capture_plan.window: capture_plan for capture_plan in plan.captures if capture_plan.window is not None}
     for owner in plan.captures:
-        for w in windows[id(owner.capture)]:
-            capture_plan = by_window.get(id(w))
+        for w in windows[owner.capture]:
+            capture_plan = by_window.get(w)
             host = capture_plan.host if capture_plan is not None else owner.host
             off = _wall_offset(capture_plan, w, host)
             if off is None:

@@ -146,7 +146,7 @@ def fmt_interval(earlier: float, later: float) -> str:
     return f"{'-' if earlier <= 0 else '+'}{a}/{'+' if later >= 0 else '-'}{b}"
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)   # identity: plans key the layout's and analysis's dicts
 class CapturePlan:
     """Where one capture leaf goes."""
 

@@ -66,14 +66,14 @@ def choose_run_log(logs: list[RunLog], windows: CaptureWindows | None, *, record
     `SwimlaneRecords` (for its clock anchors); `identity`: (host_pid, dispatch key) of its
     sidecar; `stages`: (pid, start, end) of device_execution stages on the reference axis;
     `host_offset(log)`: its host clock's offset onto that axis."""
-    inv = {id(log): host_windows(log) for log in logs}
+    inv = {log: host_windows(log) for log in logs}
     left = list(logs)
     out: list[tuple[str, str]] = []
     reasons: list[str] = []
 
     def narrow(keep: Callable[[HostWindow], bool], why_in: str, why_out: str) -> None:
         nonlocal left
-        passing = [log for log in left if any(keep(w) for w in inv[id(log)])]
+        passing = [log for log in left if any(keep(w) for w in inv[log])]
         if passing and len(passing) < len(left):
             out.extend((log.path, why_out) for log in left if log not in passing)
             reasons.append(why_in)
@@ -105,7 +105,7 @@ def choose_run_log(logs: list[RunLog], windows: CaptureWindows | None, *, record
                "its runner_run lies in the run's device_execution stage",
                "its runner_run lies in no device_execution stage of the compile trace")
     if windows is not None:
-        fits = [log for log in left if any(_holds(w, windows) for w in inv[id(log)])]
+        fits = [log for log in left if any(_holds(w, windows) for w in inv[log])]
         out.extend((log.path, ("none of its invocations can hold the capture (span "
                               "containment)")) for log in left if log not in fits)
         left = fits
