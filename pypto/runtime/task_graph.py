@@ -1,6 +1,6 @@
 """Task graph of one run: tasks in submission order and their dependencies.
 
-Dependencies come from the memory the task arguments touch (DESIGN.md: array identity,
+Dependencies come from the memory the task arguments touch (docs/internals.md: array identity,
 extended to views): a task reads its `in`/`inout` arrays and writes its `out`/`inout` ones;
 two accesses to overlapping bytes of one buffer order the tasks (RAW, WAR, WAW). Whole arrays
 are the common case and cost one dict lookup each.

@@ -1,5 +1,5 @@
 """Small compiled programs for runtime/device tests, built through the LoadedProgram contract
-(DESIGN.md "Compiled program contract") with real NumPy kernels. No tests in this module.
+(docs/internals.md "Compiled program contract") with real NumPy kernels. No tests in this module.
 
 Functions are module-level so a `LoadedProgram` made here pickles by reference (the
 device child process imports this module).

@@ -38,7 +38,7 @@ from pypto.compile_profiling.report import fmt_time
 
 DEFAULT_THRESHOLD_PCT = 10.0
 DEFAULT_MIN_MS = 1.0
-DEFAULT_ALPHA = 0.01  # measured: at 0.05 identical runs gave false regressions (DESIGN)
+DEFAULT_ALPHA = 0.01  # measured: at 0.05 identical runs gave false regressions (docs/performance.md)
 
 
 @dataclass(slots=True)
