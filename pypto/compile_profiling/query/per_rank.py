@@ -37,10 +37,12 @@ import os
 import re
 import resource
 import shutil
+import signal
 import stat
 import sys
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -286,6 +288,27 @@ def _children_silent() -> Iterator[None]:
         os.close(null)
 
 
+def _sigint_blocked() -> Callable[[], None]:
+    """Block SIGINT in this (the main) thread while the local cluster starts; returns what
+    unblocks it. Dask's loop thread, made meanwhile, keeps it blocked, and so does every
+    worker process started from that thread (a mask is inherited across fork and exec): a
+    terminal's Ctrl-C then reaches this process alone, which tears the cluster down, instead
+    of killing workers that Dask would start again mid-exit (their spawn cut short is a
+    traceback). Elsewhere (another thread, no pthread_sigmask): nothing changes."""
+    if (threading.current_thread() is not threading.main_thread()
+            or not hasattr(signal, "pthread_sigmask")):
+        return lambda: None
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    done = []
+
+    def unblock() -> None:
+        if not done:
+            done.append(True)
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+    return unblock
+
+
 class _InProcess:
     """The part of a Dask client the merge uses, run here and now, one task after another:
     for inputs too small to pay for starting a cluster (`IN_PROCESS_BYTES`)."""
@@ -349,17 +372,29 @@ def _client(scheduler: str | None, workers: int | None, input_bytes: int = 0):
     n = workers or (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
                     else os.cpu_count() or 1)
     limit = int(MEMORY_LIMIT * MEMORY_SHARE / n)
-    try:
-        with _children_silent():
+    with _children_silent():
+        unblock = _sigint_blocked()
+        try:
             cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
                                    memory_limit=limit, host="127.0.0.1",
                                    dashboard_address=None,
                                    silence_logs=logging.CRITICAL)   # failures: ours to tell
+        except BaseException as e:
+            unblock()
+            if isinstance(e, KeyboardInterrupt):
+                # torn down while stderr is still /dev/null: Dask's threads may start a
+                # worker after the interrupt, and a worker whose parent stopped mid-spawn
+                # says so
+                _quiet_teardown(None, None)
+            raise
+    try:
+        unblock()           # a Ctrl-C while the cluster started is raised from here on
         why = (f"--workers {workers}" if workers is not None else
                f"{input_bytes / 2**20:.0f} MB of captures, over {IN_PROCESS_BYTES >> 20} MB")
         return Client(cluster), cluster, {"workers": n, "memory_limit": limit, "why": why}
     except KeyboardInterrupt:
-        _quiet_teardown(None, None)
+        with _children_silent():
+            _quiet_teardown(None, cluster)
         raise
 
 
@@ -488,7 +523,8 @@ def merge_per_rank(inputs: list[str | os.PathLike], out_dir: str | os.PathLike, 
         raise
     finally:
         if interrupted:
-            _quiet_teardown(client, cluster)
+            with _children_silent():        # a worker restarted meanwhile says nothing
+                _quiet_teardown(client, cluster)
         else:
             client.close()
             if cluster is not None:
