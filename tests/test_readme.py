@@ -4,7 +4,8 @@ order, in one fresh directory, and what it shows must still be the shape of what
 A block's `$ ` lines are commands (run by `sh` as pasted into a new shell, with `.venv/bin/`
 meaning the interpreter that runs this suite); the lines after one are its output, with `...`
 for lines left out. Shape: the same words and punctuation, any numbers (durations in any
-unit), any run of spaces, any text where a line shows `…`."""
+unit), any run of spaces (none where a wider number took a column's padding), any text
+where a line shows `…`."""
 
 from __future__ import annotations
 
@@ -50,9 +51,19 @@ def shape(line: str) -> re.Pattern:
     """`line` with any numbers (a duration in any unit), any run of spaces, and any text
     where it shows `…` (what differs from run to run, such as which host part is largest)."""
     def words(text: str) -> str:
+        pieces = NUMBER.split(text)
         parts = []
-        for piece in NUMBER.split(text):
-            parts.append(r"\s+".join(re.escape(w) for w in re.split(" +", piece)))
+        for i, piece in enumerate(pieces):
+            # spaces beside a number pad a column: a wider number may take them all
+            lead = r"\s*" if i > 0 and piece.startswith(" ") else ""
+            trail = r"\s*" if i < len(pieces) - 1 and piece.endswith(" ") else ""
+            inner = piece.lstrip(" ") if lead else piece
+            inner = inner.rstrip(" ") if trail else inner
+            if not inner:                        # only spaces between two numbers
+                parts.append(r"\s*" if lead or trail else "")
+                continue
+            core = r"\s+".join(re.escape(w) for w in re.split(" +", inner))
+            parts.append(lead + core + trail)
         return NUMBER.pattern.join(parts)
 
     return re.compile(".*".join(words(t) for t in line.rstrip().split("…")))
@@ -97,6 +108,8 @@ def test_the_shape_check_catches_a_changed_output():
     assert mismatch(["took 1.2ms of 3 s"], ["took 876us of 2.5 s"]) is None
     assert mismatch(["  a     62.1ms  b"], ["  a 112.7ms b"]) is None      # any run of spaces
     assert mismatch(["  a  b"], ["  ab"]) is not None
+    assert mismatch(["  x   108.1ms  ( 29.9%)"], ["  x  962.2ms  (125.6%)"]) is None   # padding
+    assert mismatch(["a ( 29.9%)"], ["a (x29.9%)"]) is not None
     assert mismatch(["r0: host-bound (…)"], ["r0: host-bound (launch)"]) is None
     assert mismatch(["r0: host-bound (…)"], ["r0: compute-bound (AIC)"]) is not None
 
