@@ -5,9 +5,11 @@ Does not record a `compile` stage itself (the runtime's `run` wraps it in one).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
+from collections.abc import Iterator
 
 from pypto.compile_profiling import CompileProfiler, get_active_profiler
 from pypto.compile_profiling.report_location import log_report_location
@@ -17,6 +19,19 @@ from pypto.ir_core.pass_manager import DumpInstrument, PassManager, ProfilingIns
 from pypto.runtime.compiled_program import CompiledProgram
 
 log = logging.getLogger(__name__)
+
+
+@contextlib.contextmanager
+def profiler_for(enabled: bool) -> Iterator[tuple[CompileProfiler | None, bool]]:
+    """(the profiler a compile or a run records into, whether it is the block's own): the
+    active one (explicit or from the environment); else, when `enabled`, a new one, active
+    for the block and ended with it; else None."""
+    prof = get_active_profiler()
+    if prof is not None or not enabled:
+        yield prof, False
+        return
+    with CompileProfiler() as own:
+        yield own, True
 
 
 def default_output_dir(program_name: str) -> str:
@@ -43,24 +58,19 @@ def compile_program(program: Program, output_dir: str | None = None, profiling: 
                            f"got {type(program).__name__}")
     out = os.fspath(output_dir) if output_dir is not None else default_output_dir(program.name)
     os.makedirs(out, exist_ok=True)
-    prof = get_active_profiler()
-    own = None
-    if prof is None and profiling:
-        own = prof = CompileProfiler().__enter__()
-    instruments = []
-    if prof is not None:
-        instruments.append(ProfilingInstrument(prof))
-    if dump_passes:
-        instruments.append(DumpInstrument(os.path.join(out, "passes_dump")))
-    failed = True
+    prof, failed = None, True
     try:
-        lowered = PassManager(passes, instruments).run(program)
-        generate(lowered, out, profiler=prof, max_workers=codegen_workers)
+        with profiler_for(profiling) as (prof, _):
+            instruments = []
+            if prof is not None:
+                instruments.append(ProfilingInstrument(prof))
+            if dump_passes:
+                instruments.append(DumpInstrument(os.path.join(out, "passes_dump")))
+            lowered = PassManager(passes, instruments).run(program)
+            generate(lowered, out, profiler=prof, max_workers=codegen_workers)
         failed = False
     finally:
-        if own is not None:
-            own.__exit__(None, None, None)
-        if profiling:
+        if profiling and prof is not None:
             report = os.path.join(out, "report")
             try:
                 prof.write_report(report)

@@ -28,11 +28,11 @@ from typing import Any
 
 import numpy as np
 
-from pypto.compile_profiling import CompileProfiler, get_active_profiler
+from pypto.compile_profiling import CompileProfiler
 from pypto.compile_profiling.foundation.atomic_io import atomic_writer, ensure_dir
 from pypto.compile_profiling.report_location import log_report_location
 from pypto.errors import PyptoError, RuntimeConfigError, RuntimeConfigTypeError
-from pypto.runtime.compile import compile_program
+from pypto.runtime.compile import compile_program, profiler_for
 from pypto.runtime.compiled_program import CompiledProgram, call_compiled
 from pypto.runtime.config import RunConfig, RunResult, TensorSpec, checked_config
 from pypto.runtime.execute import execute_on_device, stage_or_none
@@ -104,24 +104,20 @@ def _run_tensors(program: Any, tensors: tuple, config: RunConfig | None) -> Comp
         work_dir = Path(program.work_dir)
     else:
         work_dir = _work_dir(config, name)
-    prof = get_active_profiler()
-    own = None
-    if prof is None and config.compile_profiling:
-        own = prof = CompileProfiler()
-        own.__enter__()
+    prof, owned = None, False
     try:
-        if isinstance(program, CompiledProgram):
-            compiled = program
-        else:
-            out = Path(config.save_kernels_dir) if config.save_kernels_dir \
-                else work_dir / "kernels"
-            compiled = _compile(program, config, name, ensure_dir(out), work_dir, prof)
-        if tensors and not config.codegen_only:
-            call_compiled(compiled, tensors, config)
+        with profiler_for(config.compile_profiling) as (prof, owned):
+            if isinstance(program, CompiledProgram):
+                compiled = program
+            else:
+                out = Path(config.save_kernels_dir) if config.save_kernels_dir \
+                    else work_dir / "kernels"
+                compiled = _compile(program, config, name, ensure_dir(out), work_dir, prof)
+            if tensors and not config.codegen_only:
+                call_compiled(compiled, tensors, config)
     finally:
-        if own is not None:
-            own.__exit__(None, None, None)
-            _write_report(own, work_dir)
+        if owned:
+            _write_report(prof, work_dir)
     return compiled
 
 
@@ -164,16 +160,8 @@ def run_checked(program: Any, tensor_specs: Any, golden: Any,
         check_specs(specs, signature, name)
     work_dir = _work_dir(config, name)
 
-    prof = get_active_profiler()
-    own = None
-    if prof is None and config.compile_profiling:
-        own = prof = CompileProfiler()
-        own.__enter__()
-    try:
+    with profiler_for(config.compile_profiling) as (prof, _):
         result = _run(program, specs, golden, config, name, work_dir, prof)
-    finally:
-        if own is not None:
-            own.__exit__(None, None, None)
     result.execution_time = time.perf_counter() - t_begin
     result.not_simulated = config.not_simulated
     if prof is not None:
