@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from pasted_commands import run_pasted, shell_env
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -66,15 +65,6 @@ def test_the_kernel_line_points_where_this_program_lists_the_rest(tmp_path, caps
     assert len(json.loads(capsys.readouterr().out)["kernels"]) == 64
 
 
-FETCH = """
-import sys, urllib.parse, urllib.request
-url = sys.argv[1]
-trace = urllib.parse.parse_qs(url.split("?", 1)[1])["url"][0]   # what the UI would fetch
-with urllib.request.urlopen(trace, timeout=30) as r:
-    r.read()
-"""
-
-
 @pytest.mark.xdist_group("port_9001")      # its `open` hint serves on 9001, as the README's does
 def test_every_hint_the_main_job_prints_works_pasted_into_a_new_shell(tmp_path):
     """Each command the main job prints is run as printed by `sh`, in the directory it was
@@ -88,18 +78,7 @@ def test_every_hint_the_main_job_prints_works_pasted_into_a_new_shell(tmp_path):
     hints = [ln.strip() for ln in proc.stdout.splitlines() if ln.strip().startswith(tool)]
     hints += [m.group(1) for m in re.finditer(r"\(all \d+: ([^)]+)\)", proc.stdout)]
     assert len(hints) >= 2 and any(" open " in h for h in hints)
-    fetch = tmp_path / "browser"          # $BROWSER names one program, run with the URL
-    fetch.write_text(f"#!{sys.executable}\n{FETCH}")
-    fetch.chmod(0o755)
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "BROWSER": str(fetch)}
+    env = shell_env(tmp_path)
     for hint in hints:
-        shell = subprocess.Popen(["sh", "-c", hint], cwd=tmp_path, env=env, text=True,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                 start_new_session=True)
-        try:
-            out, err = shell.communicate(timeout=60)
-        finally:
-            if shell.poll() is None:            # never leave a server on the port behind
-                os.killpg(shell.pid, signal.SIGKILL)
-                shell.wait()
-        assert shell.returncode == 0, (hint, out, err)
+        code, out, err = run_pasted(hint, tmp_path, env, timeout=60)
+        assert code == 0, (hint, out, err)

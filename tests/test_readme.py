@@ -9,28 +9,17 @@ where a line shows `…`."""
 
 from __future__ import annotations
 
-import os
 import re
-import signal
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from pasted_commands import run_pasted, shell_env
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
 BIN = Path(sys.executable).parent
 NUMBER = re.compile(r"\d+(?:[.,]\d+)*(?: ?(?:ns|us|ms|s)\b)?")   # a duration in any unit
-
-FETCH = """
-import sys, urllib.parse, urllib.request
-url = sys.argv[1]
-trace = urllib.parse.parse_qs(url.split("?", 1)[1])["url"][0]   # what the UI would fetch
-with urllib.request.urlopen(trace, timeout=30) as r:
-    r.read()
-"""
-
 
 def console_blocks(text: str) -> list[list[tuple[str, list[str]]]]:
     """Each ```console block as [(command, shown output lines)]."""
@@ -119,24 +108,13 @@ def test_every_console_block_runs_and_prints_what_it_shows(tmp_path):
     blocks = console_blocks(README)
     assert len(blocks) >= 2
     (tmp_path / "examples").symlink_to(ROOT / "examples")
-    browser = tmp_path / "browser"          # $BROWSER: fetches what the Perfetto UI would
-    browser.write_text(f"#!{sys.executable}\n{FETCH}")
-    browser.chmod(0o755)
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "BROWSER": str(browser),
-           "PYTHONUNBUFFERED": "1"}          # stdout and stderr interleaved as on a terminal
+    env = shell_env(tmp_path, PYTHONUNBUFFERED="1")   # stdout, stderr interleaved as shown
     for steps in blocks:
         for command, shown in steps:
             assert command.startswith(".venv/bin/"), command
-            shell = subprocess.Popen(["sh", "-c", command.replace(".venv/bin/", f"{BIN}/")],
-                                     cwd=tmp_path, env=env, text=True, start_new_session=True,
-                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-            try:
-                out, _ = shell.communicate(timeout=300)
-            finally:
-                if shell.poll() is None:        # never leave a server on the port behind
-                    os.killpg(shell.pid, signal.SIGKILL)
-                    shell.wait()
-            assert shell.returncode == 0, (command, out)
+            code, out, _ = run_pasted(command.replace(".venv/bin/", f"{BIN}/"), tmp_path, env,
+                                      timeout=300, merged=True)
+            assert code == 0, (command, out)
             actual = out.replace(f"{BIN}/", ".venv/bin/").splitlines()
             problem = mismatch(shown, actual)
             assert problem is None, f"{command}: {problem}\n{out}"
