@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from pypto.compile_profiling.cli.arguments import EXIT_OK, Usage, add_output_option, count, seconds
+from pypto.compile_profiling.cli.arguments import (
+    EXIT_OK,
+    Usage,
+    add_output_option,
+    count,
+    positive_seconds,
+)
 from pypto.compile_profiling.cli.output import output_stream, write_output
 
 
@@ -23,7 +29,7 @@ def add_parser(sub) -> None:
                    help="a ready-made query instead of SQL ('list' names them)")
     q.add_argument("--format", choices=("text", "csv", "json"), default="text")
     q.add_argument("--limit", type=count, metavar="N", help="at most N rows")
-    q.add_argument("--timeout", type=seconds, metavar="S",
+    q.add_argument("--timeout", type=positive_seconds, metavar="S",
                    help="stop the query after S seconds (exit 124, as timeout(1))")
     add_output_option(q, "the result")
 

@@ -99,6 +99,7 @@ class TimelineBuilder:
         self.kernel_tasks: list[tuple[str, SliceBlock, np.ndarray]] = []
         self.order: list[Process] = []
         self._flow: dict[int, tuple[int, str]] = {}     # pid -> (capture index, part)
+        self._capture_index = {c: i for i, c in enumerate(plan.captures)}
 
     # ---- processes and threads
     def flow_key(self, proc: Process, made: int) -> tuple[int, ...]:
@@ -131,7 +132,7 @@ class TimelineBuilder:
             proc = Process(self.ids.fresh(), name, 0, None, dict(args or {}), estimated)
         self.tl.processes.append(proc)
         self.order.append(proc)
-        index = next((i for i, c in enumerate(self.plan.captures) if c is capture), None)
+        index = self._capture_index.get(capture) if capture is not None else None
         if index is not None:
             self._flow[proc.pid] = (index, part)
         return proc
