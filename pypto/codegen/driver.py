@@ -14,6 +14,7 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 
 from pypto.codegen.common import core_type, param_specs, returned_param
+from pypto.codegen.cost_model import kernel_cycles
 from pypto.codegen.kernel_cpp import cpp_kernel_source
 from pypto.codegen.kernel_numpy import numpy_kernel_source
 from pypto.codegen.orchestration import cpp_orchestration_source, python_orchestration_source
@@ -63,7 +64,7 @@ def _write_kernel(output_dir: str, program_name: str, func_id: int, func: Functi
                               generate(func, program_name))
     return {"func_id": func_id, "name": func.name, "core_type": core_type(func),
             "source": f"kernels/{func.name}.cpp", "executable": f"kernels/{func.name}.py",
-            "params": param_specs(func)}
+            "params": param_specs(func), "modelled_cycles": kernel_cycles(func)}
 
 
 def generate(program: Program, output_dir: str, profiler: CompileProfiler | None = None,

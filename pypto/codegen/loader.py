@@ -35,6 +35,7 @@ class CompiledKernel:
     core_type: str  # "aic" | "aiv"
     params: list[ParamSpec]
     fn: Callable[..., None]
+    modelled_cycles: int | None = None   # AICore cycles in modelled time (codegen.cost_model)
 
 
 @dataclass
@@ -107,7 +108,8 @@ def load_compiled(output_dir: str | os.PathLike) -> LoadedProgram:
             mod = _import(os.path.join(output_dir, k["executable"]),
                           f"_pypto_compiled_{uid}_{config['program']}_{k['name']}")
             kernels[k["name"]] = CompiledKernel(k["func_id"], k["name"], k["core_type"],
-                                                _params(k["params"]), getattr(mod, k["name"]))
+                                                _params(k["params"]), getattr(mod, k["name"]),
+                                                k.get("modelled_cycles"))
         orch = config["orchestration"]
         mod = _import(os.path.join(output_dir, orch["executable"]),
                       f"_pypto_compiled_{uid}_{config['program']}_orchestration")

@@ -26,6 +26,8 @@ RUNTIMES = ("host_build_graph", "tensormap_and_ringbuffer")
 #: Dtypes a tensor may have (NumPy names).
 SUPPORTED_DTYPES = ("float32", "float16", "int32", "int64", "uint8", "int8", "int16", "float64")
 MAX_SWIMLANE_LEVEL = 4
+#: Where the simulated device's durations come from (docs/modelled_time.md).
+DEVICE_TIMINGS = ("measured", "modelled")
 
 
 def normalize_dtype(dtype: Any, what: str) -> str:
@@ -162,6 +164,11 @@ class RunConfig:
     `device_process=True` runs the device in a child process (a second pid in traces).
     `host_log_queue`: the simulated host logger's queue (records; Simpler's holds 4096): a
     run emitting more loses the rest, and its log says so (`[HOSTLOG_DROPS]`).
+    `device_timing`: `"measured"` (default: the simulated cores' real durations) or
+    `"modelled"` (each kernel lasts its modelled cycles and the schedule is simulated event
+    by event: captures reproduce to the cycle; docs/modelled_time.md); `timing_jitter` (a
+    fraction, modelled time only) scales each task by a random factor drawn from
+    `timing_seed`, for runs that differ as real runs do.
     `work_dir`: where everything goes (default `save_kernels_dir`, else
     `build_output/<program>_<timestamp>`).
     """
@@ -192,6 +199,9 @@ class RunConfig:
     host_log_queue: int = 4096
     case_name: str | None = None
     compile_options: dict = field(default_factory=dict)
+    device_timing: str = "measured"
+    timing_jitter: float = 0.0
+    timing_seed: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.platform, str):
@@ -230,6 +240,18 @@ class RunConfig:
             raise RuntimeConfigError("the device needs at least one core")
         if self.case_name is not None and not str(self.case_name).replace("-", "_").isidentifier():
             raise RuntimeConfigError(f"case_name must be a plain name, got {self.case_name!r}")
+        if self.device_timing not in DEVICE_TIMINGS:
+            raise RuntimeConfigError(f"device_timing must be one of {', '.join(DEVICE_TIMINGS)}, "
+                                     f"got {self.device_timing!r}")
+        j = self.timing_jitter
+        if not isinstance(j, (int, float)) or isinstance(j, bool) or not 0 <= j <= 1:
+            raise RuntimeConfigError(f"timing_jitter must be a fraction from 0 to 1, got {j!r}")
+        if j and self.device_timing != "modelled":
+            raise RuntimeConfigError("timing_jitter applies to modelled time only: set "
+                                     "device_timing='modelled' or leave timing_jitter at 0")
+        s = self.timing_seed
+        if s is not None and (not isinstance(s, int) or isinstance(s, bool)):
+            raise RuntimeConfigError(f"timing_seed must be an int or None, got {s!r}")
         if not isinstance(self.compile_options, dict):
             raise RuntimeConfigTypeError(f"compile_options must be a dict, got "
                                          f"{type(self.compile_options).__name__}")

@@ -30,6 +30,7 @@ import numpy as np
 
 from pypto.errors import PyptoError
 from pypto.runtime.device_clock import ANCHOR_POSITIONS, DeviceCounter, sample_anchors
+from pypto.runtime.modelled_time import ScheduleCosts, simulate, task_ticks
 from pypto.runtime.task_graph import CORE_TYPES, TaskGraph
 
 log = logging.getLogger(__name__)
@@ -98,6 +99,8 @@ class DeviceRun:
     # Simpler's task-timing slots: slot -> (earliest dispatch, latest finish), host ns, of
     # the tasks tagged with it (complete slots only), stamped at any swimlane level
     task_slots: dict[int, tuple[int, int]] = field(default_factory=dict)
+    # where the durations came from, as the capture's metadata states it (`device_timing`)
+    timing: dict = field(default_factory=lambda: {"mode": "measured"})
 
 
 def _fold_slots(per_thread: list[dict[int, list[int]]]) -> dict[int, tuple[int, int]]:
@@ -123,8 +126,10 @@ class SimulatedDevice:
 
     def __init__(self, layout: DeviceLayout, clock_freq_hz: int = 50_000_000,
                  level: int = 0, runtime: str = "host_build_graph", dep_gen: bool = False,
-                 drift_ppm: float = 0.0) -> None:
+                 drift_ppm: float = 0.0,
+                 timing: tuple[str, float, int | None] = ("measured", 0.0, None)) -> None:
         self.layout = layout
+        self.timing = timing
         self.level = level
         self.runtime = runtime
         self.dep_gen = dep_gen
@@ -190,20 +195,10 @@ class SimulatedDevice:
         self._slot_stamps: list[dict[int, list[int]]] = [
             {} for _ in range(layout.num_sched_threads)]
 
-        threads = self._start_threads()
-        if host_mode:
-            if self._total == 0:
-                self._stop_all()
-            self._nudge_all()
+        if self.timing[0] == "modelled":
+            runner_end = self._run_modelled(program, dev_tensors, graph, runner_start, host_mode)
         else:
-            orch = threading.Thread(target=self._aicpu_timed("orch", self._device_orchestrator),
-                                    args=(program, dev_tensors, graph),
-                                    name="aicpu_orchestrator", daemon=True)
-            orch.start()
-            threads.append(orch)
-        for th in threads:
-            th.join()
-        runner_end = _pc()
+            runner_end = self._run_threads(program, dev_tensors, graph, host_mode)
         if level >= 1 and host_mode:
             rec.anchors += sample_anchors(self.counter, ANCHOR_POSITIONS[1])
         error = self._error
@@ -218,7 +213,103 @@ class SimulatedDevice:
                         {"bind": (start_ns, bind_end), "runner_run": (runner_start, runner_end)},
                         self._aicpu_windows, os.getpid(), threading.get_native_id())
         run.task_slots = _fold_slots(self._slot_stamps)
+        run.timing = self._timing_meta
         return run
+
+    def _run_threads(self, program: Any, dev_tensors: dict, graph: TaskGraph,
+                     host_mode: bool) -> int:
+        """Measured time: the cores, schedulers (and orchestrator) as threads; returns when
+        all joined."""
+        threads = self._start_threads()
+        if host_mode:
+            if self._total == 0:
+                self._stop_all()
+            self._nudge_all()
+        else:
+            orch = threading.Thread(target=self._aicpu_timed("orch", self._device_orchestrator),
+                                    args=(program, dev_tensors, graph),
+                                    name="aicpu_orchestrator", daemon=True)
+            orch.start()
+            threads.append(orch)
+        for th in threads:
+            th.join()
+        return _pc()
+
+    def _run_modelled(self, program: Any, dev_tensors: dict, graph: TaskGraph,
+                      runner_start: int, host_mode: bool) -> int:
+        """Modelled time (`modelled_time`): run the kernels in submission order on this
+        thread, then lay the simulated schedule from the first counter tick at or after
+        `runner_start`; returns once the host clock has passed the schedule's end (the
+        device holds the host as long as it would have run)."""
+        mode, jitter, seed = self.timing
+        if not host_mode:
+            try:
+                for call in program.build_tasks(dev_tensors):
+                    graph.link_successors(graph.submit(call))
+            except PyptoError:
+                raise
+            except Exception as e:
+                raise DeviceExecutionError(
+                    f"orchestration failed: {type(e).__name__}: {e}") from e
+        tasks = graph.tasks
+        self._total = len(tasks)
+        cycles = [program.kernels[t.kernel_name].modelled_cycles for t in tasks]
+        if None in cycles:
+            name = tasks[cycles.index(None)].kernel_name
+            raise DeviceExecutionError(f"kernel {name!r} has no modelled cycles, which "
+                                       "device_timing='modelled' needs: compile the program "
+                                       "again with this pypto")
+        freq = self.counter.freq_hz
+        if 1_000_000_000 % freq:
+            raise DeviceExecutionError(f"modelled time needs a counter tick of whole ns; "
+                                       f"{freq} Hz has none")
+        for task in tasks:
+            try:
+                task.fn(*task.args)
+            except Exception as e:  # noqa: BLE001 - the run's error, as a core thread's
+                self._error = (f"kernel {task.kernel_name!r} (task t{task.index}) raised "
+                               f"{type(e).__name__}: {e}")
+                return _pc()
+        self._completed = len(tasks)
+        from pypto.codegen.cost_model import AICORE_HZ  # the clock kernel cycles count in
+
+        layout = self.layout
+        ticks = task_ticks(cycles, AICORE_HZ, freq, jitter, seed)
+        sched = simulate(layout.core_types, layout.core_to_thread, layout.num_sched_threads,
+                         tasks, ticks, ScheduleCosts.at(freq),
+                         device_orchestrator=not host_mode)
+        period = 1_000_000_000 // freq
+        epoch = self.counter.epoch_ns
+        base = epoch + -(-(runner_start - epoch) // period) * period
+
+        def at(tick: int) -> int:
+            return base + tick * period
+
+        rec, level = self._rec, self.level
+        if level >= 1:
+            rec.core_rows = [[(tid, reg, at(r), at(s), at(e)) for tid, reg, r, s, e in rows]
+                             for rows in sched.core_rows]
+        if level >= 2:
+            rec.aicpu_rows = [[(reg, at(d), at(f)) for reg, d, f in rows]
+                              for rows in sched.aicpu_rows]
+        if level >= 3:
+            rec.sched_phases = [[(k, at(s), at(e), *rest) for k, s, e, *rest in phases]
+                                for phases in sched.sched_phases]
+        if level >= 4 and not host_mode:
+            rec.orch_phases = [(i, tid, at(s), at(e)) for i, tid, s, e in sched.orch_phases]
+        self._aicpu_windows["sched"] = [(base, at(sched.end))] * layout.num_sched_threads
+        if not host_mode:
+            self._aicpu_windows["orch"] = [(base, at(sched.orch_end))]
+        self._slot_stamps = [{slot: [at(d) if d is not None else 0, at(f) if f else 0]
+                              for slot, (d, f) in stamps.items()}
+                             for stamps in sched.slot_stamps]
+        self._timing_meta = {"mode": mode, "jitter": jitter, "seed": seed,
+                             "cost_model": "pypto.codegen.cost_model"}
+        end = at(sched.end)
+        wait = end - _pc()
+        if wait > 0:
+            time.sleep(wait / 1e9)
+        return max(_pc(), end)
 
     def _aicpu_timed(self, kind: str, fn):
         """`fn` stamping its thread's first and last instant (an AICPU thread's part of
@@ -295,6 +386,7 @@ class SimulatedDevice:
         self._orch_done = False
         self._stopped = False
         self._error: str | None = None
+        self._timing_meta: dict = {"mode": "measured"}
 
     def _host_phase(self, name: str, t0: int, detail: int, upload: bool = False) -> None:
         if self.level >= 4:

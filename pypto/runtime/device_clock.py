@@ -60,6 +60,8 @@ class DeviceCounter:
         return cls(freq_hz, origin_cycles, epoch, drift_ppm)
 
     def cycles_at(self, host_ns: int) -> int:
+        if not self.drift_ppm:      # exact: a stamp on a tick boundary reads that tick
+            return self.origin_cycles + (host_ns - self.epoch_ns) * self.freq_hz // 1_000_000_000
         scale = self.freq_hz * (1.0 + self.drift_ppm * 1e-6) / 1e9
         return self.origin_cycles + int((host_ns - self.epoch_ns) * scale)
 

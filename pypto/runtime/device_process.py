@@ -51,6 +51,7 @@ class DeviceSettings:
     device_id: int = 0
     not_simulated: dict = field(default_factory=dict)   # recorded in the capture's metadata
     host_log_queue: int = 4096    # records the simulated host logger's queue holds
+    timing: tuple = ("measured", 0.0, None)   # RunConfig's device_timing, jitter, seed
 
 
 @dataclass
@@ -72,7 +73,8 @@ class DeviceOutcome:
 def run_device(program: Any, host_tensors: dict[str, Any], s: DeviceSettings) -> DeviceOutcome:
     """Execute `program` on a fresh simulated device; outputs land in `host_tensors`."""
     layout = DeviceLayout.build(s.num_aic_cores, s.num_aiv_cores, s.num_sched_threads)
-    device = SimulatedDevice(layout, s.clock_freq_hz, s.level, s.runtime, s.dep_gen, s.drift_ppm)
+    device = SimulatedDevice(layout, s.clock_freq_hz, s.level, s.runtime, s.dep_gen, s.drift_ppm,
+                             timing=s.timing)
     try:
         run = device.execute(program, host_tensors)
     except (DeviceExecutionError, PyptoError) as e:

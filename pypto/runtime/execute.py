@@ -53,10 +53,13 @@ def execute_on_device(program: Any, tensors: dict, config: RunConfig, work_dir: 
                               config.swimlane_level, config.runtime, config.enable_dep_gen,
                               str(work_dir / DFX_DIR), config.case_name or name,
                               device_id=config.device_id, not_simulated=not_simulated,
-                              host_log_queue=config.host_log_queue)
+                              host_log_queue=config.host_log_queue,
+                              timing=(config.device_timing, config.timing_jitter,
+                                      config.timing_seed))
     dev_args = {"platform": config.platform, "runtime": config.runtime,
                 "chip_swimlane_level": config.swimlane_level,
-                "device_process": config.device_process, "device_id": config.device_id}
+                "device_process": config.device_process, "device_id": config.device_id,
+                "device_timing": config.device_timing}
     if not_simulated:
         dev_args["not_simulated"] = not_simulated
     with stage_or_none(prof, "device_execution", dev_args, "device"):

@@ -97,6 +97,7 @@ def swimlane_document(run: DeviceRun, level: int, *,
         meta["clock_anchors"] = clock_anchors_block(rec.anchors)
     if level >= 2:
         meta["core_to_thread"] = list(layout.core_to_thread)
+    meta["device_timing"] = dict(run.timing)    # ours, last: measured, or modelled (how)
     doc: dict[str, Any] = {"chip_swimlane_level": level, "metadata": meta}
     doc["aicore_tasks"] = [
         [core, tid, reg, cyc(start), cyc(end), cyc(start) - cyc(recv), epoch]

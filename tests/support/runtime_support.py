@@ -175,6 +175,51 @@ def _failing_tasks(t):
     return [TaskCall("kernel_fail", [t["a"], t["f"]])]
 
 
+# -- a fan in modelled time: head -> N branches -> a chain of accumulations, and one side task
+# off the critical path; each kernel's modelled cycles chosen by the test -------------------
+
+FAN_CYCLES = {"head": 3_600, "branch": 36_000, "side": 1_800, "tail": 1_800}  # 1.8 GHz cycles
+
+
+def fan_tasks(branches, shape, t: dict) -> list:
+    head = np.empty(shape, np.float32)
+    calls = [TaskCall("head", [t["a"], t["b"], head])]
+    outs = []
+    for _ in range(branches):
+        outs.append(np.empty(shape, np.float32))
+        calls.append(TaskCall("branch", [head, t["b"], outs[-1]]))
+    calls.append(TaskCall("side", [t["a"], t["b"], np.empty(shape, np.float32)]))
+    calls += [TaskCall("tail", [t["out"], o]) for o in outs]
+    return calls
+
+
+def fan_program(branches=8, shape=(8, 8), **cycles) -> LoadedProgram:
+    """`cycles`: a kernel's modelled cycles in place of `FAN_CYCLES`' (head, branch, side,
+    tail)."""
+    c = {**FAN_CYCLES, **cycles}
+    two_in = [_p("a", shape, "in"), _p("b", shape, "in"), _p("out", shape, "out")]
+    kernels = {"head": CompiledKernel(0, "head", "aiv", two_in, k_add, c["head"]),
+               "branch": CompiledKernel(1, "branch", "aiv", two_in, k_mul, c["branch"]),
+               "side": CompiledKernel(2, "side", "aiv", two_in, k_add, c["side"]),
+               "tail": CompiledKernel(3, "tail", "aiv", [_p("acc", shape, "inout"),
+                                                         _p("x", shape, "in")], k_acc,
+                                      c["tail"])}
+    params = [_p("a", shape, "in"), _p("b", shape, "in"), _p("out", shape, "inout")]
+    return LoadedProgram("Fan", "", kernels, "main", params,
+                         functools.partial(fan_tasks, branches, shape))
+
+
+def fan_specs(shape=(8, 8)) -> list[dict]:
+    return [{"name": "a", "shape": shape, "dtype": "float32", "init_value": 2.0},
+            {"name": "b", "shape": shape, "dtype": "float32", "init_value": 3.0},
+            {"name": "out", "shape": shape, "dtype": "float32", "init_value": 0.0,
+             "is_output": True}]
+
+
+def fan_golden(branches: int, tensors: dict, params: dict) -> None:
+    tensors["out"][:] = branches * (tensors["a"] + tensors["b"]) * tensors["b"]
+
+
 # -- a reader shared by our files and the fixtures (strict where the formats are fixed) --------
 
 def load_swimlane(path: Path) -> dict[str, Any]:

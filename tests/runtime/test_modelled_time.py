@@ -1,0 +1,159 @@
+"""Modelled time: captures that reproduce to the cycle and answer to core counts and program
+changes as a device would (`RunConfig(device_timing="modelled")`)."""
+
+from __future__ import annotations
+
+import functools
+import json
+from types import SimpleNamespace
+
+import pytest
+from runtime_support import (
+    FAN_CYCLES,
+    dag_golden,
+    dag_program,
+    dag_specs,
+    fan_golden,
+    fan_program,
+    fan_specs,
+)
+
+from pypto.codegen.cost_model import (
+    MTE_BYTES,
+    MTE_LATENCY,
+    VEC_BYTES,
+    VEC_LATENCY,
+    kernel_cycles,
+)
+from pypto.errors import RuntimeConfigError
+from pypto.runtime import RunConfig, run
+from pypto.runtime.modelled_time import ScheduleCosts, simulate, task_ticks
+
+FREQ = 50_000_000             # a2a3's counter: one tick is 20 ns
+
+
+def _fan_run(tmp_path, name="w", branches=8, aiv=16, runtime="host_build_graph", **kw):
+    cycles = {k: kw.pop(k) for k in list(kw) if k in FAN_CYCLES}
+    config = RunConfig(work_dir=str(tmp_path / name), device_timing="modelled",
+                       enable_chip_swimlane=4, enable_dep_gen=True, num_aiv_cores=aiv,
+                       runtime=runtime, **kw)
+    r = run(fan_program(branches, **cycles), fan_specs(),
+            functools.partial(fan_golden, branches), config)
+    assert r.passed, r.error
+    return json.loads((tmp_path / name / "dfx_outputs" / "chip_swimlane_records.json")
+                      .read_text())
+
+
+def _relative(doc) -> list[tuple]:
+    """(core, task, start, end) in cycles from the first start: what must reproduce."""
+    rows = doc["aicore_tasks"]
+    t0 = min(r[3] for r in rows)
+    return sorted((r[0], r[1], r[3] - t0, r[4] - t0) for r in rows)
+
+
+def _makespan(doc) -> int:
+    rows = doc["aicore_tasks"]
+    return max(r[4] for r in rows) - min(r[3] for r in rows)
+
+
+@pytest.mark.parametrize("runtime", ["host_build_graph", "tensormap_and_ringbuffer"])
+def test_two_runs_reproduce_to_the_cycle(tmp_path, runtime):
+    a = _fan_run(tmp_path, "a", runtime=runtime)
+    b = _fan_run(tmp_path, "b", runtime=runtime)
+    assert _relative(a) == _relative(b)
+    sched = [[r[1:4] for r in d["scheduler_tasks"]["records"]] for d in (a, b)]
+    t0 = [min(r[1] for r in s) for s in sched]
+    assert [(c, d - t0[0], f - t0[0]) for c, d, f in sched[0]] == \
+        [(c, d - t0[1], f - t0[1]) for c, d, f in sched[1]]
+    assert a["metadata"]["device_timing"] == {"mode": "modelled", "jitter": 0.0, "seed": None,
+                                              "cost_model": "pypto.codegen.cost_model"}
+
+
+def test_fewer_cores_make_a_longer_run_as_on_a_device(tmp_path):
+    branch_ticks = task_ticks([FAN_CYCLES["branch"]], 1_800_000_000, FREQ)[0]
+    wide = _makespan(_fan_run(tmp_path, "wide", aiv=16))
+    narrow = _makespan(_fan_run(tmp_path, "narrow", aiv=2))
+    # eight 20 us branches: side by side on 16 cores, four after one another on 2
+    assert narrow - wide >= 3 * branch_ticks
+
+
+def test_more_work_in_a_kernel_is_a_longer_run(tmp_path):
+    base = _makespan(_fan_run(tmp_path, "base"))
+    slower = _makespan(_fan_run(tmp_path, "slow", branch=FAN_CYCLES["branch"] * 2))
+    extra = task_ticks([FAN_CYCLES["branch"]], 1_800_000_000, FREQ)[0]
+    assert slower - base == extra        # the branches are on the path: all of it shows
+
+
+def test_jitter_is_seeded(tmp_path):
+    a = _fan_run(tmp_path, "a", timing_jitter=0.1, timing_seed=7)
+    b = _fan_run(tmp_path, "b", timing_jitter=0.1, timing_seed=7)
+    c = _fan_run(tmp_path, "c", timing_jitter=0.1, timing_seed=8)
+    assert _relative(a) == _relative(b) != _relative(c)
+    assert a["metadata"]["device_timing"]["seed"] == 7
+
+
+def test_measured_captures_say_so(tmp_path):
+    work = tmp_path / "m"
+    r = run(dag_program(), dag_specs(), dag_golden,
+            RunConfig(work_dir=str(work), enable_chip_swimlane=1))
+    assert r.passed
+    doc = json.loads((work / "dfx_outputs" / "chip_swimlane_records.json").read_text())
+    assert doc["metadata"]["device_timing"] == {"mode": "measured"}
+
+
+def test_a_kernel_without_modelled_cycles_is_one_clear_error(tmp_path):
+    r = run(dag_program(), dag_specs(), dag_golden,
+            RunConfig(work_dir=str(tmp_path / "w"), device_timing="modelled"))
+    assert not r.passed
+    assert "has no modelled cycles" in r.error and "compile the program again" in r.error
+
+
+@pytest.mark.parametrize("kw, words", [
+    ({"device_timing": "virtual"}, "device_timing must be one of measured, modelled"),
+    ({"timing_jitter": 0.1}, "applies to modelled time only"),
+    ({"device_timing": "modelled", "timing_jitter": 2}, "a fraction from 0 to 1"),
+    ({"device_timing": "modelled", "timing_seed": "x"}, "timing_seed must be an int"),
+])
+def test_bad_timing_settings_are_refused(kw, words):
+    with pytest.raises(RuntimeConfigError, match=words):
+        RunConfig(**kw)
+
+
+def _task(index, core_type="aiv", succs=(), pending=0):
+    return SimpleNamespace(index=index, task_id=index, core_type=core_type, succs=list(succs),
+                           pending=pending, timing_slot=None)
+
+
+def test_a_chain_on_one_core_costs_exactly_the_scheduler_round_trip():
+    costs = ScheduleCosts(dispatch=10, launch=40, poll=15, complete=8, submit=20)
+    tasks = [_task(0, succs=[1]), _task(1, pending=1)]
+    s = simulate(["aiv"], [0], 1, tasks, [100, 50], costs, device_orchestrator=False)
+    (first, second), = [s.core_rows[0]]
+    assert first == (0, 1, 40, 40, 140)                 # dispatched at 0, launch 40
+    seen = 140 + 15                                     # the end, polled
+    dispatch = seen + 8                                 # one completion handled
+    assert second == (1, 2, dispatch + 40, dispatch + 40, dispatch + 40 + 50)
+    assert s.aicpu_rows[0] == [(1, 0, seen), (2, dispatch, dispatch + 40 + 50 + 15)]
+    assert s.end == dispatch + 40 + 50 + 15 + 8
+
+
+def test_a_device_orchestrator_submits_before_anything_runs():
+    costs = ScheduleCosts(dispatch=10, launch=40, poll=15, complete=8, submit=20)
+    tasks = [_task(0), _task(1)]
+    s = simulate(["aiv", "aiv"], [0, 0], 1, tasks, [100, 100], costs, device_orchestrator=True)
+    assert s.orch_phases == [(0, 0, 0, 20), (1, 1, 20, 40)]
+    starts = sorted(r[3] for rows in s.core_rows for r in rows)
+    assert starts == [20 + 40, 40 + 40]
+
+
+def test_the_cost_model_counts_bytes_and_ops():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+    import vector_dag
+
+    kernel_add = vector_dag.VectorDAG.functions["kernel_add"]
+    tile = 128 * 128 * 4
+    load = MTE_LATENCY + tile // MTE_BYTES
+    assert kernel_cycles(kernel_add) == 2 * load + (VEC_LATENCY + tile // VEC_BYTES) + load
