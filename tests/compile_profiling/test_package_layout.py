@@ -32,8 +32,9 @@ MAY_IMPORT = {
     "core": {"core", "profile_data", "timeline", "foundation"},
     "viewer": {"viewer", "foundation"},
     "query": {"query", "trace_merge", "timeline", "profile_data", "foundation"},
-    "profile_tool": {"profile_tool", "core", "profile_data", "trace_merge", "timeline",
-                     "foundation"},
+    # the whole-run comparison reads the device side through `analysis`
+    "profile_tool": {"profile_tool", "core", "profile_data", "analysis", "trace_merge",
+                     "timeline", "foundation"},
     "cli": {"cli", "viewer", "profile_tool", "analysis", "query", "core", "profile_data",
             "trace_merge", "timeline", "foundation"},
 }

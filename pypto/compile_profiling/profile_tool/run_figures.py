@@ -1,0 +1,186 @@
+"""One run's figures for a whole-run comparison: its compile profile, and per device capture
+(rank) the makespan, kernel families, the critical path's composition, the verdict and
+every task's duration, keyed so that runs of the same program pair up.
+
+Figures come from `analyze` (the device) and `load_profile` (the compile stages), so a
+comparison says nothing `analyze` and `show` would not. Tasks pair across runs by kernel
+family and order: the k-th task of family `gemm` (in task-id order, which is submission
+order) is `gemm#k` in every run; in a program that did not change, that is the same
+dispatch.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from pypto.compile_profiling.profile_data.model import Profile
+from pypto.errors import TraceInputError
+
+__all__ = ["RankFigures", "RunFigures", "load_run_figures"]
+
+
+@dataclass(slots=True, eq=False)
+class RankFigures:
+    """One capture of one run, in ns of device time (end to end: host ns)."""
+
+    label: str
+    makespan_ns: float
+    verdict: str                           # "compute-bound", "host-bound", ...
+    device_verdict: str | None             # a host-bound verdict's device verdict
+    family_tasks: dict[str, int]           # family -> tasks
+    family_core_ns: dict[str, float]       # family -> block time summed over cores
+    family_path_ns: dict[str, float]       # family -> compute on the observed path
+    path: dict[str, float]                 # "compute AIC", "scheduler dispatch", ... -> ns
+    end_to_end: dict[str, float]           # CATEGORIES -> ns (empty: no host side)
+    task_keys: list[str]                   # "family#k", per task
+    task_ns: np.ndarray                    # float64 duration per task
+    on_path: np.ndarray                    # bool per task: on the observed path
+    timing: str | None = None              # the capture's device_timing mode, when stated
+
+
+@dataclass(slots=True, eq=False)
+class RunFigures:
+    source: str
+    profile: Profile | None                # the compile profile, when the run has one
+    ranks: list[RankFigures] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def _has_capture(p: Path) -> bool:
+    if p.is_file():
+        return p.name.startswith("chip_swimlane_records") or p.name.startswith("l2_perf")
+    for d in (p, p / "dfx_outputs"):
+        if d.is_dir() and any(d.glob("chip_swimlane_records*.json")):
+            return True
+        if d.is_dir() and any(d.glob("rank*/d*/chip_swimlane_records*.json")):
+            return True
+    return (p / "dfx_outputs").is_dir() and any((p / "dfx_outputs").glob("**/chip_swimlane*"))
+
+
+def _is_dataset(p: Path) -> bool:
+    from pypto.compile_profiling.timeline.write_parquet import DATASET_MARKER
+
+    return p.is_dir() and ((p / DATASET_MARKER).exists() or any(p.glob("*.parquet")))
+
+
+def _timing_mode(source: str) -> str | None:
+    from pypto.compile_profiling.foundation.input_files import load_json_input
+
+    try:
+        meta = load_json_input(source).get("metadata", {})
+    except (TraceInputError, AttributeError, OSError):
+        return None
+    timing = meta.get("device_timing") if isinstance(meta, dict) else None
+    return timing.get("mode") if isinstance(timing, dict) else None
+
+
+def rank_figures(r) -> RankFigures:
+    """The figures of one `RankAnalysis`."""
+    from pypto.compile_profiling.analysis import kernel_family
+    from pypto.compile_profiling.analysis.verdict import engine_label
+
+    tt = r.tasks
+    n = len(tt)
+    scale = 1e9 / r.freq_hz
+    kernels, _, _ = r.labels(np.arange(n))
+    families = [kernel_family(k) for k in kernels]
+    order = np.argsort(tt.ids, kind="stable")
+    seen: dict[str, int] = {}
+    keys = [""] * n
+    for i in order.tolist():
+        f = families[i]
+        k = seen.get(f, 0)
+        seen[f] = k + 1
+        keys[i] = f"{f}#{k}"
+    fam_index = {f: j for j, f in enumerate(dict.fromkeys(families))}
+    codes = np.array([fam_index[f] for f in families], dtype=np.int64)
+    names = list(fam_index)
+    tasks = np.bincount(codes, minlength=len(names))
+    block_ns = (tt.row_end - tt.row_start).astype(np.float64) * scale
+    core = np.bincount(codes[tt.row_task], weights=block_ns, minlength=len(names))
+    on_path = np.zeros(n, dtype=bool)
+    path_fam = np.zeros(len(names))
+    path: dict[str, float] = {}
+    obs = r.observed
+    if obs is not None and len(obs.tasks):
+        on_path[obs.tasks] = True
+        compute_ns = obs.compute.astype(np.float64) * scale
+        np.add.at(path_fam, codes[obs.tasks], compute_ns)
+        masks = tt.types[obs.tasks].tolist()
+        for mask, ns in zip(masks, compute_ns.tolist()):
+            key = "compute " + engine_label(mask, tt.core_types)
+            path[key] = path.get(key, 0.0) + ns
+        for part, cycles in obs.stall_by_part().items():
+            path[f"stall {part}"] = cycles * scale
+    e2e = r.end_to_end
+    v = r.verdict
+    return RankFigures(
+        r.label, float(r.makespan_cycles) * scale, str(v.kind),
+        None if v.device is None else str(v.device.kind),
+        dict(zip(names, tasks.tolist())), dict(zip(names, core.tolist())),
+        dict(zip(names, path_fam.tolist())), path,
+        {} if e2e is None else {k: float(v) for k, v in e2e.totals.items()},
+        keys, tt.duration.astype(np.float64) * scale, on_path, _timing_mode(r.source))
+
+
+def load_run_figures(path: str | os.PathLike) -> RunFigures:
+    """The figures of the run at `path`: a work dir (`report/` and/or `dfx_outputs/`), a
+    capture (`dfx_outputs/`, `rank<r>/d<k>/`, `chip_swimlane_records.json`), or a compile
+    profile. Raises `TraceInputError` when `path` holds neither."""
+    from pypto.compile_profiling.analysis import analyze
+    from pypto.compile_profiling.profile_data.load import load_profile
+
+    p = Path(path)
+    if not p.exists():
+        raise TraceInputError(path, "no such file or directory")
+    if _is_dataset(p):
+        raise TraceInputError(path, "a Parquet dataset holds no dependency records, so its "
+                                    "critical path cannot be compared: give the work dir or "
+                                    "capture it was merged from")
+    run = RunFigures(str(path), load_profile(p) if _has_profile(p) else None)
+    if _has_capture(p):
+        result = analyze([str(p)])
+        run.ranks = [rank_figures(r) for r in result.ranks]
+        run.notes = list(result.warnings)
+    if run.profile is None and not run.ranks:
+        raise TraceInputError(path, "neither a compile profile nor a device capture here "
+                                    "(expected a work dir, dfx_outputs/, a capture or a "
+                                    "pipeline_profile.json / trace.json)")
+    return run
+
+
+def _has_profile(p: Path) -> bool:
+    from pypto.compile_profiling.profile_data.load import is_profile_location
+
+    if p.is_file():
+        return not _has_capture(p) and is_profile_location(p)
+    return is_profile_location(p)
+
+
+def is_whole_run(path: str | os.PathLike) -> bool:
+    """True when `path` (or, for a directory of runs, one of its runs) has a device capture,
+    or is a merged Parquet dataset: a comparison of it is a whole-run one."""
+    p = Path(path)
+    if _has_capture(p) or _is_dataset(p):
+        return True
+    return p.is_dir() and any(_has_capture(d) for d in _runs_in(p))
+
+
+def _runs_in(p: Path) -> list[Path]:
+    from pypto.compile_profiling.profile_data.load import is_profile_location
+
+    if not p.is_dir() or _has_capture(p) or is_profile_location(p):
+        return []
+    return sorted(d for d in p.iterdir()
+                  if d.is_dir() and (_has_capture(d) or is_profile_location(d)))
+
+
+def load_runs_figures(path: str | os.PathLike) -> list[RunFigures]:
+    """One run, or each run in a directory of runs (its subdirectories that hold a run, in
+    name order)."""
+    runs = _runs_in(Path(path))
+    return [load_run_figures(d) for d in runs] if runs else [load_run_figures(path)]

@@ -1,0 +1,172 @@
+"""`pypto-profile diff` over whole runs, on runs of our own simulator in modelled time (exact,
+with seeded jitter where noise is the point): the makespan gate, families, the path's
+composition, tasks off the critical path, and no false alarm between identical programs."""
+
+from __future__ import annotations
+
+import functools
+import json
+import random
+
+import pytest
+from runtime_support import FAN_CYCLES, fan_golden, fan_program, fan_specs
+
+from pypto.compile_profiling.cli.profile import main as profile_main
+from pypto.compile_profiling.profile_tool.run_diff import Thresholds, decision, diff_runs
+from pypto.compile_profiling.profile_tool.run_figures import load_run_figures
+from pypto.runtime import RunConfig, run
+
+JITTER = 0.05
+POOL = 30                      # identical-program runs the false-alarm check draws from
+
+
+def _runs(root, name: str, seeds, aiv: int = 16, **cycles) -> list[str]:
+    out = []
+    for seed in seeds:
+        work = root / f"{name}{seed}"
+        config = RunConfig(work_dir=str(work), device_timing="modelled", timing_jitter=JITTER,
+                           timing_seed=seed, enable_chip_swimlane=4, enable_dep_gen=True,
+                           num_aiv_cores=aiv)
+        r = run(fan_program(8, **cycles), fan_specs(), functools.partial(fan_golden, 8), config)
+        assert r.passed, r.error
+        out.append(str(work))
+    return out
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("runs")
+    return {
+        "base": _runs(root, "base", range(POOL)),
+        "more_work": _runs(root, "more", range(100, 105), branch=FAN_CYCLES["branch"] * 3 // 2),
+        "half_cores": _runs(root, "half", range(200, 205), aiv=4),
+        "side": _runs(root, "side", range(300, 305), side=FAN_CYCLES["side"] * 4),
+    }
+
+
+@pytest.fixture(scope="module")
+def figures(runs):
+    return {k: [load_run_figures(p) for p in v] for k, v in runs.items()}
+
+
+def _cli(capsys, *argv):
+    code = profile_main(["diff", *map(str, argv)])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_more_device_work_is_a_regression_named_by_its_family(runs, capsys):
+    code, out, _ = _cli(capsys, *runs["base"][:5], "--", *runs["more_work"])
+    assert code == 1
+    lines = out.splitlines()
+    assert lines[2].startswith("REGRESSION: r0 makespan")
+    head = next(ln for ln in lines if ln.startswith("r0: device makespan"))
+    assert head.endswith("gate: fail above 15%  REGRESSION")
+    fam = lines.index("  kernel families (core time summed over cores):")
+    top = lines[fam + 2]
+    assert top.split()[0].startswith("+")
+    assert top.endswith("  8  branch  on the critical path")
+    # the path's composition: its AIV compute grew
+    path = lines.index("  critical path's composition:")
+    compute = next(ln for ln in lines[path:fam] if ln.endswith("compute AIV"))
+    assert compute.split()[4].startswith("+")
+
+
+def test_half_the_cores_is_a_regression_in_modelled_time(figures):
+    d = diff_runs(figures["base"][:5], figures["half_cores"])
+    assert d.failed and [c.name for _, c in d.regressions] == ["makespan"]
+    r = d.ranks[0]
+    assert r.makespan.lower > 0.15 * r.makespan.base_median
+    # the same program: every task pairs, and the families kept their core time
+    assert r.paired_tasks == 18 and r.unpaired == (0, 0)
+    assert all(abs(c.pct or 0) < 10 for c in r.families)
+
+
+def test_identical_programs_never_raise_a_false_alarm(figures):
+    """Twenty draws of 5 vs 5 runs that differ only by their seeded noise: no regression.
+    Each draw is seeded, so the check is exact, never lucky."""
+    pool = figures["base"]
+    for draw in range(20):
+        picked = random.Random(draw).sample(range(POOL), 10)
+        d = diff_runs([pool[i] for i in picked[:5]], [pool[i] for i in picked[5:]])
+        assert not d.failed, decision(d)
+        assert d.ranks[0].makespan.decided
+        assert decision(d).startswith("no regression (with 99% confidence")
+
+
+def test_the_cli_exits_0_on_identical_programs(runs, capsys):
+    code, out, _ = _cli(capsys, *runs["base"][:5], "--", *runs["base"][5:10])
+    assert code == 0
+    assert out.splitlines()[2].startswith("no regression")
+
+
+def test_one_run_per_side_decides_nothing(runs, capsys):
+    code, out, _ = _cli(capsys, runs["base"][0], runs["half_cores"][0])
+    assert code == 0
+    assert "one run per side decides nothing" in out.splitlines()[2]
+    assert "interval unknown (too few runs)" in out
+
+
+def test_a_change_off_the_critical_path_is_named_as_such(figures, runs, capsys):
+    d = diff_runs(figures["base"][:5], figures["side"])
+    assert not d.failed
+    side = next(c for c in d.ranks[0].families if c.name == "family:side")
+    assert side.delta > 0 and side.on_path is False
+    task = next(c for c in d.ranks[0].tasks if c.name == "task:side#0")
+    assert task.on_path is False and task.delta > 0
+    code, out, _ = _cli(capsys, *runs["base"][:5], "--", *runs["side"])
+    assert code == 0
+    line = next(ln for ln in out.splitlines() if ln.split()[-1:] and " side#0 " in ln)
+    assert line.endswith("off the critical path: it did not set the new makespan")
+
+
+def test_a_threshold_can_gate_a_family(figures):
+    d = diff_runs(figures["base"][:5], figures["side"],
+                  thresholds=Thresholds(rules=[("family:*", 50.0)]))
+    assert [c.name for _, c in d.regressions] == ["family:side"]
+    assert Thresholds(rules=[("family:*", 50.0), ("family:side", 900.0)]).pct(
+        "family:side") == 900.0
+
+
+def test_json_follows_the_schema_and_markdown_opens_with_the_decision(runs, capsys, tmp_path):
+    import jsonschema
+    from repo_paths import REPO_ROOT
+
+    code, out, _ = _cli(capsys, *runs["base"][:5], "--", *runs["more_work"], "--format",
+                        "json")
+    doc = json.loads(out)
+    schema = json.loads((REPO_ROOT / "docs" / "diff.schema.json").read_text())
+    jsonschema.validate(doc, schema)
+    assert code == 1 and doc["failed"] and doc["regressions"] == [
+        {"rank": "r0", "figure": "makespan"}]
+    fam = doc["ranks"][0]["families"][0]
+    assert fam["family"] == "branch" and fam["on_critical_path"] is True
+    assert fam["tasks"] == [8, 8]
+    _, md, _ = _cli(capsys, *runs["base"][:5], "--", *runs["more_work"], "--format",
+                    "markdown")
+    assert md.startswith("### PyPTO run comparison: regression\n\nREGRESSION: r0 makespan")
+    assert "| family `branch` |" in md
+
+
+@pytest.mark.parametrize("flag, words", [
+    ("--fail-above=x", "'x' is not a number"),
+    ("--fail-above==5", "no figure before '='"),
+    ("--fail-above=family:*=-1", "must be a finite number >= 0"),
+])
+def test_bad_thresholds_are_one_line(runs, capsys, flag, words):
+    with pytest.raises(SystemExit) as e:
+        profile_main(["diff", runs["base"][0], runs["base"][1], flag])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert words in err and "Traceback" not in err
+
+
+def test_a_parquet_dataset_is_refused_with_the_reason(runs, capsys, tmp_path):
+    ds = tmp_path / "ds"
+    ds.mkdir()
+    (ds / "slices.parquet").write_bytes(b"PAR1")
+    code, _, err = _cli(capsys, runs["base"][0], ds)
+    assert code == 2
+    assert err.strip().endswith("holds no dependency records, so its critical path cannot "
+                                "be compared: give the work dir or capture it was merged "
+                                "from")
