@@ -117,6 +117,7 @@ def _choices(help_by_name: dict[str, str]) -> str:
 
 
 def _parser() -> argparse.ArgumentParser:
+    from pypto.compile_profiling.trace_merge.kinds import ALIGN_AT
     from pypto.compile_profiling.trace_merge.views import FLOW_HELP, FLOWS, VIEW_HELP, VIEWS
 
     p = argparse.ArgumentParser(
@@ -126,7 +127,13 @@ def _parser() -> argparse.ArgumentParser:
         epilog="Inputs: trace.json, report/ dir or pipeline_profile.json, work dir / "
                "dfx_outputs/ dir, chip_swimlane_records.json, l2_swimlane_records.json, "
                "merged_swimlane*.json, deps.json, name_map_*.json, Simpler run log.")
-    p.add_argument("inputs", nargs="+", metavar="INPUT", help="files or directories to merge")
+    p.add_argument("inputs", nargs="*", metavar="INPUT", help="files or directories to merge")
+    p.add_argument("--compare", nargs=2, metavar=("BASE", "NEW"),
+                   help="instead of INPUTs: two runs (each a work dir, dfx_outputs/, a "
+                        "capture...) on one timeline, one above the other, processes named "
+                        "'base: ' and 'new: ', lined up at their first device task (--align "
+                        "compile: at their first compile stage); -o OUT.zip writes the two "
+                        "runs' protobuf traces as one archive instead (docs/comparing.md)")
     p.add_argument("-o", "--output", metavar="OUT",
                    help="output file (.json -> Chrome JSON, .pftrace/.perfetto-trace -> "
                         "protobuf, .parquet -> a directory of Parquet tables, "
@@ -155,11 +162,13 @@ def _parser() -> argparse.ArgumentParser:
                    help="place device timelines without clock anchors US microseconds after "
                         "the start of the device_execution stage (after time 0 without one); "
                         "calibrated captures ignore it")
-    p.add_argument("--align", choices=("clock", "start"), default="clock",
+    p.add_argument("--align", choices=("clock", "start", *ALIGN_AT), default=None,
                    help="clock (default): sources whose clocks were joined only through "
                         "wall-clock anchors (another host or boot) and that share no time with "
                         "the rest are refused, as they cannot be from one run; start: move them "
-                        "to start where the rest starts instead")
+                        "to start where the rest starts instead. With --compare: where the "
+                        "two runs line up, device (default: their first device task) or "
+                        "compile (their first compile stage)")
     p.add_argument("--views", type=_names(VIEWS, "views"), metavar="LIST",
                    help="device views to draw, comma-separated, or all / none (default: all "
                         "that each capture supports): " + _choices(VIEW_HELP))
@@ -369,7 +378,8 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str] | None, state: dict) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    note_input_dirs(args.inputs)
+    _check_compare(parser, args)
+    note_input_dirs(args.inputs or args.compare)
     if (args.output is None) == (args.per_rank is None):
         parser.error("give -o OUT, or --per-rank OUTDIR")
     if args.per_rank is None and (args.scheduler or args.merge_shards or args.workers):
@@ -418,6 +428,27 @@ def _main(argv: list[str] | None, state: dict) -> int:
             server.close()
 
 
+def _check_compare(parser, args) -> None:
+    """--compare against INPUTs, --per-rank and the two meanings of --align."""
+    from pypto.compile_profiling.trace_merge.kinds import ALIGN_AT
+
+    if args.compare is None:
+        if not args.inputs:
+            parser.error("give the INPUT files or directories to merge, or --compare BASE NEW")
+        if args.align in ALIGN_AT:
+            parser.error(f"--align {args.align} lines up two runs: it goes with --compare")
+        args.align = args.align or "clock"
+        return
+    if args.inputs:
+        parser.error("--compare BASE NEW takes the two runs; give no other INPUT")
+    if args.per_rank is not None:
+        parser.error("--compare writes one timeline of two runs: give -o OUT, not --per-rank")
+    if args.align in ("clock", "start"):
+        parser.error("with --compare, --align says where the two runs line up: device "
+                     "(default) or compile")
+    args.align = args.align or "device"
+
+
 def _log_setup() -> None:
     """Library messages: errors only, except what a write cleaned up after an interrupted
     run (`foundation.owned_dir`), said as a warning."""
@@ -438,8 +469,16 @@ def _merge(args, state: dict, server) -> int:
     from pypto.compile_profiling.trace_merge import merge_traces
 
     err = sys.stderr
+    archive = bool(args.compare) and not to_stdout and args.output.lower().endswith(".zip")
     try:
-        fmt = (args.format or "json") if to_stdout else format_for_path(args.output, args.format)
+        if archive:
+            if args.format is not None:
+                raise ProfileWriteError(f"{args.output}: a .zip holds the two runs' protobuf "
+                                        "traces: leave --format out")
+            fmt = "archive"
+        else:
+            fmt = (args.format or "json") if to_stdout else \
+                format_for_path(args.output, args.format)
     except ProfileWriteError as e:
         print(str(e), file=err)
         return EXIT_INPUT
@@ -462,15 +501,24 @@ def _merge(args, state: dict, server) -> int:
             return EXIT_INPUT if isinstance(e, OutputPathError) else EXIT_WRITE
     progress = StepProgress(err if err.isatty() else None)
     t0 = time.perf_counter()
+    options = {"offset_us": args.offset_us, "output": None if to_stdout else args.output,
+               "views": args.views, "flows": args.flows,
+               "derived_views": _derived_views(args.views)}
     try:
-        result = merge_traces(args.inputs, offset_us=args.offset_us, progress=progress,
-                              output=None if to_stdout else args.output,
-                              views=args.views, flows=args.flows, align=args.align,
-                              derived_views=_derived_views(args.views))
+        if args.compare:
+            from pypto.compile_profiling.trace_merge.side_by_side import compare_runs
+
+            result = compare_runs(*args.compare, at=args.align, progress=progress, **options)
+        else:
+            result = merge_traces(args.inputs, progress=progress, align=args.align, **options)
         tl = result.timeline
         progress(f"writing {'to stdout' if to_stdout else args.output}")
         if to_stdout:
             size = _write_to_stdout(tl, fmt, write_timeline, state)
+        elif fmt == "archive":
+            from pypto.compile_profiling.timeline.write_archive import write_trace_archive
+
+            size = write_trace_archive(result.parts, args.output)
         else:
             size = write_timeline(tl, args.output, fmt)
     except PyptoError as e:
@@ -490,7 +538,8 @@ def _merge(args, state: dict, server) -> int:
     if not args.quiet:
         lanes = len(tl.tracks)
         kind = {"json": "Chrome JSON", "perfetto": "Perfetto protobuf",
-                "parquet": "Parquet tables"}[fmt]
+                "parquet": "Parquet tables",
+                "archive": "a ZIP of the two runs' Perfetto protobuf traces"}[fmt]
         print(f"wrote {'to stdout' if to_stdout else args.output} ({kind}, "
               f"{_size(size)}) in {elapsed:.1f} s: {tl.slice_count} slices, {tl.flow_count} "
               f"flows, {sum(len(c.ts_ns) for c in tl.counters)} counter samples, "

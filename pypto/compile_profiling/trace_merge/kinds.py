@@ -39,3 +39,8 @@ class SourceKind(StrEnum):
     HOST_PHASE_RECORDS = "host_phase_records"
     SWIMLANE_RECORDS = "swimlane_records"
     MERGED_SWIMLANE = "merged_swimlane"
+
+
+# Where `pypto-merge-traces --compare` lines two runs up (`side_by_side`): their first device
+# task, or their first compile stage. Here, not there, so `--help` loads no NumPy.
+ALIGN_AT = ("device", "compile")
