@@ -2,9 +2,10 @@
 compile profiles.
 
     pypto-profile show PATH [--top N] [--expand] [--json] [-o FILE]
-    pypto-profile diff BASE... -- NEW... [--threshold PCT] [--min-ms MS] [--alpha A]
-                       [--format F] [-o FILE]
+    pypto-profile diff BASE... -- NEW... [--fail-above [FIGURE=]PCT]... [--threshold PCT]
+                       [--min-ms MS] [--alpha A] [--top N] [--format F] [-o FILE]
     pypto-profile html PATH -o FILE
+    pypto-profile html BASE... -- NEW... -o FILE     (whole runs side by side)
     pypto-profile open TRACE [--offline] [--no-browser] [--port P] [--timeout S]
     pypto-profile kernels WORK_DIR [--format text|markdown|csv|json] [-o FILE]
     pypto-profile analyze PATH... [--format text|markdown|json] [--top N] [-o FILE]
@@ -99,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     _no_profile_of_this_tool()
     new_paths = None
-    if argv[:1] == ["diff"]:
+    if argv[:1] in (["diff"], ["html"]):
         argv, new_paths = diff.split_diff_runs(argv)
     parser = _parser()
     args = parser.parse_args(argv)

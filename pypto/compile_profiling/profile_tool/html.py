@@ -33,7 +33,7 @@ LANE_GAP = 22
 LABEL_MIN_PX = 36
 _COLORS = {"compile": "#8fb3e0", "parse": "#c7a6e0", "pass": "#9fd4a3", "codegen": "#f2c27b",
            "device": "#e89a9a", "runtime": "#a6d8d8", "user": "#d6d6a8"}
-_CSP = ("default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
+PAGE_CSP = ("default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
         "img-src 'none'; connect-src 'none'; form-action 'none'; base-uri 'none'")
 
 
@@ -164,7 +164,7 @@ def _kernel_table(rows: list[KernelRow]) -> str:
     return _folded("kernels", heads, rows, "kernels")
 
 
-_STYLE = """
+PAGE_STYLE = """
 body{font:13px system-ui,sans-serif;margin:16px;color:#222}
 h1{font-size:18px} h2{font-size:15px;margin-top:24px}
 .answer{border-left:4px solid #c33;padding:2px 10px;margin:8px 0;background:#fafafa} .answer ul{margin:4px 0}
@@ -276,8 +276,8 @@ def profile_html(profile: Profile | None, kernels: list[KernelRow] | None = None
             .replace(">", "\\u003e").replace("&", "\\u0026"))
     parts = [
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">",
-        f"<meta http-equiv=\"Content-Security-Policy\" content=\"{_CSP}\">",
-        f"<title>{esc(title)}</title><style>{_STYLE}</style></head><body>",
+        f"<meta http-equiv=\"Content-Security-Policy\" content=\"{PAGE_CSP}\">",
+        f"<title>{esc(title)}</title><style>{PAGE_STYLE}</style></head><body>",
         f"<h1>{esc(title)}</h1>",
     ]
     if analysis and analysis.get("ranks"):

@@ -14,7 +14,7 @@ from pypto.compile_profiling.profile_tool.rank_bound import min_runs
 from pypto.compile_profiling.profile_tool.run_diff import Change, RankDiff, RunDiff, decision
 from pypto.compile_profiling.trace_merge.containment import fmt_ns
 
-__all__ = ["SCHEMA", "format_run_diff", "run_diff_dict"]
+__all__ = ["SCHEMA", "format_run_diff", "place_on_path", "run_diff_dict"]
 
 SCHEMA = "pypto.run_diff/1"
 OFF_PATH = "off the critical path: it did not set the new makespan"
@@ -43,7 +43,9 @@ def _runs(paths: list[str]) -> str:
     return paths[0] if len(paths) == 1 else f"median of {len(paths)} runs"
 
 
-def _where(c: Change) -> str:
+def place_on_path(c: Change) -> str:
+    """Where a family's or task's change sits: within the noise or not, on the critical
+    path or off it (and in how many new runs)."""
     noise = "within the runs' noise; " if c.within_noise else ""
     return noise + _path_place(c) if noise or c.on_path_runs is not None else ""
 
@@ -97,14 +99,14 @@ def _rank_text(d: RunDiff, r: RankDiff, top: int) -> list[str]:
             tb, tn = r.family_tasks.get(f, (0, 0))
             tasks = f"{tb:g}" if tb == tn else f"{tb:g}->{tn:g}"
             rows.append((_signed(c.delta), _pct(c), _t(c.base_median), _t(c.new_median),
-                         tasks, f, _where(c)))
+                         tasks, f, place_on_path(c)))
         lines += _table(rows, 5)
     if r.tasks:
         shown = r.tasks[:top] if top else r.tasks
         lines.append(f"  tasks that changed most ({r.paired_tasks} paired by kernel family "
                      "and order):")
         rows = [(_signed(c.delta), _t(c.base_median), "->", _t(c.new_median),
-                 c.name.split(":", 1)[1], _where(c)) for c in shown]
+                 c.name.split(":", 1)[1], place_on_path(c)) for c in shown]
         lines += _table(rows, 4)
     if any(r.unpaired):
         lines.append(f"  unpaired tasks: {r.unpaired[0]} only in base, {r.unpaired[1]} only "
@@ -130,7 +132,7 @@ def format_text(d: RunDiff, top: int = 10) -> str:
 
 
 def _md_change_row(c: Change, label: str) -> str:
-    note = "⚠️ regression" if c.regression else _where(c)
+    note = "⚠️ regression" if c.regression else place_on_path(c)
     return (f"| {label} | {_t(c.base_median)} | {_t(c.new_median)} | {_signed(c.delta)} "
             f"{_pct(c)} | {note} |")
 

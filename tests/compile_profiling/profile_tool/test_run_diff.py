@@ -170,3 +170,24 @@ def test_a_parquet_dataset_is_refused_with_the_reason(runs, capsys, tmp_path):
     assert err.strip().endswith("holds no dependency records, so its critical path cannot "
                                 "be compared: give the work dir or capture it was merged "
                                 "from")
+
+
+def test_html_shows_both_sides_with_their_change(runs, capsys, tmp_path):
+    page = tmp_path / "compare.html"
+    code = profile_main(["html", *runs["base"][:5], "--", *runs["more_work"], "-o", str(page)])
+    assert code == 0
+    text = page.read_text()
+    assert "REGRESSION: r0 makespan worse by more than the threshold" in text
+    assert "<script" not in text and "Content-Security-Policy" in text
+    assert text.count("<svg") == 3            # makespan, the path, the families
+    assert ">branch</text>" in text and "; REGRESSION</text>" in text
+
+
+def test_html_compares_whole_runs_only(runs, capsys, tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    code = profile_main(["html", runs["base"][0], "--", str(empty), "-o",
+                         str(tmp_path / "x.html")])
+    assert code == 2
+    assert capsys.readouterr().err.startswith(f"{empty}: no device capture here")
+    assert not (tmp_path / "x.html").exists()
