@@ -84,7 +84,7 @@ class RankAnalysis:
     has_cpu: bool                     # AICPU dispatch/finish records (level >= 2)
     static: StaticPath | None
     observed: ObservedPath | None
-    overhead: Overhead
+    overhead: Overhead | None         # None: not computed (`analyze_plan(overhead=False)`)
     engines: list[EngineUse]          # per engine: its cores' busy share of the makespan
     starvation: list[tuple[str, float, int]]   # (engine, starved share, cycles on the path)
     verdict: Verdict
@@ -135,9 +135,11 @@ class RunAnalysis:
 
 
 def analyze_capture(plan: Plan, capture_plan: CapturePlan, rows: DeviceRows | None = None, *,
-                    tolerance_cycles: int = TOLERANCE_CYCLES) -> RankAnalysis | None:
+                    tolerance_cycles: int = TOLERANCE_CYCLES,
+                    with_overhead: bool = True) -> RankAnalysis | None:
     """One placed capture (None without AICore records). `rows`: its `DeviceRows` when the
-    layout made them already."""
+    layout made them already. `with_overhead=False` leaves out the overhead figures (half
+    the analysis's CPU): the verdict is the same, without the starvation evidence."""
     rec = capture_plan.capture.records
     if rec is None or capture_plan.device is None:
         return None
@@ -167,7 +169,8 @@ def analyze_capture(plan: Plan, capture_plan: CapturePlan, rows: DeviceRows | No
             "dep_gen off): no static path; the observed path follows resource "
             "predecessors (the previous task on the core) only"
         )
-    ov = overhead(tt, disp, fin, has, deps, rec.scheduler, rec.core_to_thread)
+    ov = overhead(tt, disp, fin, has, deps, rec.scheduler, rec.core_to_thread) \
+        if with_overhead else None
     dev = capture_plan.device
     names = (
         capture_plan.capture.name_map.names if capture_plan.capture.name_map is not None else None
@@ -182,7 +185,7 @@ def analyze_capture(plan: Plan, capture_plan: CapturePlan, rows: DeviceRows | No
         offset_lo_ns=dev.offset_lo_ns, offset_hi_ns=dev.offset_hi_ns,
         tasks=tt, edges=edges, has_deps=has_deps, has_cpu=bool(has.any()), static=static,
         observed=obs, overhead=ov, engines=engine_use(tt),
-        starvation=_starvation_on_path(tt, obs, ov),
+        starvation=_starvation_on_path(tt, obs, ov) if ov is not None else [],
         verdict=Verdict(kind="unknown", rule="not decided yet"), end_to_end=None,
         names=names, notes=notes)
     if iv is None and dev.status is not PlacementStatus.CALIBRATED:
@@ -273,12 +276,15 @@ def _edge_notes(d: DependencyEdges, where: str, notes: list[str]) -> None:
 
 
 def analyze_plan(plan: Plan, *, tolerance_cycles: int = TOLERANCE_CYCLES,
-                 rows: dict[int, DeviceRows] | None = None) -> RunAnalysis:
-    """Every capture of a placed merge (`rows`: `DeviceRows` by `capture plan`)."""
+                 rows: dict[int, DeviceRows] | None = None,
+                 with_overhead: bool = True) -> RunAnalysis:
+    """Every capture of a placed merge (`rows`: `DeviceRows` by `capture plan`;
+    `with_overhead`: as `analyze_capture`)."""
     out, warnings = [], list(plan.warnings)
     for cp in plan.captures:
         r = (rows or {}).get(cp)
-        ra = analyze_capture(plan, cp, r, tolerance_cycles=tolerance_cycles)
+        ra = analyze_capture(plan, cp, r, tolerance_cycles=tolerance_cycles,
+                             with_overhead=with_overhead)
         if ra is not None:
             out.append(ra)
             warnings.extend(ra.notes)

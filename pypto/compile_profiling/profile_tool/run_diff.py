@@ -183,20 +183,50 @@ def _verdict(r: RankFigures) -> str:
     return r.verdict + (f" (device: {r.device_verdict})" if r.device_verdict else "")
 
 
-def _task_medians(ranks: list[RankFigures], index: dict[str, int]) -> tuple[np.ndarray,
-                                                                                np.ndarray]:
-    """Per paired key (`index`): the median duration over these runs (NaN: in none) and
-    the share of runs that had it on the critical path."""
-    ns = np.full((len(ranks), len(index)), np.nan)
-    on = np.zeros((len(ranks), len(index)))
+def _side_tasks(ranks: list[RankFigures], family: str) -> tuple[np.ndarray, np.ndarray]:
+    """One family's tasks on one side, in order: the median duration over the runs (NaN
+    where no run has that task) and the share of runs that had it on the critical path."""
+    arrays = [r.task_ns.get(family, np.zeros(0)) for r in ranks]
+    width = max((len(a) for a in arrays), default=0)
+    ns = np.full((len(ranks), width), np.nan)
+    on = np.zeros((len(ranks), width))
     for i, r in enumerate(ranks):
-        cols = np.fromiter((index.get(k, -1) for k in r.task_keys), np.int64, len(r.task_keys))
-        keep = cols >= 0
-        ns[i, cols[keep]] = r.task_ns[keep]
-        on[i, cols[keep]] = r.on_path[keep]
-    with warnings.catch_warnings():      # a key no run here has: NaN, said as unpaired
+        ns[i, :len(arrays[i])] = arrays[i]
+        on[i, :len(arrays[i])] = r.task_on_path.get(family, np.zeros(0, bool))
+    with warnings.catch_warnings():      # a task no run here has: NaN, said as unpaired
         warnings.simplefilter("ignore", RuntimeWarning)
-        return np.nanmedian(ns, axis=0), on.mean(axis=0)
+        return np.nanmedian(ns, axis=0) if width else np.zeros(0), on.mean(axis=0)
+
+
+def _task_changes(base: list[RankFigures], new: list[RankFigures], alpha: float,
+                  thresholds: Thresholds) -> tuple[list[Change], int, tuple[int, int]]:
+    """The `TOP_TASKS` largest task changes (tasks paired by family and order), how many
+    tasks paired, and how many were only in base / only in new."""
+    fams = list(dict.fromkeys(f for r in base + new for f in r.task_ns))
+    paired, only = 0, [0, 0]
+    found: list[tuple[float, str, int, float]] = []     # (|delta|, family, k, on share)
+    for f in fams:
+        b, _ = _side_tasks(base, f)
+        n, n_on = _side_tasks(new, f)
+        m = min(len(b), len(n))
+        both = ~np.isnan(b[:m]) & ~np.isnan(n[:m])
+        paired += int(both.sum())
+        only[0] += int((~np.isnan(b)).sum()) - int(both.sum())
+        only[1] += int((~np.isnan(n)).sum()) - int(both.sum())
+        delta = np.where(both, n[:m] - b[:m], 0.0)
+        for k in np.argsort(-np.abs(delta), kind="stable")[:TOP_TASKS].tolist():
+            if delta[k] != 0:
+                found.append((abs(float(delta[k])), f, k, float(n_on[k])))
+    found.sort(key=lambda x: (-x[0], x[1], x[2]))
+    tasks = []
+    for _, f, k, share in found[:TOP_TASKS]:
+        def values(ranks: list[RankFigures], f=f, k=k) -> list[float]:
+            return [float(r.task_ns[f][k]) for r in ranks if k < len(r.task_ns.get(f, ()))]
+
+        c = _change(f"task:{f}#{k}", values(base), values(new), alpha, thresholds)
+        c.on_path_runs = (round(share * len(new)), len(new))
+        tasks.append(c)
+    return tasks, paired, (only[0], only[1])
 
 
 def _rank_diff(label: str, base: list[RankFigures], new: list[RankFigures], alpha: float,
@@ -232,39 +262,11 @@ def _rank_diff(label: str, base: list[RankFigures], new: list[RankFigures], alph
     path = changes(lambda r: r.path, "path:", gated)
     e2e = changes(lambda r: r.end_to_end, "e2e:", gated)
 
-    keys = list(dict.fromkeys(k for r in base + new for k in r.task_keys))
-    index = {k: i for i, k in enumerate(keys)}
-    b_ns, _ = _task_medians(base, index)
-    n_ns, n_on = _task_medians(new, index)      # n_on: the share of new runs
-    both = ~np.isnan(b_ns) & ~np.isnan(n_ns)
-    delta = np.where(both, n_ns - b_ns, 0.0)
-    top = [int(i) for i in np.argsort(-np.abs(delta), kind="stable")[:TOP_TASKS]
-           if both[i] and delta[i] != 0]
-    tasks = []
-    for i in top:
-        c = _task_change(keys[i], base, new, alpha, thresholds)
-        c.on_path_runs = (round(float(n_on[i]) * len(new)), len(new))
-        tasks.append(c)
-        if c.threshold_pct is not None:
-            gated.append(c)
-    unpaired = (int((~np.isnan(b_ns) & np.isnan(n_ns)).sum()),
-                int((np.isnan(b_ns) & ~np.isnan(n_ns)).sum()))
+    tasks, paired, unpaired = _task_changes(base, new, alpha, thresholds)
+    gated += [c for c in tasks if c.threshold_pct is not None]
     return RankDiff(label, makespan, _mode([_verdict(r) for r in base]),
                     _mode([_verdict(r) for r in new]), families, family_tasks, family_path,
-                    path, e2e, tasks, int(both.sum()), unpaired, gated)
-
-
-def _task_change(key: str, base: list[RankFigures], new: list[RankFigures],
-                 alpha: float, thresholds: Thresholds) -> Change:
-    def values(ranks: list[RankFigures]) -> list[float]:
-        out = []
-        for r in ranks:
-            where = r.task_keys.index(key) if key in r.task_keys else -1
-            if where >= 0:
-                out.append(float(r.task_ns[where]))
-        return out
-
-    return _change("task:" + key, values(base), values(new), alpha, thresholds)
+                    path, e2e, tasks, paired, unpaired, gated)
 
 
 def _pair_ranks(base: list[RunFigures], new: list[RunFigures]) -> tuple[list[str], list[str]]:

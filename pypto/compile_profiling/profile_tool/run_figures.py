@@ -36,9 +36,10 @@ class RankFigures:
     family_path_ns: dict[str, float]       # family -> compute on the observed path
     path: dict[str, float]                 # "compute AIC", "scheduler dispatch", ... -> ns
     end_to_end: dict[str, float]           # CATEGORIES -> ns (empty: no host side)
-    task_keys: list[str]                   # "family#k", per task
-    task_ns: np.ndarray                    # float64 duration per task
-    on_path: np.ndarray                    # bool per task: on the observed path
+    # per family, its tasks in task-id order (the k-th is `family#k`): duration in ns, and
+    # whether it is on the observed path
+    task_ns: dict[str, np.ndarray]
+    task_on_path: dict[str, np.ndarray]
     timing: str | None = None              # the capture's device_timing mode, when stated
 
 
@@ -67,38 +68,48 @@ def _is_dataset(p: Path) -> bool:
     return p.is_dir() and ((p / DATASET_MARKER).exists() or any(p.glob("*.parquet")))
 
 
-def _timing_mode(source: str) -> str | None:
-    from pypto.compile_profiling.foundation.input_files import load_json_input
-
-    try:
-        meta = load_json_input(source).get("metadata", {})
-    except (TraceInputError, AttributeError, OSError):
-        return None
-    timing = meta.get("device_timing") if isinstance(meta, dict) else None
+def _timing_mode(metadata: dict | None) -> str | None:
+    """The capture's `device_timing` mode (ours; Simpler's captures state none)."""
+    timing = metadata.get("device_timing") if isinstance(metadata, dict) else None
     return timing.get("mode") if isinstance(timing, dict) else None
 
 
-def rank_figures(r) -> RankFigures:
-    """The figures of one `RankAnalysis`."""
+def _analyzed(path: str):
+    """`analyze([path])`, with each capture's records metadata by source path (read once:
+    the figures need the timing mode the capture states)."""
+    from pypto.compile_profiling.analysis import analyze_plan
+    from pypto.compile_profiling.foundation.gc_pause import gc_paused
+    from pypto.compile_profiling.trace_merge.place import place
+    from pypto.compile_profiling.trace_merge.read_inputs import read_inputs
+
+    with gc_paused():
+        found = read_inputs([path])
+        if not any(c.records is not None for c in found.captures):
+            raise TraceInputError(path, "no Simpler swimlane records "
+                                        "(chip_swimlane_records.json): no device to compare")
+        meta = {c.records.path: c.records.metadata for c in found.captures
+                if c.records is not None}
+        # the overhead figures are not compared: left out, half the analysis's CPU
+        # (benchmarks/bench_compare.py, 5 + 5 runs of 100k tasks: diff 1.50x -> 1.36x the
+        # CPU of reading the runs)
+        return analyze_plan(place(found), with_overhead=False), meta
+
+
+def rank_figures(r, metadata: dict | None = None) -> RankFigures:
+    """The figures of one `RankAnalysis` (`metadata`: its capture's, for the timing mode)."""
     from pypto.compile_profiling.analysis import kernel_family
     from pypto.compile_profiling.analysis.verdict import engine_label
 
     tt = r.tasks
     n = len(tt)
     scale = 1e9 / r.freq_hz
-    kernels, _, _ = r.labels(np.arange(n))
-    families = [kernel_family(k) for k in kernels]
-    order = np.argsort(tt.ids, kind="stable")
-    seen: dict[str, int] = {}
-    keys = [""] * n
-    for i in order.tolist():
-        f = families[i]
-        k = seen.get(f, 0)
-        seen[f] = k + 1
-        keys[i] = f"{f}#{k}"
-    fam_index = {f: j for j, f in enumerate(dict.fromkeys(families))}
-    codes = np.array([fam_index[f] for f in families], dtype=np.int64)
-    names = list(fam_index)
+    # one name per kernel id, then per family: NumPy over the tasks, no per-task Python
+    _, first, kernel_of_task = np.unique(tt.kernel, return_index=True, return_inverse=True)
+    kernel_names = tt.kernel_names(first, r.names)
+    names = list(dict.fromkeys(kernel_family(k) for k in kernel_names))
+    fam_of_kernel = np.array([names.index(kernel_family(k)) for k in kernel_names],
+                             dtype=np.int64)
+    codes = fam_of_kernel[kernel_of_task.reshape(-1)] if n else np.zeros(0, np.int64)
     tasks = np.bincount(codes, minlength=len(names))
     block_ns = (tt.row_end - tt.row_start).astype(np.float64) * scale
     core = np.bincount(codes[tt.row_task], weights=block_ns, minlength=len(names))
@@ -118,20 +129,25 @@ def rank_figures(r) -> RankFigures:
             path[f"stall {part}"] = cycles * scale
     e2e = r.end_to_end
     v = r.verdict
+    order = np.lexsort((tt.ids, codes))                 # by family, then task id
+    bounds = np.searchsorted(codes[order], np.arange(len(names) + 1))
+    dur = tt.duration.astype(np.float64) * scale
+    task_ns = {f: dur[order[bounds[j]:bounds[j + 1]]] for j, f in enumerate(names)}
+    task_on = {f: on_path[order[bounds[j]:bounds[j + 1]]] for j, f in enumerate(names)}
     return RankFigures(
         r.label, float(r.makespan_cycles) * scale, str(v.kind),
         None if v.device is None else str(v.device.kind),
         dict(zip(names, tasks.tolist())), dict(zip(names, core.tolist())),
         dict(zip(names, path_fam.tolist())), path,
         {} if e2e is None else {k: float(v) for k, v in e2e.totals.items()},
-        keys, tt.duration.astype(np.float64) * scale, on_path, _timing_mode(r.source))
+        task_ns, task_on, _timing_mode(metadata))
+
 
 
 def load_run_figures(path: str | os.PathLike) -> RunFigures:
     """The figures of the run at `path`: a work dir (`report/` and/or `dfx_outputs/`), a
     capture (`dfx_outputs/`, `rank<r>/d<k>/`, `chip_swimlane_records.json`), or a compile
     profile. Raises `TraceInputError` when `path` holds neither."""
-    from pypto.compile_profiling.analysis import analyze
     from pypto.compile_profiling.profile_data.load import load_profile
 
     p = Path(path)
@@ -143,8 +159,8 @@ def load_run_figures(path: str | os.PathLike) -> RunFigures:
                                     "capture it was merged from")
     run = RunFigures(str(path), load_profile(p) if _has_profile(p) else None)
     if _has_capture(p):
-        result = analyze([str(p)])
-        run.ranks = [rank_figures(r) for r in result.ranks]
+        result, meta = _analyzed(str(p))
+        run.ranks = [rank_figures(r, meta.get(r.source)) for r in result.ranks]
         run.notes = list(result.warnings)
     if run.profile is None and not run.ranks:
         raise TraceInputError(path, "neither a compile profile nor a device capture here "

@@ -553,3 +553,23 @@ def test_a_host_log_that_lost_records_marks_the_host_side_incomplete(tmp_path):
     (r,) = analyze([work / "dfx_outputs"]).ranks
     assert r.host_log_dropped == {int(pid): int(total)}
     assert any("the host side is incomplete" in n for n in r.notes)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_leaving_out_the_overhead_keeps_the_verdict_and_path(case):
+    """What `pypto-profile diff` runs (`with_overhead=False`): the same verdict and path on
+    every real capture; only the overhead figures (and their starvation evidence) are gone."""
+    from pypto.compile_profiling.analysis import analyze_plan
+    from pypto.compile_profiling.trace_merge.place import place
+    from pypto.compile_profiling.trace_merge.read_inputs import read_inputs
+
+    plan = place(read_inputs([FIXTURES / case]))
+    full = analyze_plan(plan).ranks
+    light = analyze_plan(plan, with_overhead=False).ranks
+    assert [r.label for r in full] == [r.label for r in light]
+    for a, b in zip(full, light):
+        assert b.overhead is None and a.overhead is not None
+        assert (a.verdict.kind, a.verdict.rule, a.verdict.gain_bound_ns) == \
+            (b.verdict.kind, b.verdict.rule, b.verdict.gain_bound_ns)
+        assert np.array_equal(a.observed.tasks, b.observed.tasks)
+        assert np.array_equal(a.observed.parts, b.observed.parts)
