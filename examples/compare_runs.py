@@ -15,6 +15,7 @@ longer run side by side. Then compare:
 from __future__ import annotations
 
 import argparse
+import logging
 import shlex
 import sys
 from pathlib import Path
@@ -105,6 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--base-aiv-cores", type=int, default=16)
     ap.add_argument("--new-aiv-cores", type=int, default=4)
     args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)    # not a "profile written" line per run
     out = Path(args.out)
     try:
         make_runs(out, "base", args.runs, args.base_aiv_cores, 0)
