@@ -186,6 +186,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="with --open: only print the URL")
     p.add_argument("--port", type=port_number, default=None,
                    help=f"port for --open (default {DEFAULT_PORT}, the one the Perfetto UI accepts)")
+    p.add_argument("--analyze", metavar="REPORT",
+                   help="also write `pypto-profile analyze`'s report of the merged captures to "
+                        "REPORT (.json: JSON, .md: markdown, else text), from what the merge "
+                        "read and placed: nothing is read twice")
     p.add_argument("--kernels", action="store_true",
                    help="list every kernel of each capture in the summary (tasks, runs, core "
                         "types, total / mean / max device time); by default one line per "
@@ -391,6 +395,9 @@ def _main(argv: list[str] | None, state: dict) -> int:
         if args.kernels:
             parser.error("--kernels lists kernels in a merge's summary: it goes with -o "
                          "(per rank: pypto-profile kernels WORK_DIR)")
+        if args.analyze:
+            parser.error("--analyze goes with -o (with --per-rank: pypto-profile analyze "
+                         "the inputs)")
         if args.workers and args.scheduler:
             parser.error("--workers sizes the local cluster; with --scheduler ADDRESS the "
                          "cluster is yours: leave --workers out")
@@ -428,6 +435,23 @@ def _main(argv: list[str] | None, state: dict) -> int:
             server.close()
 
 
+def _write_analysis(result, args) -> None:
+    """--analyze REPORT: the analysis of the merged captures from the merge's own plan and
+    rows (`MergeResult.plan`, `.rows`): the records are neither read nor decoded again."""
+    from pypto.compile_profiling.analysis import analyze_plan
+    from pypto.compile_profiling.analysis.report import format_analysis
+    from pypto.compile_profiling.cli.output import write_output
+
+    report = args.analyze
+    fmt = "json" if report.lower().endswith(".json") else \
+        "markdown" if report.lower().endswith(".md") else "text"
+    analysis = analyze_plan(result.plan, rows=result.rows)
+    if not analysis.ranks:
+        raise TraceInputError(report, "no capture with AICore records among the inputs: "
+                                      "nothing to analyse")
+    write_output(report, format_analysis(analysis, fmt, top=10), args.inputs)
+
+
 def _check_compare(parser, args) -> None:
     """--compare against INPUTs, --per-rank and the two meanings of --align."""
     from pypto.compile_profiling.trace_merge.kinds import ALIGN_AT
@@ -441,6 +465,9 @@ def _check_compare(parser, args) -> None:
         return
     if args.inputs:
         parser.error("--compare BASE NEW takes the two runs; give no other INPUT")
+    if args.analyze:
+        parser.error("--analyze reports one run's captures; to compare two runs: "
+                     "pypto-profile diff BASE NEW")
     if args.per_rank is not None:
         parser.error("--compare writes one timeline of two runs: give -o OUT, not --per-rank")
     if args.align in ("clock", "start"):
@@ -496,6 +523,12 @@ def _merge(args, state: dict, server) -> int:
     elif not to_stdout:
         try:
             check_output_path(args.output)   # a FIFO, device, directory...: before reading
+            if args.analyze is not None:
+                if os.path.abspath(args.analyze) == os.path.abspath(args.output):
+                    raise OutputPathError(args.analyze, "--analyze would write the report "
+                                                        "over the merged trace: give it its "
+                                                        "own file")
+                check_output_path(args.analyze)
         except ProfileWriteError as e:
             print(str(e), file=err)
             return EXIT_INPUT if isinstance(e, OutputPathError) else EXIT_WRITE
@@ -510,7 +543,8 @@ def _merge(args, state: dict, server) -> int:
 
             result = compare_runs(*args.compare, at=args.align, progress=progress, **options)
         else:
-            result = merge_traces(args.inputs, progress=progress, align=args.align, **options)
+            result = merge_traces(args.inputs, progress=progress, align=args.align,
+                                  keep_for_analysis=bool(args.analyze), **options)
         tl = result.timeline
         progress(f"writing {'to stdout' if to_stdout else args.output}")
         if to_stdout:
@@ -521,6 +555,9 @@ def _merge(args, state: dict, server) -> int:
             size = write_trace_archive(result.parts, args.output)
         else:
             size = write_timeline(tl, args.output, fmt)
+        if args.analyze:
+            progress(f"analysing into {args.analyze}")
+            _write_analysis(result, args)
     except PyptoError as e:
         return _merge_error(e, args.output, err)
     finally:
@@ -544,6 +581,8 @@ def _merge(args, state: dict, server) -> int:
               f"{_size(size)}) in {elapsed:.1f} s: {tl.slice_count} slices, {tl.flow_count} "
               f"flows, {sum(len(c.ts_ns) for c in tl.counters)} counter samples, "
               f"{len(tl.processes)} processes, {lanes} lanes", file=err)
+        if args.analyze:
+            print(f"wrote the analysis of its captures to {args.analyze}", file=err)
     if args.quiet or args.verbose:
         for w in result.warnings:
             print(f"warning: {w}", file=err)

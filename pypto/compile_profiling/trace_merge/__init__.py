@@ -22,6 +22,7 @@ from pypto.compile_profiling.foundation.gc_pause import gc_paused
 
 if TYPE_CHECKING:  # not loaded here: `--help` reads `views` without NumPy (0.30 -> 0.13 s CPU)
     from pypto.compile_profiling.timeline.model import Timeline
+    from pypto.compile_profiling.trace_merge.plan import Plan
 
 __all__ = ["MergeResult", "merge_traces"]
 
@@ -36,6 +37,10 @@ class MergeResult:
     summary_lines: list[str]
     warnings: list[str]
     kernel_lines: list[str] = field(default_factory=list)
+    # with `merge_traces(keep_for_analysis=True)`: the placed plan and each drawn capture
+    # plan's `DeviceRows`, so `analysis.analyze_plan(plan, rows=rows)` reads nothing again
+    plan: Plan | None = None
+    rows: dict | None = None
 
     def brief(self, most: int = 5) -> list[str]:
         """What was merged, in a few lines: the sources by kind, then per capture (at most
@@ -78,7 +83,8 @@ def merge_traces(inputs: Iterable[str | os.PathLike], *, offset_us: float | None
                  views: Iterable[str] | None = None,
                  flows: Iterable[str] | None = None,
                  align: str = "clock",
-                 derived_views: Callable | None = None) -> MergeResult:
+                 derived_views: Callable | None = None,
+                 keep_for_analysis: bool = False) -> MergeResult:
     """Read every input, place each source on one host CLOCK_MONOTONIC axis, lay them out.
 
     Raises `TraceInputError` (naming the file) for unreadable or invalid input, before
@@ -89,6 +95,8 @@ def merge_traces(inputs: Iterable[str | os.PathLike], *, offset_us: float | None
     `align`: "clock" (default) refuses sources that share no time with the reference host's
     and were joined to it only through wall-clock anchors (they cannot be from one run);
     "start" moves them to start with it instead.
+    `keep_for_analysis`: keep the placed plan and the captures' rows in the result (memory:
+    the rows, about 80 MB at 1M tasks) for an analysis that reuses them.
     `derived_views`: what draws `critical-path` and `overhead`
     (`pypto.compile_profiling.analysis.TIMELINE_VIEWS`); those two are drawn only when
     `views` names them (or is `all`), and asking for them without it is a `ValueError`.
@@ -124,5 +132,8 @@ def merge_traces(inputs: Iterable[str | os.PathLike], *, offset_us: float | None
         say("placing sources")
         plan = place(found, offset_us=offset_us, align=align)
         say("laying out")
-        timeline, summary, warnings, kernel_lines = lay_out(plan, selection, derived_views)
-    return MergeResult(timeline, summary, warnings, kernel_lines)
+        rows: dict | None = {} if keep_for_analysis else None
+        timeline, summary, warnings, kernel_lines = lay_out(plan, selection, derived_views,
+                                                            rows)
+    return MergeResult(timeline, summary, warnings, kernel_lines,
+                       plan if keep_for_analysis else None, rows)

@@ -48,11 +48,12 @@ from pypto.compile_profiling.trace_merge.views import (
 )
 
 
-def lay_out(plan: Plan, selection: Selection = ALL, derived: DerivedViews | None = None
-            ) -> tuple[Timeline, list[str], list[str], list[str]]:
+def lay_out(plan: Plan, selection: Selection = ALL, derived: DerivedViews | None = None,
+            kept_rows: dict | None = None) -> tuple[Timeline, list[str], list[str], list[str]]:
     """-> (timeline, summary lines, warnings, a line per kernel); `selection`: the device views
     and arrows to draw; `derived`: draws the views of `views.DERIVED_VIEWS` from the
-    captures' rows."""
+    captures' rows; `kept_rows` (a dict) receives each drawn capture plan's `DeviceRows`,
+    for an analysis that should not make them again."""
     builder = TimelineBuilder(plan)
     warnings = list(plan.warnings)
     for trace, host_clock in plan.traces:
@@ -90,6 +91,8 @@ def lay_out(plan: Plan, selection: Selection = ALL, derived: DerivedViews | None
                             "swimlane records: nothing to draw them on")
     if derived is not None and any(selection.view(v) for v in DERIVED_VIEWS):
         derived(builder, plan, drawn, selection, warnings)
+    if kept_rows is not None:
+        kept_rows.update(drawn)
     n_stages, n_flows = (_kernel_codegen_flows(builder) if selection.flow(FlowKind.KERNEL_CODEGEN)
                          else (0, 0))
     made = {p: n for n, p in enumerate(builder.order)}   # a Process hashes as itself
