@@ -28,12 +28,14 @@ Speed (upb backend, measured on the 2-core machine): building a packet from dict
 `add(**fields)` cost 3.3 us plus 1.1 us a debug annotation; setting the fields of a kept
 packet in place and serializing it costs about a third of that, so slices are written
 through `_BeginTemplate`s, their args from columns turned into lists once per chunk of
-`ROWS_PER_CHUNK` slices (string and 2D columns into their text at once: `_texts`), and
-counter values through `Trace`s of `COUNTERS_PER_SERIALIZE` packets. Not done, measured as
-not paying before: incremental timestamps (about 4 bytes of ~64 a packet), one JSON
-annotation for all args (twice the bytes, keys nested one level deeper in Perfetto). What
-is left is Python work per row (a field set is 0.1 us, a serialize call about 1 us): the
-100k bench write is about 4.8 s CPU in one process.
+`ROWS_PER_CHUNK` slices (string and 2D columns into their text at once:
+`proto_columns.texts_of`), and counter values through `Trace`s of `COUNTERS_PER_SERIALIZE`
+packets. Not done, measured as not paying before: incremental timestamps (about 4 bytes of
+~64 a packet), one JSON annotation for all args (twice the bytes, keys nested one level
+deeper in Perfetto). The templates cost Python work per row (a field set is 0.1 us, a
+serialize call about 1 us: the 100k bench write was 3.9-4.9 s CPU in one process), so a
+track whose blocks allow it is made from columns instead (`proto_columns.encode_track`, the
+same bytes: 2.3-2.7 s); the templates write the rest.
 """
 
 from __future__ import annotations
@@ -56,15 +58,15 @@ from pypto.compile_profiling.timeline.arg_values import (
     json_text,
     proto_field,
 )
-from pypto.compile_profiling.timeline.json_values import dumps_strict, safe_text
+from pypto.compile_profiling.timeline.json_values import safe_text
 from pypto.compile_profiling.timeline.model import (
-    ArgColumn,
     CounterTrack,
     SliceBlock,
     Timeline,
     Track,
     other_data,
 )
+from pypto.compile_profiling.timeline.proto_columns import encode_track, texts_of
 from pypto.errors import ProfileWriteError
 
 log = logging.getLogger(__name__)
@@ -76,6 +78,11 @@ COUNTERS_PER_SERIALIZE = 256  # counter packets set in place and serialized toge
 # slices whose args are built from columns at a time: 200k bench slices took 1.52 s CPU with
 # 1024, 1.58 s with 4096, 1.93 s with 16384 (the chunk's lists outgrow the caches)
 ROWS_PER_CHUNK = 4096
+
+# Slices from columns (`proto_columns.encode_track`), byte for byte the templates' packets;
+# False: every track through the templates (for the tests that compare the two, and to
+# measure the gain: see proto_columns)
+COLUMN_ENCODER = True
 
 
 _BEGIN = pb.TrackEvent.TYPE_SLICE_BEGIN
@@ -167,34 +174,6 @@ class Sequence:
         return pending
 
 
-def _texts(col: ArgColumn, rows: np.ndarray) -> list[str] | None:
-    """The `string_value`s of `rows` of a column of strings (a list, a table or a NumPy text
-    array: `STRING`) or a 2D numeric array (each row's JSON text: `JSON`), made for all rows
-    at once; None for other columns (their values go through `proto_field` one by one).
-
-    Why: `proto_field` per value cost about 1 us a string and 2 us a 2D row (type tests,
-    `dumps_strict`); the 245,400 scheduler slices of the 100k bench (a `kind` string and two
-    (n, 3) columns) went from 2.21 to 1.39 s CPU (9.0 -> 5.65 us a slice, min of 4, switched
-    off and on in one run). Same bytes out: the same encoder makes the same text."""
-    values = col.values
-    if column_kind(col) is JSON:
-        if not values.shape[1]:
-            return None
-        text = dumps_strict(values[rows].tolist()).decode()  # "[[1,2],[3,4]]"
-        return text[1:-1].replace("],[", "]\0[").split("\0")
-    if col.table is None and isinstance(values, np.ndarray) and (
-            values.ndim != 1 or values.dtype.kind != "U"):
-        return None
-    v = col.values_at(rows)
-    if col.table is None and not isinstance(values, np.ndarray) and set(map(type, v)) != {str}:
-        return None
-    try:  # a table is not checked whole: the task table of a 1M capture holds a million
-        ascii_only = "".join(v).isascii()
-    except TypeError:  # a table not all of strings
-        return None
-    return v if ascii_only else [safe_text(x) for x in v]
-
-
 class _BeginTemplate:
     """One begin packet of one block's rows (with one set of present args), kept and
     serialized again for each row after its fields are set in place. For a leaf slice (no
@@ -268,7 +247,7 @@ class _BeginTemplate:
             col = block.args[c]
             if f is not None:
                 values.append(col.values[rows].tolist())
-            elif (texts := _texts(col, rows)) is not None:
+            elif (texts := texts_of(col, rows)) is not None:
                 f = "string_value"
                 values.append(texts)
             else:
@@ -394,8 +373,19 @@ def track_slices(seq: Sequence, track: Track, uuid: int, parts: list, timeline: 
     end_packet = end_trace.packet.add(trusted_packet_sequence_id=seq_id,
                                       track_event={"type": _END})
     end_serialize = end_trace.SerializeToString
-    block_rows: dict[int, _BlockRows] = {}
     track_rows = dict(parts)
+    if COLUMN_ENCODER:
+        made = encode_track(seq_id, blk, row, start, end, leaf, blocks, track_rows, offsets,
+                            flows, ROWS_PER_CHUNK)
+        if made is not None:
+            pieces, clipped = made
+            for k in range(0, len(pieces), PACKETS_PER_BATCH):
+                batch = pieces[k:k + PACKETS_PER_BATCH]
+                stream.parts.extend(batch)
+                stream.count += len(batch)
+                stream.flush_if_full()
+            return clipped
+    block_rows: dict[int, _BlockRows] = {}
     stack: list[int] = []  # end times of open slices
     clipped = 0
     for lo in range(0, len(start), ROWS_PER_CHUNK):
