@@ -66,7 +66,11 @@ from pypto.compile_profiling.timeline.model import (
     Track,
     other_data,
 )
-from pypto.compile_profiling.timeline.proto_columns import encode_track, texts_of
+from pypto.compile_profiling.timeline.proto_columns import (
+    encode_counter,
+    encode_track,
+    texts_of,
+)
 from pypto.errors import ProfileWriteError
 
 log = logging.getLogger(__name__)
@@ -534,6 +538,11 @@ def counter_events(seq_id: int, uuid: int, counter: CounterTrack,
             f"counter {counter.name!r}: a value before time 0 ({int(counter.ts_ns.min())} "
             "ns); protobuf timestamps are unsigned")
     values = counter.values
+    if COLUMN_ENCODER and (data := encode_counter(seq_id, counter.ts_ns, values)) is not None:
+        stream.parts.append(data)
+        stream.count += len(values)
+        stream.flush_if_full()
+        return
     field = "double_counter_value" if values.dtype.kind == "f" else "counter_value"
     n = len(counter.ts_ns)
     slots = _counter_slots(seq_id, min(n, COUNTERS_PER_SERIALIZE))

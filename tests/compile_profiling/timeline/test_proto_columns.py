@@ -129,3 +129,18 @@ def test_many_flows_at_one_slice(n_flows, monkeypatch):
                       np.arange(1, n_flows + 1, dtype=np.int64) % n)
     templates, columns = both_encoders(Timeline([proc], [lane], [block], [flows]), monkeypatch)
     assert columns == templates
+
+
+@pytest.mark.parametrize("values", [
+    np.array([0, -1, 5, -(1 << 63), (1 << 63) - 1], np.int64),
+    np.array([0.0, -0.0, np.nan, np.inf, 1e-300], np.float64),
+    np.array([1, 2, 3, 4, 5], np.uint64),
+    np.array([0.5, 1.5, 2.5, 3.5, 4.5], np.float32),
+])
+def test_counters_byte_for_byte(values, monkeypatch):
+    from pypto.compile_profiling.timeline.model import CounterTrack, Process, Timeline
+
+    proc = Process(1, "p", 0)
+    counter = CounterTrack(proc, "c", np.arange(5, dtype=np.int64) * 1000, values, "u")
+    templates, columns = both_encoders(Timeline([proc], counters=[counter]), monkeypatch)
+    assert columns == templates and len(columns) > 100
