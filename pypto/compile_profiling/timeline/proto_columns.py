@@ -143,12 +143,6 @@ class RowBytes:
         return big.T[mask.T].tobytes(), offsets
 
 
-def string_bytes(texts: list[str]) -> list[bytes]:
-    """What upb writes for a string field set to each text (the text made valid first, as
-    the template path does)."""
-    return [t.encode() if t.isascii() else safe_text(t).encode() for t in texts]
-
-
 def texts_of(col: ArgColumn, rows: np.ndarray) -> list[str] | None:
     """The `string_value`s of `rows` of a column of strings (a list, a table or a NumPy text
     array) or a 2D numeric array (each row's JSON text), made for all rows at once; None for
