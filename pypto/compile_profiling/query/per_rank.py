@@ -270,19 +270,27 @@ def _children_silent() -> Iterator[None]:
     """The processes started in the block (the local cluster's: Dask starts them from its
     own threads) get /dev/null as stderr. A terminal's Ctrl-C reaches the whole process
     group, so they see it too: they end without a word, and this process, which answers
-    it, says the one line. Their failures reach us through Dask's futures, not stderr."""
+    it, says the one line. Their failures reach us through Dask's futures, not stderr.
+    Dask's own warnings in this process meanwhile (a dashboard port taken) go nowhere too,
+    whether they are written to fd 2 or to a `sys.stderr` that is not fd 2."""
     try:
         saved = os.dup(2)
     except OSError:
         yield
         return
     null = os.open(os.devnull, os.O_WRONLY)
+    old = sys.stderr
     try:
-        sys.stderr.flush()
+        old.flush()
         os.dup2(null, 2)
-        yield
+        with open(os.devnull, "w") as quiet:
+            sys.stderr = quiet
+            try:
+                yield
+            finally:
+                sys.stderr = old
     finally:
-        sys.stderr.flush()
+        old.flush()
         os.dup2(saved, 2)
         os.close(saved)
         os.close(null)
