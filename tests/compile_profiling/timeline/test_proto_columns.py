@@ -144,3 +144,15 @@ def test_counters_byte_for_byte(values, monkeypatch):
     counter = CounterTrack(proc, "c", np.arange(5, dtype=np.int64) * 1000, values, "u")
     templates, columns = both_encoders(Timeline([proc], counters=[counter]), monkeypatch)
     assert columns == templates and len(columns) > 100
+
+
+@pytest.mark.parametrize("case", CASES[:3])
+def test_a_block_encoded_a_few_rows_at_a_time(case, monkeypatch):
+    """A block's rows in pieces of 3 (`COLUMN_ROWS`, 65,536 by default, caps the memory of
+    a million-task lane): the same bytes."""
+    from pypto.compile_profiling.timeline import proto_columns
+
+    monkeypatch.setattr(proto_columns, "COLUMN_ROWS", 3)
+    result = merge_traces([FIXTURES / case], views="all", derived_views=TIMELINE_VIEWS)
+    templates, columns = both_encoders(result.timeline, monkeypatch)
+    assert columns == templates
