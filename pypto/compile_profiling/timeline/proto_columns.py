@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
-from pypto.compile_profiling.timeline.arg_values import JSON, PROTO_FIELD, arg_key, column_kind
+from pypto.compile_profiling.timeline.arg_values import JSON, PROTO_FIELD, column_kind
 from pypto.compile_profiling.timeline.json_values import dumps_strict, safe_text
 from pypto.compile_profiling.timeline.model import ArgColumn, SliceBlock
 
@@ -194,35 +194,20 @@ def _end_packet(ts: int, seq: bytes) -> bytes:
 
 
 class _Interning:
-    """The sequence's interned names, categories and keys, assigned as the template path
-    assigns them (`Sequence`): a block's category and arg keys when the block is first met
-    (at the start of a `ROWS_PER_CHUNK` chunk, blocks in index order), a repeated name at its
-    first use. `at[row]`: the interned data the packet of that row carries."""
+    """Each block's category and arg-key ids on the track's `Sequence` (`seq`, whose
+    `cat_iid` / `key_iid` the template path calls too), assigned when the block is first met
+    (at the start of a `ROWS_PER_CHUNK` chunk, blocks in index order); `at[row]`: the
+    interned data the packet of that row carries."""
 
-    def __init__(self) -> None:
-        self.cats: dict[str, int] = {}
-        self.keys: dict = {}
+    def __init__(self, seq) -> None:
+        self.seq = seq
         self.block_cat: dict[int, int | None] = {}
         self.block_keys: dict[int, list[int]] = {}
         self.at: dict[int, dict[str, list]] = {}
 
-    def meet(self, b: int, block: SliceBlock, pending: dict[str, list]) -> None:
-        cid = None
-        if block.cat:
-            cid = self.cats.get(block.cat)
-            if cid is None:
-                cid = self.cats[block.cat] = len(self.cats) + 1
-                pending.setdefault("event_categories", []).append(
-                    {"iid": cid, "name": safe_text(block.cat)})
-        keys = []
-        for col in block.args:
-            kid = self.keys.get(col.key)
-            if kid is None:
-                kid = self.keys[col.key] = len(self.keys) + 1
-                pending.setdefault("debug_annotation_names", []).append(
-                    {"iid": kid, "name": arg_key(col.key)})
-            keys.append(kid)
-        self.block_cat[b], self.block_keys[b] = cid, keys
+    def meet(self, b: int, block: SliceBlock) -> None:
+        self.block_cat[b] = self.seq.cat_iid(block.cat) if block.cat else None
+        self.block_keys[b] = [self.seq.key_iid(col.key) for col in block.args]
 
 
 def _name_iids(blk: np.ndarray, name: np.ndarray, track_rows: dict, blocks: list
@@ -293,13 +278,14 @@ def _fixed_field(col: ArgColumn) -> str | None:
     return None if kind is None or kind is JSON else PROTO_FIELD[kind]
 
 
-def encode_track(seq_id: int, blk: np.ndarray, row: np.ndarray, start: np.ndarray,
+def encode_track(seq, blk: np.ndarray, row: np.ndarray, start: np.ndarray,
                  end: np.ndarray, leaf: np.ndarray, blocks: list[SliceBlock],
                  track_rows: dict[int, np.ndarray], offsets: np.ndarray, flows,
                  chunk_rows: int) -> tuple[list[bytes], int] | None:
     """The packets of one track's slices (sorted as `track_slices` sorts them), in the
     order the template path writes them: (byte pieces, clipped ends); None when a
-    block of the track needs the template path (see the module docstring)."""
+    block of the track needs the template path (see the module docstring). `seq`: the
+    track's `proto_packets.Sequence` (its id and interning)."""
     if any(blocks[b].extra_args is not None for b in track_rows):
         return None
     n = len(start)
@@ -318,12 +304,13 @@ def encode_track(seq_id: int, blk: np.ndarray, row: np.ndarray, start: np.ndarra
     for b, where in where_of.items():
         name[where] = blocks[b].name[row[where]]
     iid, first_use = _name_iids(blk, name, track_rows, blocks)
-    interning = _Interning()
+    seq_id = seq.seq_id
+    interning = _Interning(seq)
     for lo in range(0, n, chunk_rows):
-        pending: dict[str, list] = {}
         for b in np.unique(blk[lo:lo + chunk_rows]).tolist():
             if b not in interning.block_keys:
-                interning.meet(b, blocks[b], pending)
+                interning.meet(b, blocks[b])
+        pending = seq.take_pending()
         if pending:
             interning.at[lo] = pending
     for r in first_use.tolist():
@@ -337,7 +324,7 @@ def encode_track(seq_id: int, blk: np.ndarray, row: np.ndarray, start: np.ndarra
     else:
         n_out = n_in = out_lo = in_lo = None
         multi = []
-    seq = T_SEQ + _varint(seq_id)
+    seq_bytes = T_SEQ + _varint(seq_id)
     pieces: list[bytes | None] = [None] * n
     for b, where_all in where_of.items():
         for lo in range(0, len(where_all), COLUMN_ROWS):
@@ -345,7 +332,7 @@ def encode_track(seq_id: int, blk: np.ndarray, row: np.ndarray, start: np.ndarra
             cols = {c: t[lo:lo + COLUMN_ROWS] for (tb, c), t in texts.items() if tb == b}
             blob, offs = _block_packets(b, blocks[b], where, row[where], start[where],
                                         final_arr[where], leaf[where], iid[where],
-                                        name[where], interning, cols, seq,
+                                        name[where], interning, cols, seq_bytes,
                                         None if n_out is None else
                                         (n_out[where], out_lo[where], flows.src_ids,
                                          n_in[where], in_lo[where], flows.dst_ids))
@@ -366,10 +353,10 @@ def encode_track(seq_id: int, blk: np.ndarray, row: np.ndarray, start: np.ndarra
     at = 0
     for i in sorted(pops):
         out.extend(pieces[at:i])
-        out.extend(_end_packet(ts, seq) for ts in pops[i])
+        out.extend(_end_packet(ts, seq_bytes) for ts in pops[i])
         at = i
     out.extend(pieces[at:])
-    out.extend(_end_packet(ts, seq) for ts in tail)
+    out.extend(_end_packet(ts, seq_bytes) for ts in tail)
     return out, clipped
 
 

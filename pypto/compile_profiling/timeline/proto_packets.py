@@ -379,7 +379,7 @@ def track_slices(seq: Sequence, track: Track, uuid: int, parts: list, timeline: 
     end_serialize = end_trace.SerializeToString
     track_rows = dict(parts)
     if COLUMN_ENCODER:
-        made = encode_track(seq_id, blk, row, start, end, leaf, blocks, track_rows, offsets,
+        made = encode_track(seq, blk, row, start, end, leaf, blocks, track_rows, offsets,
                             flows, ROWS_PER_CHUNK)
         if made is not None:
             pieces, clipped = made
