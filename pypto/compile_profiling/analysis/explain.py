@@ -93,6 +93,7 @@ class RankAnalysis:
     notes: list[str] = field(default_factory=list)     # one line each, said once
     slots: list[TaskSlot] = field(default_factory=list)   # Simpler's task-timing slots
     host_log_dropped: dict[int, int] = field(default_factory=dict)   # pid -> records lost
+    capture_metadata: dict = field(default_factory=dict)   # the records file's, as read
 
     @property
     def makespan_cycles(self) -> int:
@@ -187,7 +188,7 @@ def analyze_capture(plan: Plan, capture_plan: CapturePlan, rows: DeviceRows | No
         observed=obs, overhead=ov, engines=engine_use(tt),
         starvation=_starvation_on_path(tt, obs, ov) if ov is not None else [],
         verdict=Verdict(kind="unknown", rule="not decided yet"), end_to_end=None,
-        names=names, notes=notes)
+        names=names, notes=notes, capture_metadata=rec.metadata)
     if iv is None and dev.status is not PlacementStatus.CALIBRATED:
         notes.append(f"{capture_plan.capture.files.directory}: device time placed with no "
                      "bound: where host time ends and device time begins is unknown")
@@ -296,9 +297,11 @@ def analyze_plan(plan: Plan, *, tolerance_cycles: int = TOLERANCE_CYCLES,
 
 def analyze(inputs: Iterable[str | os.PathLike], *, offset_us: float | None = None,
             tolerance_cycles: int = TOLERANCE_CYCLES,
-            progress: Callable[[str], None] | None = None) -> RunAnalysis:
-    """Read and place `inputs` as `pypto-merge-traces` does, then explain every capture.
-    Raises `TraceInputError` for bad input, or when no capture has swimlane records."""
+            progress: Callable[[str], None] | None = None,
+            with_overhead: bool = True) -> RunAnalysis:
+    """Read and place `inputs` as `pypto-merge-traces` does, then explain every capture
+    (`with_overhead`: as `analyze_capture`). Raises `TraceInputError` for bad input, or
+    when no capture has swimlane records."""
     from pypto.compile_profiling.foundation.gc_pause import gc_paused
     from pypto.compile_profiling.trace_merge.place import place
     from pypto.compile_profiling.trace_merge.read_inputs import read_inputs
@@ -315,5 +318,6 @@ def analyze(inputs: Iterable[str | os.PathLike], *, offset_us: float | None = No
         say("placing sources")
         plan = place(found, offset_us=offset_us)
         say("analysing")
-        return analyze_plan(plan, tolerance_cycles=tolerance_cycles)
+        return analyze_plan(plan, tolerance_cycles=tolerance_cycles,
+                            with_overhead=with_overhead)
 

@@ -74,29 +74,8 @@ def _timing_mode(metadata: dict | None) -> str | None:
     return timing.get("mode") if isinstance(timing, dict) else None
 
 
-def _analyzed(path: str):
-    """`analyze([path])`, with each capture's records metadata by source path (read once:
-    the figures need the timing mode the capture states)."""
-    from pypto.compile_profiling.analysis import analyze_plan
-    from pypto.compile_profiling.foundation.gc_pause import gc_paused
-    from pypto.compile_profiling.trace_merge.place import place
-    from pypto.compile_profiling.trace_merge.read_inputs import read_inputs
-
-    with gc_paused():
-        found = read_inputs([path])
-        if not any(c.records is not None for c in found.captures):
-            raise TraceInputError(path, "no Simpler swimlane records "
-                                        "(chip_swimlane_records.json): no device to compare")
-        meta = {c.records.path: c.records.metadata for c in found.captures
-                if c.records is not None}
-        # the overhead figures are not compared: left out, half the analysis's CPU
-        # (benchmarks/bench_compare.py, 5 + 5 runs of 100k tasks: diff 1.50x -> 1.36x the
-        # CPU of reading the runs)
-        return analyze_plan(place(found), with_overhead=False), meta
-
-
-def rank_figures(r, metadata: dict | None = None) -> RankFigures:
-    """The figures of one `RankAnalysis` (`metadata`: its capture's, for the timing mode)."""
+def rank_figures(r) -> RankFigures:
+    """The figures of one `RankAnalysis`."""
     from pypto.compile_profiling.analysis import kernel_family
     from pypto.compile_profiling.analysis.verdict import engine_label
 
@@ -140,7 +119,7 @@ def rank_figures(r, metadata: dict | None = None) -> RankFigures:
         dict(zip(names, tasks.tolist())), dict(zip(names, core.tolist())),
         dict(zip(names, path_fam.tolist())), path,
         {} if e2e is None else {k: float(v) for k, v in e2e.totals.items()},
-        task_ns, task_on, _timing_mode(metadata))
+        task_ns, task_on, _timing_mode(r.capture_metadata))
 
 
 
@@ -148,6 +127,7 @@ def load_run_figures(path: str | os.PathLike) -> RunFigures:
     """The figures of the run at `path`: a work dir (`report/` and/or `dfx_outputs/`), a
     capture (`dfx_outputs/`, `rank<r>/d<k>/`, `chip_swimlane_records.json`), or a compile
     profile. Raises `TraceInputError` when `path` holds neither."""
+    from pypto.compile_profiling.analysis import analyze
     from pypto.compile_profiling.profile_data.load import load_profile
 
     p = Path(path)
@@ -159,8 +139,11 @@ def load_run_figures(path: str | os.PathLike) -> RunFigures:
                                     "capture it was merged from")
     run = RunFigures(str(path), load_profile(p) if _has_profile(p) else None)
     if _has_capture(p):
-        result, meta = _analyzed(str(p))
-        run.ranks = [rank_figures(r, meta.get(r.source)) for r in result.ranks]
+        # the overhead figures are not compared: left out, half the analysis's CPU
+        # (benchmarks/bench_compare.py, 5 + 5 runs of 100k tasks: diff 1.50x -> 1.36x the
+        # CPU of reading the runs)
+        result = analyze([str(p)], with_overhead=False)
+        run.ranks = [rank_figures(r) for r in result.ranks]
         run.notes = list(result.warnings)
     if run.profile is None and not run.ranks:
         raise TraceInputError(path, "neither a compile profile nor a device capture here "
