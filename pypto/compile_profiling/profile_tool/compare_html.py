@@ -10,7 +10,7 @@ import html
 
 from pypto.compile_profiling.profile_tool.html import PAGE_CSP, PAGE_STYLE
 from pypto.compile_profiling.profile_tool.run_diff import Change, RankDiff, RunDiff, decision
-from pypto.compile_profiling.profile_tool.run_diff_report import place_on_path
+from pypto.compile_profiling.profile_tool.run_diff_report import place_on_path, signed_ns
 from pypto.compile_profiling.trace_merge.containment import fmt_ns
 
 __all__ = ["compare_html"]
@@ -29,16 +29,12 @@ td:last-child{text-align:left}
 """
 
 
-def _signed(ns: float) -> str:
-    return ("+" if ns >= 0 else "-") + fmt_ns(ns)
-
-
 def _delta_text(d: RunDiff, c: Change) -> str:
-    text = _signed(c.delta) + ("" if c.pct is None else f" ({c.pct:+.1f}%)")
+    text = signed_ns(c.delta) + ("" if c.pct is None else f" ({c.pct:+.1f}%)")
     if c.lower is None or c.upper is None:
         return text + "; interval unknown (too few runs)"
     conf = (1 - 2 * d.alpha) * 100
-    text += f"; {conf:g}%: {_signed(c.lower)} .. {_signed(c.upper)}"
+    text += f"; {conf:g}%: {signed_ns(c.lower)} .. {signed_ns(c.upper)}"
     if c.regression:
         text += "; REGRESSION"
     elif c.within_noise:
@@ -88,7 +84,7 @@ def _rank_section(d: RunDiff, r: RankDiff, top: int) -> list[str]:
     if r.tasks:
         rows = "".join(
             f"<tr><td>{esc(c.name.split(':', 1)[1])}</td><td>{fmt_ns(c.base_median or 0)}</td>"
-            f"<td>{fmt_ns(c.new_median or 0)}</td><td>{_signed(c.delta)}</td>"
+            f"<td>{fmt_ns(c.new_median or 0)}</td><td>{signed_ns(c.delta)}</td>"
             f"<td>{esc(place_on_path(c))}</td></tr>" for c in r.tasks[:top])
         out += [(f"<h3>Tasks that changed most ({r.paired_tasks} paired by kernel family and "
                 "order)</h3>"), "<table><thead><tr><th>task</th><th>base</th><th>new</th>"
@@ -105,7 +101,7 @@ def _compile_section(d: RunDiff, top: int) -> list[str]:
     esc = html.escape
     rows = "".join(
         f"<tr><td>{esc(s.key)}</td><td>{fmt_ns(s.base_ns)}</td><td>{fmt_ns(s.new_ns)}</td>"
-        f"<td>{_signed(s.delta_ns)}</td><td>{'REGRESSION' if s.regression else ''}</td></tr>"
+        f"<td>{signed_ns(s.delta_ns)}</td><td>{'REGRESSION' if s.regression else ''}</td></tr>"
         for s in c.changes[:top])
     return ["<h2>Compile stages</h2>", f"<p>{esc(verdict(c))}</p>",
             "<table><thead><tr><th>stage</th><th>base</th><th>new</th><th>change</th>"

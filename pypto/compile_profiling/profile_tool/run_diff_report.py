@@ -14,7 +14,7 @@ from pypto.compile_profiling.profile_tool.rank_bound import min_runs
 from pypto.compile_profiling.profile_tool.run_diff import Change, RankDiff, RunDiff, decision
 from pypto.compile_profiling.trace_merge.containment import fmt_ns
 
-__all__ = ["SCHEMA", "format_run_diff", "place_on_path", "run_diff_dict"]
+__all__ = ["SCHEMA", "format_run_diff", "place_on_path", "run_diff_dict", "signed_ns"]
 
 SCHEMA = "pypto.run_diff/1"
 OFF_PATH = "off the critical path: it did not set the new makespan"
@@ -24,7 +24,8 @@ def _t(ns: float | None) -> str:
     return "-" if ns is None else fmt_ns(ns)
 
 
-def _signed(ns: float) -> str:
+def signed_ns(ns: float) -> str:
+    """A change in ns with its sign (`+8220 ns`, `-1.2 ms`)."""
     return ("+" if ns >= 0 else "-") + fmt_ns(ns)
 
 
@@ -36,7 +37,7 @@ def _interval(d: RunDiff, c: Change) -> str:
     if c.lower is None or c.upper is None:
         return "interval unknown (too few runs)"
     conf = (1 - 2 * d.alpha) * 100
-    return f"{_signed(c.lower)} .. {_signed(c.upper)} ({conf:g}% interval)"
+    return f"{signed_ns(c.lower)} .. {signed_ns(c.upper)} ({conf:g}% interval)"
 
 
 def _runs(paths: list[str]) -> str:
@@ -84,7 +85,7 @@ def _rank_text(d: RunDiff, r: RankDiff, top: int) -> list[str]:
     if r.path:
         lines.append("  critical path's composition:")
         rows = [("base", "new", "change", "", "part")]
-        rows += [(_t(c.base_median), _t(c.new_median), _signed(c.delta), _pct(c),
+        rows += [(_t(c.base_median), _t(c.new_median), signed_ns(c.delta), _pct(c),
                   c.name.split(":", 1)[1]) for c in r.path
                  if (c.base_median or 0) or (c.new_median or 0)]
         lines += _table(rows, 4)
@@ -98,14 +99,14 @@ def _rank_text(d: RunDiff, r: RankDiff, top: int) -> list[str]:
             f = c.name.split(":", 1)[1]
             tb, tn = r.family_tasks.get(f, (0, 0))
             tasks = f"{tb:g}" if tb == tn else f"{tb:g}->{tn:g}"
-            rows.append((_signed(c.delta), _pct(c), _t(c.base_median), _t(c.new_median),
+            rows.append((signed_ns(c.delta), _pct(c), _t(c.base_median), _t(c.new_median),
                          tasks, f, place_on_path(c)))
         lines += _table(rows, 5)
     if r.tasks:
         shown = r.tasks[:top] if top else r.tasks
         lines.append(f"  tasks that changed most ({r.paired_tasks} paired by kernel family "
                      "and order):")
-        rows = [(_signed(c.delta), _t(c.base_median), "->", _t(c.new_median),
+        rows = [(signed_ns(c.delta), _t(c.base_median), "->", _t(c.new_median),
                  c.name.split(":", 1)[1], place_on_path(c)) for c in shown]
         lines += _table(rows, 4)
     if any(r.unpaired):
@@ -114,7 +115,7 @@ def _rank_text(d: RunDiff, r: RankDiff, top: int) -> list[str]:
     e2e = [c for c in r.end_to_end if c.delta]
     if e2e:
         lines.append("  end to end (host ns):")
-        rows = [(_t(c.base_median), _t(c.new_median), _signed(c.delta),
+        rows = [(_t(c.base_median), _t(c.new_median), signed_ns(c.delta),
                  c.name.split(":", 1)[1]) for c in e2e]
         lines += _table(rows, 3)
     return lines
@@ -133,7 +134,7 @@ def format_text(d: RunDiff, top: int = 10) -> str:
 
 def _md_change_row(c: Change, label: str) -> str:
     note = "⚠️ regression" if c.regression else place_on_path(c)
-    return (f"| {label} | {_t(c.base_median)} | {_t(c.new_median)} | {_signed(c.delta)} "
+    return (f"| {label} | {_t(c.base_median)} | {_t(c.new_median)} | {signed_ns(c.delta)} "
             f"{_pct(c)} | {note} |")
 
 
