@@ -13,9 +13,12 @@ reads the same extremes from it as from the whole capture, so its decisions are 
 the rank's task then reads the whole leaf for its layout.
 
 A records file in today's layout (docs/simpler_layouts.md: 7-column AICore rows, or a
-`scheduler_tasks` / `scheduler_records` / `aicpu_lifecycle_records` section) is read whole
-by `read_records`: only its full read sets aside another run's records (`run_epoch`)
-before their times could move the envelope.
+`scheduler_tasks` / `scheduler_records` / `aicpu_lifecycle_records` section) is read by
+`read_records(times_only=True)`: the rows, and of every phase its kind, times and
+`run_epoch` (the metrics and the other fields are skipped by the decoder), with the full
+read's checks and its choice of this run's records, so another run's records (`run_epoch`)
+never move the envelope. Each stream is then cut to its extreme records (`extreme_rows`),
+so what the driver gathers per capture is a few rows, as for an August file.
 """
 
 from __future__ import annotations
@@ -131,7 +134,7 @@ def _records_envelope(path: str) -> rs.SwimlaneRecords:
             else:
                 jp.skip(where)
     if today:
-        return rs.read_records(path)
+        return _extremes(rs.read_records(path, times_only=True))
     if level is None or meta is None:
         raise TraceInputError(path, "not a Simpler swimlane records file (no level or metadata)")
     for k in list(found) + list(streams):
@@ -156,6 +159,34 @@ def _records_envelope(path: str) -> rs.SwimlaneRecords:
         orchestrator=streams.get("aicpu_orchestrator_phases", []),
         host_orchestrator=streams.get("host_orchestrator_phases", []),
         host_uploads=streams.get("host_device_uploads", []))
+
+
+def extreme_rows(*columns: np.ndarray) -> np.ndarray:
+    """The rows (ascending) holding each column's minimum, maximum and least positive value
+    (0 is Simpler's "never stamped", which placement leaves out): every extent placement
+    takes of the columns, with or without the zeros, is the same on these rows alone."""
+    at: set[int] = set()
+    for c in columns:
+        if len(c):
+            at.update((int(c.argmin()), int(c.argmax())))
+            positive = np.flatnonzero(c > 0)
+            if len(positive):
+                at.add(int(positive[c[positive].argmin()]))
+    return np.array(sorted(at), dtype=np.int64)
+
+
+def _extremes(rec: rs.SwimlaneRecords) -> rs.SwimlaneRecords:
+    """`rec` with every row table and phase stream cut to its extreme rows."""
+    a, c = rec.aicore, rec.aicpu
+    keep = extreme_rows(a["start_cycles"] - a["receive_to_start_cycles"], a["start_cycles"],
+                        a["end_cycles"])
+    rec.aicore = {k: v[keep] for k, v in a.items()}
+    keep = extreme_rows(c["dispatch_cycles"], c["finish_cycles"])
+    rec.aicpu = {k: v[keep] for k, v in c.items()}
+    for group in (rec.scheduler, rec.orchestrator, rec.host_orchestrator, rec.host_uploads,
+                  rec.lifecycle):
+        group[:] = [s.take(extreme_rows(s.start, s.end)) for s in group]
+    return rec
 
 
 def placement_capture(files: rs.CaptureFiles) -> rs.Capture:

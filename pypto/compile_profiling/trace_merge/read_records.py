@@ -120,8 +120,12 @@ def read_metadata(jp: JsonPieces, where: str) -> tuple[dict, schema.SwimlaneMeta
         raise TraceInputError(jp.path, word_error(exc, where, doc=raw)) from None
 
 
-def read_records(path: str | os.PathLike) -> SwimlaneRecords:
-    """Read and check a records file of either layout (see the module docstring)."""
+def read_records(path: str | os.PathLike, times_only: bool = False) -> SwimlaneRecords:
+    """Read and check a records file of either layout (see the module docstring).
+
+    `times_only`: phases as their kind, times and `run_epoch` only, today's `metrics` not
+    read (what placement needs: the other fields are skipped by the decoder, never built);
+    the rows, the checks and the choice of this run's records are the full read's."""
     path = str(path)
     level_key = level = meta = raw_meta = None
     rows: dict[str, tuple[np.ndarray, int]] = {}
@@ -144,11 +148,13 @@ def read_records(path: str | os.PathLike) -> SwimlaneRecords:
             elif key == "scheduler_tasks":
                 rows[key], producer = scheduler_tasks(jp, where, skipped)
             elif key == "scheduler_records":
-                streams[key] = scheduler_records(jp, where, warnings, skipped)
+                streams[key] = scheduler_records(jp, where, warnings, skipped, times_only)
             elif key == "aicpu_lifecycle_records":
                 streams[key] = lifecycle_streams(jp, where, warnings, skipped)
             elif key in schema.PHASE_STREAMS:
-                streams[key] = phase_stream(jp, key, schema.PHASE_STREAMS[key], skipped)
+                spec = schema.PHASE_STREAMS[key]
+                streams[key] = phase_stream(jp, key, schema.times_schema(spec) if times_only
+                                            else spec, skipped)
             else:
                 jp.skip(where)
     if level_key is None:

@@ -140,10 +140,11 @@ def _scattered(a: ArgColumn, idx: np.ndarray, n: int) -> ArgColumn | None:
     return list_arg(a.key, [v if p else None for v, p in zip(values, present.tolist())])
 
 
-def _scheduler_stream(jp: JsonPieces, where: str, index: int,
-                      skipped: Skipped) -> PhaseColumns:
-    b = PhaseBuilder(index, SCHEDULER, jp.path, f"{where}.records", skipped)
-    decoder = PhaseDecoder(SCHEDULER.record)
+def _scheduler_stream(jp: JsonPieces, where: str, index: int, skipped: Skipped,
+                      times_only: bool = False) -> PhaseColumns:
+    spec = schema.times_schema(SCHEDULER) if times_only else SCHEDULER
+    b = PhaseBuilder(index, spec, jp.path, f"{where}.records", skipped)
+    decoder = PhaseDecoder(spec.record)
     header: dict = {}
     metrics = None
     has_records = False
@@ -152,7 +153,7 @@ def _scheduler_stream(jp: JsonPieces, where: str, index: int,
         if key == "records":
             phase_array(jp, w, b, decoder)
             has_records = True
-        elif key == "metrics":
+        elif key == "metrics" and not times_only:
             metrics = _Metrics(jp.path, w, skipped)
             for base, items in jp.array(w, PhaseDecoder(schema.SchedulerMetric),
                                         SEP_OBJECTS, 256 << 10):
@@ -174,16 +175,18 @@ def _scheduler_stream(jp: JsonPieces, where: str, index: int,
     return cols
 
 
-def scheduler_records(jp: JsonPieces, where: str, warnings: list[str],
-                       skipped: Skipped) -> list[PhaseColumns]:
+def scheduler_records(jp: JsonPieces, where: str, warnings: list[str], skipped: Skipped,
+                      times_only: bool = False) -> list[PhaseColumns]:
     """`scheduler_records: {streams: [...], [schema_version]}` -> one PhaseColumns per
     stream, each at its `scheduler_id` (the writer omits idle schedulers, so the position in
-    the list is not the id); ids missing, out of range or repeated: list order, warned."""
+    the list is not the id); ids missing, out of range or repeated: list order, warned.
+    `times_only`: see `read_records`."""
     streams = None
     for key in jp.object(where):
         w = f"{where}.{key}"
         if key == "streams":
-            streams = [_scheduler_stream(jp, f"{w}[{i}]", i, skipped) for i in jp.items(w)]
+            streams = [_scheduler_stream(jp, f"{w}[{i}]", i, skipped, times_only)
+                       for i in jp.items(w)]
         elif key == "schema_version":
             jp.value(w, _SCHEMA_VERSION)
         else:

@@ -29,8 +29,10 @@ checked against `max_cycles(freq_hz)` after the file is read.
 
 from __future__ import annotations
 
+import functools
 from typing import Annotated, Any, Literal
 
+import msgspec
 from msgspec import Meta, Struct
 
 __all__ = ["ABSENT", "AICORE_COLUMNS", "KNOWN_PHASE_KINDS", "LEVEL_KEYS", "LIFECYCLE_PHASES",
@@ -274,6 +276,21 @@ PHASE_STREAMS = {
     "host_device_uploads": PhaseSchema(HostUpload, "start_host_ns", "end_host_ns", "phase", "",
                                        "host_ns", per_thread=False),
 }
+
+
+@functools.cache
+def times_schema(spec: PhaseSchema) -> PhaseSchema:
+    """`spec` reduced to what placement reads: the kind, the two times and `run_epoch`; the
+    record's other fields are skipped by the decoder, never built (unknown fields allowed,
+    since those are the fields left out)."""
+    fields = {f.name: f for f in msgspec.structs.fields(spec.record)}
+    keep = [n for n in (spec.kind, spec.start, spec.end) if n is not None]
+    record = msgspec.defstruct(
+        spec.record.__name__ + "Times",
+        [(n, fields[n].type) for n in keep] + [("run_epoch", Count, ABSENT)],
+        forbid_unknown_fields=False, gc=False)
+    return PhaseSchema(record, spec.start, spec.end, spec.kind, spec.default_kind, spec.clock,
+                       spec.per_thread)
 
 
 # --------------------------------------------------------------------------- deps.json
