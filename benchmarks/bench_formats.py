@@ -10,7 +10,9 @@ The capture is bench_merge.py's: the real `tmr_bgemm_case0_l4_depgen` (level 4, 
 name map) repeated in time, built in a child in August's layout and again in today's (the
 same records rewritten). Every measurement is a command in a child process under a wrapper
 that reports `getrusage(RUSAGE_CHILDREN)`: CPU is user + system of all its processes (the
-protobuf writer's forked helper included), peak RSS the biggest one's. Per round, in turn:
+protobuf writer's forked helper included), peak RSS the biggest one's. Before each, its output
+is removed and `os.sync()` writes the dirty pages back, so every command writes a new file to
+a clean page cache. Per round, in turn:
 
 - `pypto-merge-traces CAPTURE -o merged.json`, `-o merged.pftrace`, `-o merged.parquet`;
 - the byte floor of each: a child that reads the capture's files and writes as many bytes as
@@ -38,6 +40,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -91,7 +95,16 @@ print(json.dumps({"peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_max
 """
 
 
-def measured(command: list[str]) -> dict:
+def measured(command: list[str], output: Path) -> dict:
+    """`command`'s CPU and peak RSS, run after `output` (the file or directory it writes) is
+    removed and the page cache's dirty pages are written back: each command starts from the
+    same state of the file system (writing over a file just written, or while the kernel
+    flushes the one before, cost this machine up to 3x the CPU of the same write)."""
+    if output.is_dir():
+        shutil.rmtree(output)
+    elif output.exists():
+        output.unlink()
+    os.sync()
     r = subprocess.run([sys.executable, "-c", _WRAPPER, *command], capture_output=True,
                        text=True, check=False)
     res = json.loads(r.stdout)
@@ -128,17 +141,19 @@ def one_round(cap: Path, work: Path, runs: dict) -> None:
     inputs = [str(p) for p in sorted(cap.iterdir())]
     for fmt, name in FORMATS.items():
         out = work / name
-        res = measured(merge_cmd(cap, out))
+        res = measured(merge_cmd(cap, out), out)
         res["bytes"] = size_of(out)
         runs.setdefault(fmt, []).append(res)
         floor = measured([sys.executable, "-c", _FLOOR, str(work / "floor.bin"),
-                          str(res["bytes"]), *inputs])
+                          str(res["bytes"]), *inputs], work / "floor.bin")
         runs.setdefault(f"floor {fmt}", []).append(floor)
+    report = work / "report.txt"
     runs.setdefault("analyze", []).append(measured(
         [sys.executable, "-m", "pypto.compile_profiling", "analyze", str(cap), "-o",
-         str(work / "report.txt")]))
+         str(report)], report))
+    out = work / FORMATS["json"]
     runs.setdefault("json + analyze", []).append(measured(
-        merge_cmd(cap, work / FORMATS["json"], "--analyze", str(work / "report.txt"))))
+        merge_cmd(cap, out, "--analyze", str(report)), out))
 
 
 def median(runs: list[dict], key: str) -> float:

@@ -22,10 +22,10 @@ def test_the_formats_benchmark_smoke_run_prints_every_figure(tmp_path):
                        capture_output=True, text=True, timeout=300, cwd=tmp_path, check=False)
     assert r.returncode == 0, r.stderr
     out = r.stdout
-    assert re.search(r"^2,000 tasks: [\d,]+ records", out, re.M), out
+    assert re.search(r"^2,000 tasks: [\d,]+ records", out, re.MULTILINE), out
     for fmt in ("json", "pftrace", "parquet"):
         row = re.search(rf"^  {fmt} +({NUMBER}) +({NUMBER}) +({NUMBER}) +({NUMBER}) +"
-                        rf"({NUMBER}) +({NUMBER})$", out, re.M)
+                        rf"({NUMBER}) +({NUMBER})$", out, re.MULTILINE)
         assert row, (fmt, out)
         cpu, _rss, size, floor, x_floor, _x_json = map(float, row.groups())
         assert cpu > 0 and size > 0 and 0 < floor
