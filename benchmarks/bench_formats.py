@@ -21,14 +21,18 @@ a clean page cache. Per round, in turn:
 - the byte floor of each format: a child that reads the capture's files and writes as many
   bytes as that format's output, in 16 MB writes (no parsing, no encoding: the I/O alone),
   3 times;
-- `pypto-profile analyze CAPTURE -o report.txt`.
+- `pypto-profile analyze CAPTURE -o report.txt`;
+- bench_merge.py's orjson baseline: `orjson.loads` of the records file and `orjson.dumps` of as
+  many Chrome events as the JSON merge wrote (what parsing and printing cost with the fastest
+  JSON library, with none of the merge's work).
 
 Then once per layout, each in a fresh child: the per-rank driver's placement read
 (`placement_read.placement_capture`) and the records file read whole (`read_records`, what
 the placement read of today's layout was before), peak RSS and the pickled size of what a
 Dask worker sends the driver.
 
-Printed: per format its CPU and peak RSS (medians of the rounds), output size, CPU over its
+Printed: per format its CPU (and user time apart: the system time of the same write wanders
+here) and peak RSS (medians of the rounds), output size, CPU over its
 byte floor (the least of its runs, as the floor is the least the machine needs) and CPU
 over JSON's; analyze over the merge; the placement read's peak RSS and result in both
 layouts next to the whole read's. The targets (issue 34): pftrace CPU <= 1.0x JSON; JSON
@@ -43,6 +47,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -53,7 +58,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "benchmarks"))
-from bench_merge import SOURCE  # the real capture repeated, and where it is
+from bench_merge import _BASELINE, SOURCE  # the real capture, the orjson baseline
 
 FORMATS = {"json": "merged.json", "pftrace": "merged.pftrace", "parquet": "merged.parquet"}
 PROTO_TARGET = 1.0                              # pftrace CPU / JSON CPU
@@ -67,7 +72,7 @@ _WRAPPER = """
 import json, resource, subprocess, sys
 r = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 u = resource.getrusage(resource.RUSAGE_CHILDREN)
-print(json.dumps({"code": r.returncode, "cpu_s": u.ru_utime + u.ru_stime,
+print(json.dumps({"code": r.returncode, "cpu_s": u.ru_utime + u.ru_stime, "user_s": u.ru_utime,
                   "peak_rss_mb": u.ru_maxrss / 1024, "stderr": r.stderr[-2000:]}))
 """
 
@@ -168,6 +173,13 @@ def one_round(cap: Path, work: Path, runs: dict, turn: int) -> None:
     runs.setdefault("analyze", []).append(measured(
         [sys.executable, "-m", "pypto.compile_profiling", "analyze", str(cap), "-o",
          str(report)], report))
+    counts = re.search(r"(\d+) slices, (\d+) flows, (\d+) counter samples",
+                       runs["json"][-1]["stderr"])
+    events = int(counts[1]) + 2 * int(counts[2]) + int(counts[3])
+    out = work / "baseline.json"
+    runs.setdefault("orjson", []).append(measured(
+        [sys.executable, "-c", _BASELINE, str(cap / "chip_swimlane_records.json"), str(out),
+         str(events)], out))
 
 
 def median(runs: list[dict], key: str) -> float:
@@ -179,27 +191,35 @@ def _met(ok: bool) -> str:
 
 
 def report(n: int, runs: dict, smoke: bool) -> None:
-    json_cpu = median(runs["json"], "cpu_s")
-    print(f"  {'format':8s} {'CPU s':>7s} {'peak MB':>8s} {'out MB':>8s} {'floor s':>8s} "
-          f"{'x floor':>8s} {'x JSON':>7s}")
+    json_cpu, json_user = median(runs["json"], "cpu_s"), median(runs["json"], "user_s")
+    print(f"  {'format':8s} {'CPU s':>7s} {'user s':>7s} {'peak MB':>8s} {'out MB':>8s} "
+          f"{'floor s':>8s} {'x floor':>8s} {'x JSON':>7s} {'(user)':>7s}")
     for fmt in FORMATS:
-        cpu = median(runs[fmt], "cpu_s")
+        cpu, user = median(runs[fmt], "cpu_s"), median(runs[fmt], "user_s")
         floor = min(r["cpu_s"] for r in runs[f"floor {fmt}"])
-        print(f"  {fmt:8s} {cpu:7.2f} {median(runs[fmt], 'peak_rss_mb'):8.0f} "
+        print(f"  {fmt:8s} {cpu:7.2f} {user:7.2f} {median(runs[fmt], 'peak_rss_mb'):8.0f} "
               f"{runs[fmt][-1]['bytes'] / 1e6:8.1f} {floor:8.3f} {cpu / floor:8.2f} "
-              f"{cpu / json_cpu:7.2f}")
+              f"{cpu / json_cpu:7.2f} {user / json_user:7.2f}")
     rounds = len(runs["json"])
-    print(f"  (CPU and peak RSS: medians of {rounds} alternated round(s); floor: the least "
-          f"of {FLOOR_TRIES * rounds} runs reading the inputs and writing as many bytes)")
+    print(f"  (CPU = user + system, and peak RSS: medians of {rounds} alternated round(s); "
+          f"floor: the least of {FLOOR_TRIES * rounds} runs reading the inputs and writing as "
+          "many bytes)")
+    base = median(runs["orjson"], "cpu_s")
+    json_floor = min(r["cpu_s"] for r in runs["floor json"])
+    print(f"  orjson baseline (loads of the records file, dumps of as many events): {base:.2f} s "
+          f"CPU = {base / json_floor:.2f}x the JSON floor; the JSON merge is {json_cpu / base:.2f}x "
+          "it")
     analyze = median(runs["analyze"], "cpu_s")
     inside = median(runs["json + analyze"], "cpu_s") - json_cpu
+    inside_user = median(runs["json + analyze"], "user_s") - json_user
     print(f"  analyze alone {analyze:.2f} s CPU = {analyze / json_cpu:.2f}x the JSON merge; "
-          f"inside the merge (--analyze) {inside:+.2f} s = {inside / json_cpu:+.2f}x")
+          f"inside the merge (--analyze) {inside:+.2f} s = {inside / json_cpu:+.2f}x "
+          f"(user time alone: {inside_user:+.2f} s = {inside_user / json_user:+.2f}x)")
     if smoke:
         print("  (smoke run: CI-sized, the targets are not judged)")
         return
     proto = median(runs["pftrace"], "cpu_s") / json_cpu
-    floor_x = json_cpu / min(r["cpu_s"] for r in runs["floor json"])
+    floor_x = json_cpu / json_floor
     print(f"  targets: pftrace {proto:.2f}x JSON ({_met(proto <= PROTO_TARGET)} <= "
           f"{PROTO_TARGET}x); analyze in the merge {inside / json_cpu:.2f}x "
           f"({_met(inside / json_cpu <= ANALYZE_TARGET)} <= {ANALYZE_TARGET}x)"

@@ -25,11 +25,13 @@ def test_the_formats_benchmark_smoke_run_prints_every_figure(tmp_path):
     assert re.search(r"^2,000 tasks: [\d,]+ records", out, re.MULTILINE), out
     for fmt in ("json", "pftrace", "parquet"):
         row = re.search(rf"^  {fmt} +({NUMBER}) +({NUMBER}) +({NUMBER}) +({NUMBER}) +"
-                        rf"({NUMBER}) +({NUMBER})$", out, re.MULTILINE)
+                        rf"({NUMBER}) +({NUMBER}) +({NUMBER}) +({NUMBER})$", out, re.MULTILINE)
         assert row, (fmt, out)
-        cpu, _rss, size, floor, x_floor, _x_json = map(float, row.groups())
-        assert cpu > 0 and size > 0 and 0 < floor
+        cpu, user, _rss, size, floor, x_floor, _x_json, _x_user = map(float, row.groups())
+        assert 0 < user <= cpu and size > 0 and 0 < floor
         assert x_floor == pytest.approx(cpu / floor, rel=0.02, abs=0.01)
+    assert re.search(rf"orjson baseline \(.*\): {NUMBER} s CPU = {NUMBER}x the JSON floor; "
+                     rf"the JSON merge is {NUMBER}x it", out), out
     assert re.search(rf"analyze alone {NUMBER} s CPU = {NUMBER}x the JSON merge; inside the "
                      rf"merge \(--analyze\) [+-]{NUMBER} s", out), out
     for layout in ("august", "today "):
