@@ -18,6 +18,7 @@ import argparse
 import logging
 import shlex
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -87,16 +88,27 @@ def golden(tensors: dict, params: dict | None = None) -> None:
     tensors["y"][:] = sum(np.exp(x * np.float32(1.0 / (j + 2))) for j in range(BLOCKS))
 
 
-def make_runs(out: Path, side: str, runs: int, aiv_cores: int, first_seed: int) -> None:
+def one_run(work_dir: Path, label: str, aiv_cores: int, seed: int) -> None:
+    config = RunConfig(work_dir=str(work_dir), compile_profiling=True,
+                       enable_chip_swimlane=4, enable_dep_gen=True,
+                       device_timing="modelled", timing_jitter=0.03, timing_seed=seed,
+                       num_aiv_cores=aiv_cores, case_name="block_scale", rtol=1e-4)
+    result = run(BlockScale, tensor_specs(), golden, config)
+    if not result.passed:
+        raise PyptoError(f"{label}: {result.error}")
+
+
+def make_runs(out: Path, runs: int, base_cores: int, new_cores: int) -> None:
+    """A warm-up run (thrown away: the first run in a process pays its imports in its
+    compile stages), then base and new runs alternated, so that whatever else the machine
+    does meanwhile weighs on both sides alike: the compile stages are measured on the host,
+    and five base runs made before five new ones once showed a compile stage slower in all
+    the new runs on a loaded CI machine."""
+    with tempfile.TemporaryDirectory(prefix="compare_runs_warmup_") as warm:
+        one_run(Path(warm), "warm-up run", base_cores, 0)
     for i in range(runs):
-        config = RunConfig(work_dir=str(out / side / f"run{i}"), compile_profiling=True,
-                           enable_chip_swimlane=4, enable_dep_gen=True,
-                           device_timing="modelled", timing_jitter=0.03,
-                           timing_seed=first_seed + i, num_aiv_cores=aiv_cores,
-                           case_name="block_scale", rtol=1e-4)
-        result = run(BlockScale, tensor_specs(), golden, config)
-        if not result.passed:
-            raise PyptoError(f"{side} run {i}: {result.error}")
+        one_run(out / "base" / f"run{i}", f"base run {i}", base_cores, i)
+        one_run(out / "new" / f"run{i}", f"new run {i}", new_cores, 1000 + i)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -109,8 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING)    # not a "profile written" line per run
     out = Path(args.out)
     try:
-        make_runs(out, "base", args.runs, args.base_aiv_cores, 0)
-        make_runs(out, "new", args.runs, args.new_aiv_cores, 1000)
+        make_runs(out, args.runs, args.base_aiv_cores, args.new_aiv_cores)
     except PyptoError as e:
         print(f"compare_runs: {e}", file=sys.stderr)
         return 2

@@ -19,8 +19,7 @@ from pypto.compile_profiling.trace_merge.side_by_side import align_point, compar
 def two_runs(tmp_path_factory):
     """One run of the example with 16 AIV cores, one with 4 (modelled time)."""
     out = tmp_path_factory.mktemp("compare")
-    example.make_runs(out, "base", 1, 16, 0)
-    example.make_runs(out, "new", 1, 4, 1000)
+    example.make_runs(out, 1, 16, 4)
     return out / "base" / "run0", out / "new" / "run0"
 
 
