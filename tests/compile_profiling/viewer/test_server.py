@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from child_processes import stop
+from local_ports import free_port
 from repo_paths import REPO_ROOT as ROOT
 
 from pypto.about import python_command
@@ -22,12 +23,6 @@ from pypto.compile_profiling.cli import profile as profile_cli
 from pypto.compile_profiling.viewer import server as server_module
 from pypto.compile_profiling.viewer.server import TraceServer
 from pypto.errors import TraceInputError
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def request(port: int, path: str, method: str = "GET", host: str | None = None):
