@@ -52,14 +52,17 @@ class RunFigures:
 
 
 def _has_capture(p: Path) -> bool:
+    """A records file under either name Simpler writes (`read_simpler.RECORD_FILE_NAMES`,
+    the older `l2_swimlane_records` too), or a directory holding one: itself, its
+    `rank<r>/d<k>/` leaves, or anywhere under its `dfx_outputs/`."""
+    from pypto.compile_profiling.trace_merge.read_simpler import RECORD_FILE_NAMES
+
+    stems = tuple(n.removesuffix(".json") for n in RECORD_FILE_NAMES)
     if p.is_file():
-        return p.name.startswith("chip_swimlane_records") or p.name.startswith("l2_perf")
-    for d in (p, p / "dfx_outputs"):
-        if d.is_dir() and any(d.glob("chip_swimlane_records*.json")):
-            return True
-        if d.is_dir() and any(d.glob("rank*/d*/chip_swimlane_records*.json")):
-            return True
-    return (p / "dfx_outputs").is_dir() and any((p / "dfx_outputs").glob("**/chip_swimlane*"))
+        return p.name.startswith(stems)
+    dfx = p / "dfx_outputs"
+    return any(any(p.glob(f"{stem}*.json")) or any(p.glob(f"rank*/d*/{stem}*.json"))
+               or (dfx.is_dir() and any(dfx.glob(f"**/{stem}*.json"))) for stem in stems)
 
 
 def _is_dataset(p: Path) -> bool:

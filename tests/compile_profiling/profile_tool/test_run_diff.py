@@ -191,3 +191,21 @@ def test_html_compares_whole_runs_only(runs, capsys, tmp_path):
     assert code == 2
     assert capsys.readouterr().err.startswith(f"{empty}: no device capture here")
     assert not (tmp_path / "x.html").exists()
+
+
+def test_records_under_the_older_name_are_a_whole_run(runs, tmp_path):
+    """`l2_swimlane_records.json`, the name older Simpler wrote and the merge reads: its run
+    is compared as a whole run, with the same figures as under today's name."""
+    import shutil
+
+    older = tmp_path / "older"
+    shutil.copytree(runs["base"][0], older)
+    for records in older.glob("dfx_outputs/**/chip_swimlane_records.json"):
+        records.rename(records.with_name("l2_swimlane_records.json"))
+    assert not list(older.glob("**/chip_swimlane_records.json"))
+    got, want = load_run_figures(older), load_run_figures(runs["base"][0])
+    assert [r.makespan_ns for r in got.ranks] == [r.makespan_ns for r in want.ranks] != []
+    code = profile_main(["diff", runs["base"][1], "--", str(older), "-o",
+                         str(tmp_path / "d.txt")])
+    assert code == 0
+    assert "r0: device makespan" in (tmp_path / "d.txt").read_text()
