@@ -129,8 +129,7 @@ def _whole_runs(args, base_paths: list[str], new_paths: list[str]) -> int:
             thresholds.makespan_pct = pct
         else:
             thresholds.rules.append((name, pct))
-    base = [r for path in base_paths for r in load_runs_figures(path)]
-    new = [r for path in new_paths for r in load_runs_figures(path)]
+    base, new = load_runs_figures(base_paths), load_runs_figures(new_paths)
     result = diff_runs(base, new, thresholds=thresholds, alpha=args.alpha,
                        threshold_pct=args.threshold, min_ms=args.min_ms)
     write_output(args.output, format_run_diff(result, args.format, args.top),

@@ -83,7 +83,6 @@ def _comparison(args) -> int:
     if missing:
         raise Refused(f"{missing[0]}: no device capture here; html BASE -- NEW compares "
                       "whole runs (compile profiles alone: pypto-profile diff)")
-    base = [r for path in base_paths for r in load_runs_figures(path)]
-    new = [r for path in new_paths for r in load_runs_figures(path)]
+    base, new = load_runs_figures(base_paths), load_runs_figures(new_paths)
     write_output(args.output, compare_html(diff_runs(base, new)), base_paths + new_paths)
     return EXIT_OK

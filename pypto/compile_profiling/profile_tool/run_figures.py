@@ -12,6 +12,7 @@ dispatch.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -181,8 +182,11 @@ def _runs_in(p: Path) -> list[Path]:
                   if d.is_dir() and (_has_capture(d) or is_profile_location(d)))
 
 
-def load_runs_figures(path: str | os.PathLike) -> list[RunFigures]:
-    """One run, or each run in a directory of runs (its subdirectories that hold a run, in
-    name order)."""
-    runs = _runs_in(Path(path))
-    return [load_run_figures(d) for d in runs] if runs else [load_run_figures(path)]
+def load_runs_figures(paths: Iterable[str | os.PathLike]) -> list[RunFigures]:
+    """The runs of one side of a comparison: each path one run, or a directory of runs (its
+    subdirectories that hold a run, in name order)."""
+    out = []
+    for path in paths:
+        runs = _runs_in(Path(path))
+        out += [load_run_figures(d) for d in runs] if runs else [load_run_figures(path)]
+    return out
