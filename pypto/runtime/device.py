@@ -170,15 +170,8 @@ class SimulatedDevice:
         orch_start = 0
         if host_mode:
             t0 = orch_start = _pc()
-            try:
-                calls = program.build_tasks(dev_tensors)
-                self._submit_all(calls, graph)
-            except PyptoError:
-                raise
-            except Exception as e:  # a broken orchestration: one line, not a traceback
-                raise DeviceExecutionError(
-                    f"orchestration failed: {type(e).__name__}: {e}") from e
-            self._host_phase("host_orch", t0, len(calls))
+            n_calls = self._orchestrate(program, dev_tensors, graph)
+            self._host_phase("host_orch", t0, n_calls)
             t0 = _pc()
             self._ready_initial()
             self._host_phase("graph_upload", t0, 0, upload=True)
@@ -242,15 +235,8 @@ class SimulatedDevice:
         `runner_start`; returns once the host clock has passed the schedule's end (the
         device holds the host as long as it would have run)."""
         mode, jitter, seed = self.timing
-        if not host_mode:
-            try:
-                for call in program.build_tasks(dev_tensors):
-                    graph.link_successors(graph.submit(call))
-            except PyptoError:
-                raise
-            except Exception as e:
-                raise DeviceExecutionError(
-                    f"orchestration failed: {type(e).__name__}: {e}") from e
+        if not host_mode:        # its submissions are timed by the simulated schedule
+            self._orchestrate(program, dev_tensors, graph)
         tasks = graph.tasks
         self._total = len(tasks)
         cycles = [program.kernels[t.kernel_name].modelled_cycles for t in tasks]
@@ -325,6 +311,18 @@ class SimulatedDevice:
         return run
 
     # -- orchestration ---------------------------------------------------------------------
+    def _orchestrate(self, program: Any, dev_tensors: dict, graph: TaskGraph) -> int:
+        """Run the orchestration on this thread and submit every call (`_submit_all`); a
+        broken orchestration is one line, not a traceback. -> the calls submitted."""
+        try:
+            calls = program.build_tasks(dev_tensors)
+            self._submit_all(calls, graph)
+        except PyptoError:
+            raise
+        except Exception as e:
+            raise DeviceExecutionError(f"orchestration failed: {type(e).__name__}: {e}") from e
+        return len(calls)
+
     def _submit_all(self, calls: list, graph: TaskGraph) -> None:
         """Host orchestration: submit every call (graph built before the device starts)."""
         phases = self._rec.orch_phases if self.level >= 4 else None
