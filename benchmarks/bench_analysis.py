@@ -75,15 +75,16 @@ def child(mode: str, capture: Path) -> dict:
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
-def build_in_child(source: Path, cap: Path, n: int) -> dict:
-    """bench_merge's builder, run in a child: Linux carries a process's peak RSS into the
-    children it forks, so the measuring children must come from a small parent."""
+def build_in_child(source: Path, cap: Path, n: int, layout: str = "august") -> dict:
+    """bench_merge's builder (records in `layout`), run in a child: Linux carries a
+    process's peak RSS into the children it forks, so the measuring children must come
+    from a small parent."""
     code = ("import json, sys; sys.path.insert(0, sys.argv[1]); from bench_merge import "
             "build_capture; from pathlib import Path; print(json.dumps(build_capture("
-            "Path(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4]))))")
+            "Path(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4]), layout=sys.argv[5])))")
     r = subprocess.run([sys.executable, "-c", code, str(Path(__file__).resolve().parent),
-                        str(source), str(cap), str(n)], capture_output=True, text=True,
-                       check=False)
+                        str(source), str(cap), str(n), layout], capture_output=True,
+                       text=True, check=False)
     if r.returncode:
         raise SystemExit(f"building the capture failed:\n{r.stderr}")
     return json.loads(r.stdout.strip().splitlines()[-1])

@@ -58,6 +58,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "benchmarks"))
+from bench_analysis import build_in_child  # bench_merge's builder, in a child
 from bench_merge import _BASELINE, SOURCE  # the real capture, the orjson baseline
 
 FORMATS = {"json": "merged.json", "pftrace": "merged.pftrace", "parquet": "merged.parquet"}
@@ -128,18 +129,6 @@ def size_of(path: Path) -> int:
     if path.is_dir():
         return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
     return path.stat().st_size
-
-
-def build(source: Path, cap: Path, n: int, layout: str) -> dict:
-    """bench_merge's builder in a child (a big parent's peak RSS is inherited by children)."""
-    code = ("import json, sys; sys.path.insert(0, sys.argv[1]); from bench_merge import "
-            "build_capture; from pathlib import Path; print(json.dumps(build_capture("
-            "Path(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4]), layout=sys.argv[5])))")
-    r = subprocess.run([sys.executable, "-c", code, str(REPO / "benchmarks"), str(source),
-                        str(cap), str(n), layout], capture_output=True, text=True, check=False)
-    if r.returncode:
-        raise SystemExit(f"building the capture failed:\n{r.stderr}")
-    return json.loads(r.stdout.strip().splitlines()[-1])
 
 
 def merge_cmd(cap: Path, out: Path, *extra: str) -> list[str]:
@@ -263,7 +252,8 @@ def main() -> int:
             tmp = Path(tmp)
             t = time.perf_counter()
             caps = {layout: tmp / layout / "dfx_outputs" for layout in ("august", "today")}
-            info = {layout: build(args.source, cap, n, layout) for layout, cap in caps.items()}
+            info = {layout: build_in_child(args.source, cap, n, layout)
+                    for layout, cap in caps.items()}
             size = sum(p.stat().st_size for p in caps["august"].iterdir()) / 1e6
             print(f"{info['august']['aicore_tasks']:,} tasks: {info['august']['records']:,} "
                   f"records, deps {info['august']['deps_edges']:,} edges, {size:.0f} MB "
