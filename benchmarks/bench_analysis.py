@@ -128,7 +128,7 @@ def main() -> int:
     default = Path(fixtures) / SOURCE.name if fixtures else SOURCE
     ap.add_argument("--source", type=Path, default=default,
                     help="real capture to repeat (default: $PYPTO_SIMPLER_FIXTURES/"
-                         f"{SOURCE.name}, else shared/ beside the checkout)")
+                         f"{SOURCE.name}, else the one in tests/fixtures/simpler/)")
     ap.add_argument("--pairs", type=int, default=3,
                     help="analyze/merge command pairs per size (default 3; 0: skip)")
     args = ap.parse_args()

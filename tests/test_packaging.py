@@ -83,8 +83,12 @@ def test_ci_runs_the_readme_test_command_verbatim():
     assert f"\n    {command}\n" in README
     assert command.startswith("python3 -m venv .venv && ")   # no pip into the system Python
     run_line = next(line for line in CI_RUN.splitlines()
-                    if line.startswith(command) and "status=$?" in line)
-    assert run_line == command + " || status=$?"
+                    if command in line and "status=$?" in line)
+    # verbatim, in the fresh clone made for it with nothing beside it
+    assert run_line == f'(cd "$fresh" && {command}) || status=$?'
+    assert 'git clone --quiet --no-hardlinks "$repo_root" "$fresh"' in CI_RUN
+    assert 'fresh_parent="$(mktemp -d ' in CI_RUN and 'fresh="$fresh_parent/checkout"' in CI_RUN
+    assert "unset PYPTO_SIMPLER_FIXTURES" in CI_RUN
 
 
 def test_readme_main_job_command_makes_its_venv():

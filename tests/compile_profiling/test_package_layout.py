@@ -12,7 +12,6 @@ import os
 import subprocess
 import sys
 
-import pytest
 from import_graph import circles, imports_of
 from import_graph import import_graph as graph_of
 from repo_paths import REPO_ROOT as REPO
@@ -99,8 +98,6 @@ sys.exit(code)
 """
 
 
-@pytest.mark.skipif(not (FIXTURES / "hbg_vector_example_l4_depgen").is_dir(),
-                    reason="real Simpler captures not found")
 def test_a_merge_loads_only_the_merge_and_writes_no_profile_of_itself(tmp_path):
     """With PYPTO_COMPILE_PROFILING=1 a merge must not leave a profile of the merge in
     ./pypto_profile/ (the environment profiler is made at the first stage boundary, as

@@ -27,8 +27,6 @@ from pypto.runtime import RunConfig, run
 HBG = FIXTURES / "hbg_vector_example_l4_depgen"
 TMR4 = FIXTURES / "tmr_vector_example_l4_depgen"
 TMR1 = FIXTURES / "tmr_vector_example_l1"
-pytestmark = pytest.mark.skipif(not HBG.is_dir(), reason="Simpler fixtures not present")
-
 
 def _load(p: Path) -> dict:
     return json.loads(p.read_text())

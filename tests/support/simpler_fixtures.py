@@ -1,9 +1,9 @@
 """Where the real Simpler captures are, for every test that reads them.
 
-`shared/fixtures/simpler/` lies beside the checkout on developer machines and in CI (a clean
-clone with a copy of `shared/` beside it); `$PYPTO_SIMPLER_FIXTURES` overrides. Tests skip
-without them on a developer machine, but under CI a missing capture directory is an error:
-silently skipping the ground-truth tests would hide exactly what they exist to catch.
+They ship with the tests (`tests/fixtures/simpler/`, byte for byte as Simpler wrote them, each
+file's digest in its `SHA256SUMS`), so a fresh clone with nothing beside it runs every test.
+`$PYPTO_SIMPLER_FIXTURES` points the tests at another directory of captures instead; a
+directory it names that does not exist is an error, never a silent skip.
 """
 
 from __future__ import annotations
@@ -11,21 +11,20 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from repo_paths import REPO_ROOT
+from repo_paths import TEST_FIXTURES
+
+SHIPPED = TEST_FIXTURES / "simpler"
+DIGESTS = SHIPPED / "SHA256SUMS"
 
 
 def _find() -> Path:
-    candidates = []
-    if os.environ.get("PYPTO_SIMPLER_FIXTURES"):
-        candidates.append(Path(os.environ["PYPTO_SIMPLER_FIXTURES"]))
-    candidates.append(REPO_ROOT.parent / "shared" / "fixtures" / "simpler")
-    for path in candidates:
-        if path.is_dir():
-            return path
-    if os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no"):
-        raise RuntimeError("Simpler fixtures not found in " + ", ".join(map(str, candidates)))
-    return candidates[0]
+    chosen = os.environ.get("PYPTO_SIMPLER_FIXTURES", "").strip()
+    path = Path(chosen) if chosen else SHIPPED
+    if not path.is_dir():
+        raise RuntimeError(f"Simpler captures not found: {path} is not a directory"
+                           + (" ($PYPTO_SIMPLER_FIXTURES)" if chosen else ""))
+    return path
 
 
 FIXTURES = _find()
-CASES = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir()) if FIXTURES.is_dir() else []
+CASES = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir())

@@ -16,13 +16,12 @@ from pathlib import Path
 import pytest
 from child_processes import stop
 from local_ports import free_port
-from merge_inputs import CALIBRATED, CASES, ESTIMATED, FIXTURES, compile_trace_around
+from merge_inputs import CALIBRATED, ESTIMATED, FIXTURES, compile_trace_around
 from repo_paths import REPO_ROOT as REPO
 
 from pypto.compile_profiling.cli.merge_traces import main
 
 SCRIPT = REPO / "tools" / "merge_traces.py"
-pytestmark = pytest.mark.skipif(not CASES, reason="no Simpler fixtures on this machine")
 
 
 def run_cli(*args, cwd=None, **kw) -> subprocess.CompletedProcess:

@@ -45,12 +45,10 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
-from merge_inputs import CASES, FIXTURES, compile_trace_around
+from merge_inputs import FIXTURES, compile_trace_around
 from repo_paths import REPO_ROOT as REPO
 
 from pypto.compile_profiling.cli import merge_traces as merge_cli
-
-pytestmark = pytest.mark.skipif(not CASES, reason="no Simpler fixtures on this machine")
 
 # One fixed profile: no flaky deadline, no time spent shrinking, no example database; each
 # test is seeded from its case id (`fuzz_seed`), so every run tries the same examples, and
@@ -1055,8 +1053,6 @@ def test_valid_json_is_read_wherever_its_text_falls(tmp_path):
     (valid JSON: a string then crossed the reader's 64 KiB window, and 6 of 24 shifts were
     refused as invalid) merges like the original."""
     case = FIXTURES / "hbg_benchmark_bgemm_case0_l4_depgen"
-    if not case.is_dir():
-        pytest.skip("no hbg_benchmark_bgemm_case0_l4_depgen")
     files = _capture_files(case.name, ("*.json", "*.txt", "*.jsonl"))
     line = files["host_phase_records.jsonl"].strip()
     files["host_phase_records.jsonl"] = line[:1] + b" " * 12 + line[1:] + b"\n"
@@ -1083,8 +1079,6 @@ def _merge_to_stdout(work: Path, stdout, *, shell_redirect: str = "") -> subproc
 def big_capture() -> dict[str, bytes]:
     """A capture whose trace is far bigger than a pipe holds (64 KiB)."""
     case = "hbg_benchmark_bgemm_case0_l4_depgen"
-    if not (FIXTURES / case).is_dir():
-        pytest.skip(f"no {case}")
     return {f"cap/{k}": v for k, v in _capture_files(case, (
         "chip_swimlane_records.json", "deps.json", "name_map_*.json")).items()}
 

@@ -32,13 +32,11 @@ import pytest
 from child_processes import stop
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from merge_inputs import CASES, FIXTURES
+from merge_inputs import FIXTURES
 from repo_paths import REPO_ROOT as REPO
 
 from pypto.compile_profiling.cli.merge_traces import main as merge_main
 from pypto.compile_profiling.cli.profile import main as profile_main
-
-pytestmark = pytest.mark.skipif(not CASES, reason="no Simpler fixtures on this machine")
 
 CASE = "tmr_vector_example_l4_depgen"
 PROFILE = [sys.executable, "-m", "pypto.compile_profiling"]

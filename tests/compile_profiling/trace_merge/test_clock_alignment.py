@@ -14,7 +14,6 @@ from pypto.compile_profiling.trace_merge.read_run_log import read_run_log
 from pypto.compile_profiling.trace_merge.read_simpler import read_records
 
 HBG = ["hbg_vector_example_l4_depgen", "hbg_bgemm_l4_depgen", "hbg_benchmark_bgemm_case0_l4_depgen"]
-pytestmark = pytest.mark.skipif(not FIXTURES.is_dir(), reason="Simpler fixtures not present")
 
 
 def _anchors(case):

@@ -31,8 +31,6 @@ from pypto.compile_profiling.trace_merge.plan import fmt_interval
 from pypto.compile_profiling.trace_merge.read_run_log import RunLog, StraceSpan
 from pypto.errors import TraceInputError
 
-pytestmark = pytest.mark.skipif(not CASES, reason="no Simpler fixtures on this machine")
-
 STRACE = re.compile(r"\[STRACE\] .*?name=(\S+) ts=(\d+) dur=(\d+)")
 
 

@@ -24,7 +24,6 @@ from simpler_fixtures import CASES, FIXTURES
 from pypto.compile_profiling.trace_merge.json_pieces import JsonPieces, safe_strings
 from pypto.errors import TraceInputError
 
-pytestmark = pytest.mark.skipif(not CASES, reason="Simpler fixtures not found")
 HBG = FIXTURES / "hbg_benchmark_bgemm_case0_l4_depgen"
 CLASSES = {"between tokens", "whitespace", "number", "literal", "string", "escape", "utf-8"}
 

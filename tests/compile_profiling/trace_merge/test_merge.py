@@ -24,8 +24,6 @@ from pypto.compile_profiling.trace_merge import merge_traces
 from pypto.compile_profiling.trace_merge.views import FLOWS
 from pypto.errors import ProfileWriteError, TraceInputError
 
-pytestmark = pytest.mark.skipif(not CASES, reason="no Simpler fixtures on this machine")
-
 STRACE = re.compile(r"\[STRACE\] .*?name=(\S+) ts=(\d+) dur=(\d+)(.*)")
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from repo_paths import TEST_FIXTURES
-from simpler_fixtures import CASES, FIXTURES
+from simpler_fixtures import FIXTURES
 
 from pypto.compile_profiling.cli.merge_traces import main
 from pypto.compile_profiling.trace_merge import merge_traces
@@ -488,7 +488,6 @@ def test_core_ids_are_checked_against_the_core_table(tmp_path, change, want):
         assert problem(path) == want
 
 
-@pytest.mark.skipif(not CASES, reason="Simpler fixtures not found")
 def test_the_range_rule_applies_to_august_files_too(tmp_path):
     doc = json.loads((FIXTURES / "tmr_bgemm_case0_l4_depgen" / RECORDS).read_text())
     doc["aicore_tasks"][17][3] = 1 << 62

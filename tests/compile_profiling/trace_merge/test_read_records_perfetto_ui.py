@@ -9,15 +9,14 @@ import json
 
 import pytest
 from repo_paths import TEST_FIXTURES
-from simpler_fixtures import CASES, FIXTURES
+from simpler_fixtures import FIXTURES
 from simpler_today import write_today
 from timeline_checks import check_matches_timeline
 
 from pypto.compile_profiling.timeline import write_timeline
 from pypto.compile_profiling.trace_merge import merge_traces
 
-pytestmark = [pytest.mark.perfetto_ui,
-              pytest.mark.skipif(not CASES, reason="no Simpler fixtures on this machine")]
+pytestmark = pytest.mark.perfetto_ui
 GOLDEN_DIR = TEST_FIXTURES / "simpler_today" / "writer_golden"
 
 

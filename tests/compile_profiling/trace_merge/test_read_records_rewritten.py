@@ -14,8 +14,6 @@ from simpler_today import RUN_EPOCH, to_august, to_today, write_today
 from pypto.compile_profiling.trace_merge import merge_traces
 from pypto.compile_profiling.trace_merge.read_records import read_records
 
-pytestmark = pytest.mark.skipif(not CASES, reason="Simpler fixtures not found")
-
 
 def _doc(case: str) -> dict:
     return json.loads((FIXTURES / case / "chip_swimlane_records.json").read_text())

@@ -26,7 +26,6 @@ from pypto.compile_profiling.trace_merge.read_run_log import (
 )
 from pypto.errors import TraceInputError
 
-pytestmark = pytest.mark.skipif(not CASES, reason="Simpler fixtures not found")
 BGEMM = FIXTURES / "tmr_bgemm_case0_l4_depgen"
 HBG = FIXTURES / "hbg_benchmark_bgemm_case0_l4_depgen"
 

@@ -19,8 +19,6 @@ from merge_inputs import CALIBRATED, CASES, FIXTURES
 from pypto.compile_profiling.trace_merge import merge_traces
 from pypto.compile_profiling.trace_merge.device_labels import kernel_name
 
-pytestmark = pytest.mark.skipif(not CASES, reason="no Simpler fixtures on this machine")
-
 CONVERTER_FLOW_NAMES = ("dependency", "dispatch", "complete", "submit→dispatch", "complete→ready")
 
 
