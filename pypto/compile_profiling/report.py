@@ -67,8 +67,10 @@ def format_summary(stages: list[StageRecord], total: float) -> str:
 def format_profile_summary(profile: Profile, expand: bool = False) -> str:
     """Title, rule, total, then one line per stage (or folded family), indented two spaces per
     depth: total and share of the profile as upstream, then self time; a family adds its
-    count, mean and max. Durations line up in one column, pushed right when a name needs more
-    room. Time outside every stage ends the list as "(unaccounted)"."""
+    count, mean and max; where its members ran at the same time on several threads, a line
+    under its total says the total is summed over them, and gives its wall time. Durations line up in one column, pushed
+    right when a name needs more room. Time outside every stage ends the list as
+    "(unaccounted)"."""
     rows = view_rows(profile.stages, expand)
     labels = [_row_label(r) for r in rows]
     width = max([NAME_COLUMN, len(UNACCOUNTED) + 3] + [len(x) + 1 for x in labels])
@@ -76,6 +78,10 @@ def format_profile_summary(profile: Profile, expand: bool = False) -> str:
     lines = ["PyPTO Compile Profile", "=" * 22, f"Total: {fmt_time(total / 1e9)}", ""]
     for label, row in zip(labels, rows):
         lines.append(_line(label, width, row.total_ns, row.self_ns, total) + _row_extra(row))
+        if row.summed:     # under its total: what the sum is, and the wall time it took
+            threads = row.threads
+            lines.append(f"{'':<{width}s}= sum over {threads} thread{'s' if threads != 1 else ''}"
+                         f" at once; wall {fmt_time(row.wall_ns / 1e9)}")
     unaccounted = unaccounted_ns(profile)
     if unaccounted >= _HIDE_UNACCOUNTED_NS:
         lines.append(_line("  " + UNACCOUNTED, width, unaccounted, unaccounted, total))

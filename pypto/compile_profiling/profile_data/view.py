@@ -10,7 +10,10 @@
   `kernel_codegen:step_1`, ...), fold into one row `kernel_codegen:*` with a count and the
   sum, mean and max of their durations (like Clang's `-ftime-trace` totals). A folded row's
   children are all members' children, folded the same way. `expand=True` lists the members
-  under their family row.
+  under their family row. Members that ran at the same time (kernel codegen on a thread
+  pool) make the sum more than the wall time they took: such a row says so, with its
+  threads and its **wall** time (the union of its members' intervals), so a child row larger
+  than its parent never goes unexplained.
 
 Rows carry a `key`, the path of row labels from the top (`compile/codegen/kernel_codegen:*`),
 by which `diff` matches stages of two profiles.
@@ -80,6 +83,25 @@ class Row:
     @property
     def count(self) -> int:
         return len(self.members)
+
+    @property
+    def wall_ns(self) -> int:
+        """The time the members took together: the union of their intervals (their sum,
+        `total_ns`, when none overlaps another)."""
+        if len(self.members) == 1:
+            return self.total_ns
+        return covered_ns([(m.start_ns, m.end_ns) for m in self.members if m.end_ns > m.start_ns])
+
+    @property
+    def threads(self) -> int:
+        """The threads its members ran on."""
+        return len({(m.pid, m.tid) for m in self.members})
+
+    @property
+    def summed(self) -> bool:
+        """Members overlapped in time (ran on several threads at once): `total_ns` is a sum
+        over threads, more than the wall time."""
+        return self.folded and self.wall_ns < self.total_ns
 
     @property
     def mean_ns(self) -> float:
@@ -203,6 +225,9 @@ def view_dict(profile: Profile, rows: list[Row], top: list[SlowStage]) -> dict:
         if r.folded:
             d["mean_ms"] = r.mean_ns / 1e6
             d["max_ms"] = r.max_ns / 1e6
+            if r.summed:
+                d["wall_ms"] = r.wall_ns / 1e6
+                d["threads"] = r.threads
         if r.failed is not None:
             d["error"] = r.failed
         if r.still_open:

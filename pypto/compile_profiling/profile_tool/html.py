@@ -134,17 +134,21 @@ def _summary_table(profile: Profile) -> str:
     def share(ns: float) -> str:
         return f"{ns / total * 100:.1f}%" if total > 0 else ""
 
-    heads = ("stage", "count", "total", "self", "share", "mean", "max")
+    heads = ("stage", "count", "total", "wall, where summed over threads", "self", "share",
+             "mean", "max")
     rows = []
     un = unaccounted_ns(profile)
-    rows.append(f"<tr><td>{UNACCOUNTED}</td><td></td><td>{_t(un)}</td><td>{_t(un)}</td>"
+    rows.append(f"<tr><td>{UNACCOUNTED}</td><td></td><td>{_t(un)}</td><td></td><td>{_t(un)}</td>"
                 f"<td>{share(un)}</td><td></td><td></td></tr>")
     for r in view_rows(profile.stages):
         indent = "&nbsp;" * (2 * (r.depth - 1))
         mean = _t(r.mean_ns) if r.folded else ""
         mx = _t(r.max_ns) if r.folded else ""
+        # a family whose members ran at once on several threads: its total is their sum
+        wall = f"{_t(r.wall_ns)} ({r.threads} threads)" if r.summed else ""
+        summed = f"{_t(r.total_ns)} (sum)" if r.summed else _t(r.total_ns)
         rows.append(f"<tr><td>{indent}{html.escape(r.label)}</td><td>{r.count}</td>"
-                    f"<td>{_t(r.total_ns)}</td><td>{_t(r.self_ns)}</td>"
+                    f"<td>{summed}</td><td>{wall}</td><td>{_t(r.self_ns)}</td>"
                     f"<td>{share(r.total_ns)}</td><td>{mean}</td><td>{mx}</td></tr>")
     return _folded("summary", heads, rows, "stages")
 

@@ -15,6 +15,7 @@ import json
 from dataclasses import dataclass, field
 
 from pypto.compile_profiling.profile_data.model import Profile, walk
+from pypto.compile_profiling.profile_data.view import self_ns
 from pypto.compile_profiling.trace_merge.kernel_totals import (
     DeviceKernelCost,
     work_dir_device_costs,
@@ -30,6 +31,7 @@ class KernelRow:
 
     kernel: str
     codegen_ns: int | None = None
+    self_ns: int | None = None       # codegen time inside no nested stage
     nested: dict[str, int] = field(default_factory=dict)   # stage name -> ns, inside codegen
     device: DeviceKernelCost | None = None
 
@@ -41,8 +43,9 @@ def compile_kernel_costs(profile: Profile) -> dict[str, KernelRow]:
         if not st.name.startswith(KERNEL_STAGE_PREFIX):
             continue
         kernel = st.name[len(KERNEL_STAGE_PREFIX):]
-        row = rows.setdefault(kernel, KernelRow(kernel, 0))
+        row = rows.setdefault(kernel, KernelRow(kernel, 0, 0))
         row.codegen_ns += st.duration_ns
+        row.self_ns += self_ns(st)
         for child, _d, _p in walk(st.children):
             row.nested[child.name] = row.nested.get(child.name, 0) + child.duration_ns
     return rows
@@ -69,8 +72,8 @@ def load_work_dir_kernels(path: str, profile: Profile) -> tuple[list[KernelRow],
 
 # --------------------------------------------------------------------------- output
 
-COLUMNS = ("kernel", "codegen_ms", "nested_stages", "tasks", "core_type", "device_total_us",
-           "device_mean_us", "device_max_us")
+COLUMNS = ("kernel", "codegen_ms", "self_ms", "nested_stages", "tasks", "core_type",
+           "device_total_us", "device_mean_us", "device_max_us")
 
 
 def _record(r: KernelRow) -> dict:
@@ -78,6 +81,7 @@ def _record(r: KernelRow) -> dict:
     return {
         "kernel": r.kernel,
         "codegen_ms": None if r.codegen_ns is None else r.codegen_ns / 1e6,
+        "self_ms": None if r.self_ns is None else r.self_ns / 1e6,
         "nested_stages": {k: v / 1e6 for k, v in r.nested.items()},
         "tasks": d.tasks if d else None,
         "executions": d.executions if d else None,
@@ -88,20 +92,32 @@ def _record(r: KernelRow) -> dict:
     }
 
 
-def _cells(r: KernelRow) -> list[str]:
+def _cells(r: KernelRow, nested_column: bool = True) -> list[str]:
     rec = _record(r)
 
     def num(v, fmt):
         return "-" if v is None else format(v, fmt)
 
     nested = ", ".join(f"{k} {v:.2f}ms" for k, v in rec["nested_stages"].items()) or "-"
-    return [r.kernel, num(rec["codegen_ms"], ".2f"), nested, num(rec["tasks"], "d"),
+    return [r.kernel, num(rec["codegen_ms"], ".2f"), num(rec["self_ms"], ".2f"),
+            *([nested] if nested_column else []), num(rec["tasks"], "d"),
             rec["core_type"] or "-", num(rec["device_total_us"], ".1f"),
             num(rec["device_mean_us"], ".2f"), num(rec["device_max_us"], ".2f")]
 
 
-HEADERS = ["kernel", "codegen ms", "nested stages", "tasks", "core", "device total us",
-           "mean us", "max us"]
+HEADERS = ["kernel", "codegen ms", "self ms", "nested stages", "tasks", "core",
+           "device total us", "mean us", "max us"]
+TEXT_HEADERS = [h for h in HEADERS if h != "nested stages"]
+
+
+def _nested_line(rows: list[KernelRow]) -> str:
+    """The text table's last line: what the codegen time holds besides its self time (each
+    stage per kernel is in the other formats)."""
+    names = list(dict.fromkeys(k for r in rows for k in r.nested))
+    if not names:
+        return ""
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    return f"codegen ms = self ms + nested stages ({shown}); each: --format csv/json\n"
 
 
 def format_kernels(rows: list[KernelRow], fmt: str) -> str:
@@ -121,16 +137,18 @@ def format_kernels(rows: list[KernelRow], fmt: str) -> str:
             w.writerow(["" if rec[c] is None else rec[c] for c in COLUMNS])
         return buf.getvalue()
     if fmt == "markdown":
-        lines = ["| " + " | ".join(HEADERS) + " |", "|---|---:|---|---:|---|---:|---:|---:|"]
+        lines = ["| " + " | ".join(HEADERS) + " |", "|---|---:|---:|---|---:|---|---:|---:|---:|"]
         for cells in table:
             lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
         return "\n".join(lines) + "\n"
+    # text: fits a terminal, so the nested stages are summed up in one line under the table
+    table = [_cells(r, nested_column=False) for r in rows]
     widths = [max(len(h), *(len(c[i]) for c in table)) if table else len(h)
-              for i, h in enumerate(HEADERS)]
-    left = {0, 2, 4}
+              for i, h in enumerate(TEXT_HEADERS)]
+    left = {0, 4}
     out = []
-    for cells in [HEADERS, *table]:
+    for cells in [TEXT_HEADERS, *table]:
         out.append("  ".join(c.ljust(widths[i]) if i in left else c.rjust(widths[i])
                              for i, c in enumerate(cells)).rstrip())
-    return "\n".join(out) + "\n"
+    return "\n".join(out) + "\n" + _nested_line(rows)
 

@@ -280,12 +280,24 @@ def test_kernels_joins_codegen_with_device_time_for_all_64(work_dir, capsys):
         assert r["tasks"] == 1 and r["core_type"] == "aiv"
         assert r["codegen_ms"] == pytest.approx(codegen[r["kernel"]], abs=1e-3)
         assert r["device_mean_us"] == pytest.approx(r["device_total_us"] / r["executions"])
+        # the row adds up: its codegen time is its self time plus its nested stages
+        assert set(r["nested_stages"]) == {"kernel_source", "kernel_executable"}
+        assert 0 < r["self_ms"] < r["codegen_ms"]
+        assert r["self_ms"] + sum(r["nested_stages"].values()) == pytest.approx(
+            r["codegen_ms"], abs=1e-6)
 
 
 def test_kernels_text_markdown_and_csv(work_dir, capsys):
     code, out, _ = cli(capsys, "kernels", work_dir)
-    assert code == 0 and out.splitlines()[0].split()[:3] == ["kernel", "codegen", "ms"]
-    assert len(out.splitlines()) == 65
+    lines = out.splitlines()
+    assert code == 0 and lines[0].split() == ["kernel", "codegen", "ms", "self", "ms", "tasks",
+                                              "core", "device", "total", "us", "mean", "us",
+                                              "max", "us"]
+    assert len(lines) == 66 and max(map(len, lines)) <= 100
+    assert lines[-1] == ("codegen ms = self ms + nested stages (kernel_source, "
+                         "kernel_executable); each: --format csv/json")
+    step_0 = next(ln.split() for ln in lines if ln.startswith("step_0 "))
+    assert float(step_0[1]) > float(step_0[2]) > 0          # codegen ms > self ms
     code, out, _ = cli(capsys, "kernels", work_dir, "--format", "markdown")
     assert out.startswith("| kernel |") and out.splitlines()[1].startswith("|---")
     code, out, _ = cli(capsys, "kernels", work_dir, "--format", "csv")
