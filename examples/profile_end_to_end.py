@@ -23,6 +23,7 @@ sys.path.insert(0, str(HERE.parent))
 from pypto.about import tool_command
 from pypto.compile_profiling.timeline import write_timeline
 from pypto.compile_profiling.trace_merge import merge_traces
+from pypto.compile_profiling.trace_merge.device_counters import KernelBrief
 from pypto.errors import PyptoError
 from pypto.runtime import RunConfig, run
 
@@ -68,12 +69,19 @@ def main(argv: list[str] | None = None) -> int:
     except PyptoError as e:
         print(f"merge: {e}", file=sys.stderr)
         return 2
-    # the kernel line names three kernels; the rest are in `pypto-profile kernels`; hints
-    # name the command as it runs in a new shell (the venv's script, not a bare name)
+    # what was merged in a few lines (`pypto-merge-traces -v` says every source in detail);
+    # the kernels with the most device time, the rest in `pypto-profile kernels`. Hints name
+    # the command as it runs in a new shell (the venv's script, not a bare name)
     profile_cmd = tool_command("pypto-profile")
-    kernels_hint = f" (all {{n}}: {profile_cmd} kernels {shlex.quote(str(work_dir))})"
-    for line in merged.summary(kernels_hint):
+    for line in merged.brief():
         print(line)
+    for line in merged.summary_lines:
+        if isinstance(line, KernelBrief):
+            print(f"  {line.label}: most device time: {line.top}")
+            print(f"  all {line.kernels} kernels: {profile_cmd} kernels "
+                  f"{shlex.quote(str(work_dir))}")
+        elif line.startswith("linked "):
+            print(line)
     for path in outputs:
         print(f"wrote {path} ({path.stat().st_size:,} bytes)")
     print("\nOpen it in Perfetto (serves the file on 127.0.0.1:9001 for ui.perfetto.dev):")

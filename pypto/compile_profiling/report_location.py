@@ -47,7 +47,12 @@ def _ensure_visible() -> None:
 
 
 def log_report_location(report_dir: str | os.PathLike) -> None:
-    """One line naming the report directory and its files."""
+    """One line naming the report directory (relative to the working directory when it lies
+    under it, so the line fits a terminal) and its files."""
     _ensure_visible()
-    logger.info("pypto: compile profile written to %s%s (%s, %s, %s)",
-                os.path.abspath(report_dir), os.sep, REPORT_TEXT, REPORT_JSON, TRACE_JSON)
+    where = os.path.abspath(report_dir)
+    rel = os.path.relpath(where)
+    if not rel.startswith(os.pardir):
+        where = rel
+    logger.info("pypto: compile profile written to %s%s (%s, %s, %s)", where, os.sep,
+                REPORT_TEXT, os.path.splitext(REPORT_JSON)[1], TRACE_JSON)

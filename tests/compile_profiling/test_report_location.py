@@ -39,9 +39,18 @@ def test_profiling_says_once_where_the_report_went(tmp_path, program):
     assert proc.returncode == 0, proc.stderr
     report = out / "report"
     line = (f"pypto: compile profile written to {report}{os.sep} "
-            "(pipeline_profile.txt, pipeline_profile.json, trace.json)")
+            "(pipeline_profile.txt, .json, trace.json)")
     assert proc.stderr.splitlines() == [line]
     assert (report / "pipeline_profile.txt").is_file()
+
+
+def test_a_report_under_the_working_directory_is_named_relative_to_it(tmp_path):
+    proc = run_python(RUN.format(out="work", profiling=True), tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.splitlines() == [
+        f"pypto: compile profile written to {os.path.join('work', 'report')}{os.sep} "
+        "(pipeline_profile.txt, .json, trace.json)"]
+    assert (tmp_path / "work" / "report" / "pipeline_profile.json").is_file()
 
 
 @pytest.mark.parametrize("program", [COMPILE, RUN], ids=["ir.compile", "run"])
@@ -60,5 +69,5 @@ def test_a_program_that_configured_logging_decides_itself(tmp_path):
     lines = [ln for ln in proc.stderr.splitlines() if "compile profile written" in ln]
     line = (f"pypto.compile_profiling pypto: compile profile written to "
             f"{tmp_path / 'b' / 'report'}{os.sep} "
-            "(pipeline_profile.txt, pipeline_profile.json, trace.json)")
+            "(pipeline_profile.txt, .json, trace.json)")
     assert lines == [line]

@@ -31,6 +31,7 @@ import time
 
 from pypto.about import tool_command
 from pypto.compile_profiling.cli.stdout import PrintVersion, check_open, reader_gone, writing
+from pypto.compile_profiling.cli.terminal import wrap
 from pypto.compile_profiling.foundation.input_files import guarding_inputs, note_input_dirs
 from pypto.compile_profiling.viewer.perfetto_ui import (
     DEFAULT_PORT,
@@ -204,7 +205,6 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-BRIEF_WARNING = 160    # characters of the first warning in the short summary
 
 
 class AlarmTimer:
@@ -488,6 +488,9 @@ def _log_setup() -> None:
     cleanup.propagate = False
 
 
+BRIEF_WARNING_LINES = 3    # of the first warning in the short summary (-v: every one whole)
+
+
 def _merge(args, state: dict, server) -> int:
     to_stdout = args.output == "-"
     _log_setup()
@@ -568,7 +571,7 @@ def _merge(args, state: dict, server) -> int:
             print(line, file=err)
     elif not args.quiet:
         for line in result.brief():
-            print(line, file=err)
+            print("\n".join(wrap(line)), file=err)
     if args.kernels:               # asked for by name: listed under -q too
         for line in result.kernel_lines:
             print(line, file=err)
@@ -578,8 +581,9 @@ def _merge(args, state: dict, server) -> int:
                 "parquet": "Parquet tables",
                 "archive": "a ZIP of the two runs' Perfetto protobuf traces"}[fmt]
         print(f"wrote {'to stdout' if to_stdout else args.output} ({kind}, "
-              f"{_size(size)}) in {elapsed:.1f} s: {tl.slice_count} slices, {tl.flow_count} "
-              f"flows, {sum(len(c.ts_ns) for c in tl.counters)} counter samples, "
+              f"{_size(size)}) in {elapsed:.1f} s", file=err)
+        print(f"  {tl.slice_count} slices, {tl.flow_count} flows, "
+              f"{sum(len(c.ts_ns) for c in tl.counters)} counter samples, "
               f"{len(tl.processes)} processes, {lanes} lanes", file=err)
         if args.analyze:
             print(f"wrote the analysis of its captures to {args.analyze}", file=err)
@@ -588,8 +592,9 @@ def _merge(args, state: dict, server) -> int:
             print(f"warning: {w}", file=err)
     elif result.warnings:          # the short summary: how many, the first one, where the rest are
         n, first = len(result.warnings), result.warnings[0]
-        cut = first if len(first) <= BRIEF_WARNING else first[:BRIEF_WARNING - 1] + "…"
-        print(f"{n} warning{'s' * (n != 1)} (-v shows them all): {cut}", file=err)
+        for line in wrap(f"{n} warning{'s' * (n != 1)} (-v shows them all): {first}",
+                         most=BRIEF_WARNING_LINES):
+            print(line, file=err)
     if server is not None and fmt != "parquet":  # the same server as `pypto-profile open`
         from pypto.compile_profiling.cli.open_trace import serve_trace
 

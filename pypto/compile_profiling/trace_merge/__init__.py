@@ -62,6 +62,9 @@ class MergeResult:
             blocks = f" ({s['blocks']} blocks)" if s["blocks"] != s["tasks"] else ""
             out.append(f"  {s['rank']}: {s['tasks']} tasks{blocks}, makespan "
                        f"{fmt_ns(s['makespan_ns'])}; device time {s['placement']}")
+            if s.get("records_ignored"):
+                ignored = ", ".join(os.path.basename(p) for p in s["records_ignored"])
+                out.append(f"    read {os.path.basename(s['path'])}, not {ignored} beside it")
         if len(caps) > most:
             out.append(f"  ... {len(caps) - most} more captures (-v lists every source)")
         return out

@@ -146,11 +146,14 @@ class KernelBrief(str):
     where the others are listed depends on who prints it (the CLI: `--kernels`), so the
     printer says so (`MergeResult.summary`), not the line."""
 
+    label: str
     kernels: int
     named: int
     tasks: int
     blocks: int
     makespan_ns: int
+    core_ns: int        # core time summed over cores
+    top: str            # the kernels with the most core time, as the line names them
 
 
 def _brief(label: str, table: list[dict], tasks: int, blocks: int, makespan_ns: int
@@ -166,6 +169,7 @@ def _brief(label: str, table: list[dict], tasks: int, blocks: int, makespan_ns: 
     line = KernelBrief(f"  {label}: {n} kernel{'s' * (n != 1)}, {parts}, makespan "
                        f"{fmt_ns(makespan_ns)}, {fmt_ns(total)} core time (summed over "
                        f"cores); most: {top}")
-    line.kernels, line.named = n, min(n, BRIEF_KERNELS)
+    line.label, line.kernels, line.named = label, n, min(n, BRIEF_KERNELS)
     line.tasks, line.blocks, line.makespan_ns = tasks, blocks, makespan_ns
+    line.core_ns, line.top = total, top
     return line

@@ -193,6 +193,8 @@ def add_capture(
                       else f"{dev.status}: {dev.how}",
                       "estimated": estimated, "uncertainty_ns": dev.uncertainty_ns,
                       "details": dev.describe(), "host_offset_ns": capture_plan.host.offset_ns})
+    if capture_plan.capture.files.records_ignored:     # which one was read: said by default
+        builder.sources[-1]["records_ignored"] = list(capture_plan.capture.files.records_ignored)
     return rows
 
 

@@ -55,7 +55,7 @@ def test_merge_to_json_prints_summary_and_writes_file(tmp_path, capsys):
     assert code == 0, err
     assert stdout == ""
     assert "compile trace" in err and "calibrated by clock anchors" in err
-    m = re.search(r"wrote .*merged\.json \(Chrome JSON, .*\) in .* s: (\d+) slices, (\d+) flows",
+    m = re.search(r"wrote .*merged\.json \(Chrome JSON, .*\) in .* s\n  (\d+) slices, (\d+) flows",
                   err)
     assert m, err
     doc = json.loads(out.read_text())
@@ -528,18 +528,24 @@ def test_progress_in_the_main_thread_is_an_alarm_not_a_thread():
 
 
 def test_the_default_summary_is_short_and_v_gives_the_detail(tmp_path, capsys):
-    """At most 10 lines by default: what was merged, each capture's tasks and placement, what
-    was written, how many warnings (the first one), how to open it; -v: every source."""
+    """At most 10 lines of at most 100 columns by default: what was merged, each capture's
+    tasks and placement, what was written, how many warnings (the first one, in at most 3
+    lines), how to open it; -v: every source."""
     out = tmp_path / "m.json"
     code, _, err = cli(capsys, FIXTURES / ESTIMATED[0], "-o", out)
     assert code == 0
     lines = err.strip().splitlines()
     assert len(lines) <= 10, lines
+    # a path the user gave is printed whole (a command to paste must not be broken)
+    assert max(len(ln.replace(str(out), "OUT")) for ln in lines) <= 100, lines
     assert lines[0] == "merged 1 run log, 1 capture"
     assert re.fullmatch(r"  \S+: \d+ tasks, makespan [\d.]+ [mun]?s; device time contained "
                         r"-[\d.]+ [mun]?s/\+[\d.]+ [mun]?s", lines[1]), lines[1]
     assert lines[2].startswith(f"wrote {out} (Chrome JSON, ")
-    assert re.match(r"\d+ warnings? \(-v shows them all\): ", lines[3])
+    assert re.fullmatch(r"  \d+ slices, \d+ flows, \d+ counter samples, \d+ processes, \d+ lanes",
+                        lines[3])
+    assert re.match(r"\d+ warnings? \(-v shows them all\): ", lines[4])
+    assert lines[5].startswith("    ") and lines[6].startswith("    ") and lines[6].endswith("…")
     assert lines[-1].endswith(f"open {out}")
     code, _, verbose = cli(capsys, FIXTURES / ESTIMATED[0], "-o", out, "-v")
     assert code == 0 and len(verbose.splitlines()) > len(lines)
