@@ -109,7 +109,6 @@ def test_asyncio_tasks_each_get_a_lane_in_perfetto(tmp_path, perfetto_ui):
                 fetch, parse = by_name[f"fetch:{i}"], by_name[f"parse:{i}"]
                 assert fetch["depth"] == 0 and parse["depth"] == 1
                 assert parse["track_id"] == fetch["track_id"] and parse["parent_id"] == fetch["id"]
-                # JSON can only draw a lane as a thread; protobuf draws a track of the process
-                lane = fetch["thread_name"] if name == "trace.json" else fetch["track_name"]
-                assert lane.startswith(f"async-loop · worker-{i} (")
+                # a lane is a thread of the process in both formats, named alike
+                assert fetch["thread_name"].startswith(f"async-loop · worker-{i} (")
                 assert fetch["pid"] == os.getpid()

@@ -47,9 +47,9 @@ def test_profiling_says_once_where_the_report_went(tmp_path, program):
 def test_a_report_under_the_working_directory_is_named_relative_to_it(tmp_path):
     proc = run_python(RUN.format(out="work", profiling=True), tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stderr.splitlines() == [
-        f"pypto: compile profile written to {os.path.join('work', 'report')}{os.sep} "
-        "(pipeline_profile.txt, .json, trace.json)"]
+    line = (f"pypto: compile profile written to {os.path.join('work', 'report')}{os.sep} "
+            "(pipeline_profile.txt, .json, trace.json)")
+    assert proc.stderr.splitlines() == [line]
     assert (tmp_path / "work" / "report" / "pipeline_profile.json").is_file()
 
 

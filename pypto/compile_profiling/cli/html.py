@@ -15,7 +15,9 @@ HTML_SUFFIXES = (".html", ".htm", ".html.gz", ".htm.gz")
 def add_parser(sub) -> None:
     h = sub.add_parser("html", help="one self-contained HTML page (no network)",
                        description="Icicle chart per thread lane (hover for details), the "
-                                   "folded summary and, for a work dir, the kernel table. "
+                                   "folded summary and, for a work dir, the kernel table and "
+                                   "the run explained (analyze); a device capture alone "
+                                   "(dfx_outputs/, a capture directory) gives the device half. "
                                    "BASE... -- NEW...: a comparison of whole runs instead, "
                                    "side-by-side bars for the device makespan, the critical "
                                    "path's composition and the kernel families, each with "

@@ -15,7 +15,9 @@ def add_parser(sub) -> None:
                        description="One row per kernel: its kernel_codegen stage (and nested "
                                    "stages) and its device tasks from dfx_outputs/ (count, "
                                    "core type, total/mean/max AICore time), slowest on the "
-                                   "device first.")
+                                   "device first. WORK_DIR: a run() work dir; or Simpler's "
+                                   "dfx_outputs/ or a capture directory alone, for the device "
+                                   "side only.")
     k.add_argument("work_dir", metavar="WORK_DIR")
     k.add_argument("--format", choices=("text", "markdown", "csv", "json"), default="text")
     add_output_option(k, "the table")

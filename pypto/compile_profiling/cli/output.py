@@ -1,5 +1,6 @@
 """Where a `pypto-profile` command's result goes: stdout, or a file written atomically
-(gzip for `.gz`) that is never one of the command's inputs and never a special file."""
+(gzip for `.gz`) that is never one of the command's inputs and never a special file; a
+file written is named on stderr (`wrote <file> (<n> bytes)`)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import contextlib
 import gzip
 import os
 import stat
+import sys
 from collections.abc import Callable, Iterator
 
 from pypto.compile_profiling.cli.stdout import write_text, writing
@@ -51,6 +53,8 @@ def output_stream(path: str | None, inputs: list[str]) -> Iterator[Callable[[str
         finally:
             if sink is not raw:
                 sink.close()
+    # as every command that writes a file says where it went (pypto-merge-traces too)
+    print(f"wrote {path} ({os.path.getsize(path):,} bytes)", file=sys.stderr)
 
 
 REPORT_FILES = ("pipeline_profile.json", "pipeline_profile.txt", "trace.json")

@@ -62,11 +62,15 @@ COMMANDS = {"show": show, "diff": diff, "html": html, "open": open_trace, "kerne
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog=PROG, description="Read, compare and picture PyPTO compile profiles.",
-        epilog="PATH: a run() work dir, an ir.compile output dir, a report/ dir, "
-               "pipeline_profile.json or trace.json (also gzip-compressed). Exit status: 0 "
-               "ok; 1 regression (diff), not fetched in time (open --timeout) or output "
-               "not written; 2 bad input or refused output path; 130 interrupted.")
+        prog=PROG, description="Read, compare, explain and picture PyPTO runs: compile "
+                               "profiles, Simpler's device captures and merged traces.",
+        epilog="PATH: a run() work dir (report/ and dfx_outputs/), an ir.compile output dir, "
+               "a report/ dir, pipeline_profile.json or trace.json (also gzip-compressed), "
+               "or Simpler's device outputs (dfx_outputs/, a capture directory with "
+               "chip_swimlane_records.json, rank<r>/ leaves); each command's --help says "
+               "which it takes. Exit status: 0 ok; 1 regression (diff), not fetched in time "
+               "(open --timeout) or output not written; 2 bad input or refused output path; "
+               "130 interrupted.")
     p.add_argument("--version", action=PrintVersion)
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS.values():

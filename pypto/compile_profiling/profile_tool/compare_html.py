@@ -11,10 +11,13 @@ import html
 from pypto.compile_profiling.profile_tool.html import PAGE_CSP, PAGE_STYLE
 from pypto.compile_profiling.profile_tool.run_diff import Change, RankDiff, RunDiff, decision
 from pypto.compile_profiling.profile_tool.run_diff_report import place_on_path, signed_ns
+from pypto.compile_profiling.profile_tool.units import unit_for
 from pypto.compile_profiling.trace_merge.containment import fmt_ns
 
 __all__ = ["compare_html"]
 
+# the page has no script at all: the run page's policy without its inline script
+COMPARE_CSP = PAGE_CSP.replace("script-src 'unsafe-inline'", "script-src 'none'")
 WIDTH = 1100           # label | two bars | the change and its interval (about 60 chars)
 LABEL_W = 180
 BAR_W = 420
@@ -80,16 +83,27 @@ def _rank_section(d: RunDiff, r: RankDiff, top: int) -> list[str]:
         out += ["<h3>The critical path's composition</h3>", _bars(d, path)]
     fams = [(c.name.split(":", 1)[1], c) for c in r.families][:top]
     if fams:
-        out += ["<h3>Kernel families: core time summed over cores</h3>", _bars(d, fams)]
+        out += ["<h3>Kernel families: core time summed over cores</h3>", _bars(d, fams),
+                _left_out(len(r.families) - len(fams), "kernel families")]
     if r.tasks:
+        shown = r.tasks if top <= 0 else r.tasks[:top]
+        times, change = (unit_for([x for c in shown for x in (c.base_median, c.new_median)]),
+                         unit_for([c.delta for c in shown]))
         rows = "".join(
-            f"<tr><td>{esc(c.name.split(':', 1)[1])}</td><td>{fmt_ns(c.base_median or 0)}</td>"
-            f"<td>{fmt_ns(c.new_median or 0)}</td><td>{signed_ns(c.delta)}</td>"
-            f"<td>{esc(place_on_path(c))}</td></tr>" for c in r.tasks[:top])
+            f"<tr><td>{esc(c.name.split(':', 1)[1])}</td><td>{times(c.base_median or 0)}</td>"
+            f"<td>{times(c.new_median or 0)}</td><td>{change(c.delta, signed=True)}</td>"
+            f"<td>{esc(place_on_path(c))}</td></tr>" for c in shown)
         out += [(f"<h3>Tasks that changed most ({r.paired_tasks} paired by kernel family and "
                 "order)</h3>"), "<table><thead><tr><th>task</th><th>base</th><th>new</th>"
-                "<th>change</th><th></th></tr></thead><tbody>" + rows + "</tbody></table>"]
+                "<th>change</th><th>critical path</th></tr></thead><tbody>" + rows
+                + "</tbody></table>", _left_out(len(r.tasks) - len(shown), "tasks")]
     return out
+
+
+def _left_out(n: int, what: str) -> str:
+    """The line under a table cut to its largest rows: how many it left out."""
+    return (f"<p>{n} more {what}: <code>pypto-profile diff BASE -- NEW --top 0</code> lists "
+            "them all</p>" if n > 0 else "")
 
 
 def _compile_section(d: RunDiff, top: int) -> list[str]:
@@ -99,13 +113,20 @@ def _compile_section(d: RunDiff, top: int) -> list[str]:
     from pypto.compile_profiling.profile_tool.diff import verdict
 
     esc = html.escape
+    # the largest changes either way (increases and decreases), the rest counted
+    ranked = sorted(c.changes, key=lambda s: (-abs(s.delta_ns), s.key))
+    shown = ranked if top <= 0 else ranked[:top]
+    times = unit_for([x for s in shown for x in (s.base_ns, s.new_ns)])
+    change = unit_for([s.delta_ns for s in shown])
     rows = "".join(
-        f"<tr><td>{esc(s.key)}</td><td>{fmt_ns(s.base_ns)}</td><td>{fmt_ns(s.new_ns)}</td>"
-        f"<td>{signed_ns(s.delta_ns)}</td><td>{'REGRESSION' if s.regression else ''}</td></tr>"
-        for s in c.changes[:top])
+        f"<tr><td>{esc(s.key)}</td><td>{times(s.base_ns)}</td><td>{times(s.new_ns)}</td>"
+        f"<td>{change(s.delta_ns, signed=True)}</td>"
+        f"<td>{'REGRESSION' if s.regression else 'within the threshold'}</td></tr>"
+        for s in shown)
     return ["<h2>Compile stages</h2>", f"<p>{esc(verdict(c))}</p>",
             "<table><thead><tr><th>stage</th><th>base</th><th>new</th><th>change</th>"
-            "<th></th></tr></thead><tbody>" + rows + "</tbody></table>"]
+            "<th>gate</th></tr></thead><tbody>" + rows + "</tbody></table>",
+            _left_out(len(ranked) - len(shown), "stages")]
 
 
 def compare_html(d: RunDiff, top: int = 10) -> str:
@@ -115,7 +136,7 @@ def compare_html(d: RunDiff, top: int = 10) -> str:
     runs = f"base: {len(d.base_runs)} run(s), new: {len(d.new_runs)} run(s)"
     parts = [
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">",
-        f"<meta http-equiv=\"Content-Security-Policy\" content=\"{PAGE_CSP}\">",
+        f"<meta http-equiv=\"Content-Security-Policy\" content=\"{COMPARE_CSP}\">",
         "<title>PyPTO run comparison</title>",
         f"<style>{PAGE_STYLE}{_EXTRA_STYLE}</style></head><body>",
         "<h1>PyPTO run comparison</h1>",

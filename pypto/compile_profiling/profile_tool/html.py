@@ -23,10 +23,10 @@ from pypto.compile_profiling.profile_data.view import (
     view_rows,
 )
 from pypto.compile_profiling.profile_tool.kernels import KernelRow, format_kernels
-from pypto.compile_profiling.profile_tool.run_picture import run_svg
+from pypto.compile_profiling.profile_tool.run_picture import device_svg, run_svg
 from pypto.compile_profiling.report import fmt_time
 
-CHART_WIDTH = 1200
+CHART_WIDTH = 950       # px: the page fits a 1,024 px window (it scales down below)
 TOP_ROWS = 20           # rows of a long table shown before the rest is folded
 ROW_HEIGHT = 18
 LANE_GAP = 22
@@ -113,8 +113,9 @@ def _chart(profile: Profile) -> tuple[str, list[dict]]:
                          "cat": st.cat, "thread": label, "args": _plain(st.args or {}),
                          "error": st.error, "open": st.is_open})
         y += rows * ROW_HEIGHT + 8
-    svg = (f'<svg id="chart" xmlns="http://www.w3.org/2000/svg" width="{CHART_WIDTH + 2}" '
-           f'height="{y}">' + "".join(parts) + "</svg>")
+    svg = (f'<svg id="chart" class="fit" xmlns="http://www.w3.org/2000/svg" '
+           f'width="{CHART_WIDTH + 2}" height="{y}" viewBox="0 0 {CHART_WIDTH + 2} {y}">'
+           + "".join(parts) + "</svg>")
     return svg, info
 
 
@@ -155,8 +156,9 @@ def _summary_table(profile: Profile) -> str:
 
 def _kernel_table(rows: list[KernelRow]) -> str:
     data = json.loads(format_kernels(rows, "json"))["kernels"]
-    heads = ["kernel", "codegen ms", "tasks", "core", "device total µs", "mean µs", "max µs"]
-    keys = ["kernel", "codegen_ms", "tasks", "core_type", "device_total_us",
+    heads = ["kernel", "codegen ms", "self ms", "tasks", "core", "device total µs", "mean µs",
+             "max µs"]
+    keys = ["kernel", "codegen_ms", "self_ms", "tasks", "core_type", "device_total_us",
             "device_mean_us", "device_max_us"]
     rows = []
     for rec in data:
@@ -173,6 +175,7 @@ body{font:13px system-ui,sans-serif;margin:16px;color:#222}
 h1{font-size:18px} h2{font-size:15px;margin-top:24px}
 .answer{border-left:4px solid #c33;padding:2px 10px;margin:8px 0;background:#fafafa} .answer ul{margin:4px 0}
 .wrap{overflow-x:auto;border:1px solid #ddd;padding:4px}
+svg.fit{max-width:100%;height:auto;display:block}
 svg text.tick{fill:#888}
 svg text{font:11px system-ui,sans-serif;pointer-events:none}
 svg text.lane{font-weight:bold;fill:#444}
@@ -251,10 +254,12 @@ def _analysis_section(doc: dict) -> str:
             for c, v in e2e["categories"].items():
                 lo, hi = e2e["category_ranges"][c]
                 if hi:
-                    rows.append((f"end to end: {c}", _t(v) if lo == hi else
+                    # a range whose ends read the same is no range at this precision
+                    same = _t(lo) == _t(hi)
+                    rows.append((f"end to end: {c}", _t(v) if same else
                                  f"{_t(lo)} to {_t(hi)}",
                                  pct(v / e2e["wall_ns"] if e2e["wall_ns"] else 0)
-                                 + ("" if lo == hi else " (placement uncertain)")))
+                                 + ("" if same else " (placement uncertain)")))
         out.append(f"<h3>{esc(r['label'])} ({esc(r['clock']['label'])})</h3>"
                    "<table class=\"analysis\"><tbody>" + "".join(
                        f"<tr><td>{esc(a)}</td><td>{esc(b)}</td><td>{esc(c)}</td></tr>"
@@ -286,20 +291,25 @@ def profile_html(profile: Profile | None, kernels: list[KernelRow] | None = None
     ]
     if analysis and analysis.get("ranks"):
         parts.append(f"<h2 id=\"answer\">The answer</h2>{_answer_section(analysis)}")
-    picture = run_svg(profile.stages if profile is not None and profile.timed else [],
-                      run.ranks if run is not None else [])
+    ranks = run.ranks if run is not None else []
+    picture = run_svg(profile.stages if profile is not None and profile.timed else [], ranks)
     if picture:
         parts += ["<h2 id=\"run\">The run on one clock</h2>",
                   ("<p>Compile stages, each engine's share of busy cores (darker: busier) and "
                   "the critical path, on the host clock (device time placed as the merge "
                   "places it).</p>"), f"<div class=\"wrap\">{picture}</div>"]
+        device = device_svg(ranks)
+        if device and profile is not None and profile.timed:    # else the picture above is it
+            parts += ["<h2 id=\"device\">The device part, zoomed</h2>",
+                      "<p>The same lanes from the first device task to the last.</p>",
+                      f"<div class=\"wrap\">{device}</div>"]
     if profile is not None:
         parts += [
             "<h2 id=\"compile\">Compile stages</h2>",
             (f"<p>Total {_t(profile.total_ns)}, {len(info)} stages"
              + ("" if profile.timed else " (durations only: stages laid end to end)")
              + ". Hover a box for its details.</p>"),
-            f"<div id=\"wrap\" class=\"wrap\">{svg}</div><div id=\"tip\"></div>",
+            f"<div id=\"chart-wrap\" class=\"wrap\">{svg}</div><div id=\"tip\"></div>",
             "<h2>Stages (families folded)</h2>", _summary_table(profile),
         ]
     if kernels:

@@ -1,9 +1,12 @@
 """The whole run as one picture for the HTML page: compile stages and the device on one clock.
 
 One SVG, one row per lane, a shared time axis (host CLOCK_MONOTONIC, the merge's placement of
-the device): the compile's top-level stages, then per capture each engine's utilisation (the
-share of its cores busy, per pixel column, as shading) and the observed critical path (the
-columns its tasks cover). Its size is fixed by its width, not by the run: a 100K-task capture
+the device) with round ticks in one unit: the compile's top-level stages, then per capture
+each engine's utilisation (the share of its cores busy, per pixel column, as shading) and
+the observed critical path (the columns its tasks cover). `device_svg` draws the device part
+alone, zoomed to its own span: in the whole run it is often a sliver at the end. Each
+picture is drawn 950 px wide and scales down with the page (a `viewBox`), so a 1,024 px
+window shows all of it. Its size is fixed by its width, not by the run: a 100K-task capture
 draws as many shapes as a 10-task one (per-column figures from NumPy, exact integrals of the
 busy-core count), so the page opens at once.
 """
@@ -14,12 +17,14 @@ import html
 
 import numpy as np
 
-__all__ = ["COLUMNS", "run_svg"]
+from pypto.compile_profiling.profile_tool.units import axis_ticks
 
-COLUMNS = 600           # pixel columns of the time axis (two screen pixels each)
+__all__ = ["COLUMNS", "device_svg", "run_svg"]
+
+COLUMNS = 380           # pixel columns of the time axis (two screen pixels each)
 _PX = 2
 _ROW = 18
-_LABEL = 190            # room for the lane labels
+_LABEL = 170            # room for the lane labels
 _COLORS = {"compile": "#4e79a7", "parse": "#59a14f", "pass": "#76b7b2", "codegen": "#f28e2b",
            "runtime": "#b07aa1", "device": "#9c755f", "import": "#bab0ac", "user": "#edc948"}
 
@@ -57,7 +62,13 @@ def _covered_runs(start: np.ndarray, end: np.ndarray, t0: float, scale: float
     return list(zip(edges[0::2].tolist(), edges[1::2].tolist()))
 
 
-def run_svg(stages: list, ranks: list) -> str:
+def device_svg(ranks: list) -> str:
+    """The device part of the run alone (`run_svg` without the compile), zoomed to the
+    span of its captures: the SVG text, or "" when no capture is placed."""
+    return run_svg([], ranks, svg_id="device-picture")
+
+
+def run_svg(stages: list, ranks: list, svg_id: str = "run-picture") -> str:
     """`stages`: the compile's top-level `Stage`s (host ns; may be empty); `ranks`: the run's
     `RankAnalysis`es (device cycles, placed by their `offset_ns`). The SVG text, or "" when
     there is nothing on a clock."""
@@ -125,10 +136,11 @@ def run_svg(stages: list, ranks: list) -> str:
             y += _ROW + 2
         y += 6
     ticks = []
-    for i in range(6):
-        x = _LABEL + i * COLUMNS * _PX / 5
-        ticks.append(f'<text class="tick" x="{x:.0f}" y="14">{_t(i * (t1 - t0) / 5)}</text>'
+    for at, text in zip(*axis_ticks(t1 - t0)):
+        x = _LABEL + at * scale * _PX
+        ticks.append(f'<text class="tick" x="{x:.0f}" y="14">{text}</text>'
                      f'<line x1="{x:.0f}" y1="16" x2="{x:.0f}" y2="{y}" stroke="#ddd"/>')
-    width = _LABEL + COLUMNS * _PX + 40
-    return (f'<svg id="run" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{y}">'
+    width = _LABEL + COLUMNS * _PX + 20
+    return (f'<svg id="{svg_id}" class="fit" xmlns="http://www.w3.org/2000/svg" '
+            f'width="{width}" height="{y}" viewBox="0 0 {width} {y}">'
             + "".join(ticks) + "".join(parts) + "</svg>")

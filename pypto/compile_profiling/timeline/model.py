@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 __all__ = ["ArgColumn", "CounterTrack", "FlowBlock", "Process", "SliceBlock", "SliceRow",
-           "Timeline", "Track", "intern", "other_data"]
+           "Timeline", "Track", "counter_track_name", "intern", "other_data"]
 
 
 @dataclass(slots=True, eq=False)
@@ -174,6 +174,13 @@ class CounterTrack:
     ts_ns: np.ndarray          # int64, ascending
     values: np.ndarray         # float64 or int64
     unit: str = ""
+
+
+def counter_track_name(counter: CounterTrack) -> str:
+    """The counter track's name as Perfetto shows it: a JSON counter is named "<name> <arg
+    key>" by the importer, and the key is the unit ("value" without one); the protobuf output
+    names its counter tracks the same."""
+    return f"{counter.name} {counter.unit or 'value'}"
 
 
 @dataclass(slots=True, eq=False)

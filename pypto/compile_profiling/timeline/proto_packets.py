@@ -6,9 +6,10 @@ names interned), flows on their ends, counters, track descriptors and the metada
 Layout:
 - every `Process` is a process track (`ProcessDescriptor` pid = `Process.pid`), its tracks
   ordered by `sort_index` (`child_ordering = EXPLICIT`);
-- a track with `os_tid` is a thread track (`ThreadDescriptor` pid/tid = `Process.pid` /
-  `Track.tid`); a lane without one (AICore cores, device scheduler threads) is a named child
-  track of its process, not a fake thread;
+- every track is a thread track (`ThreadDescriptor` pid/tid = `Process.pid` / `Track.tid`),
+  a real thread (`os_tid`) or a lane (AICore cores, device scheduler threads), as in the JSON
+  output, so the two name every track alike, in the UI ("Sched_0 5") and in SQL; a counter
+  track is named as Perfetto names the JSON one ("<name> <unit>", `counter_track_name`);
 - each track's slices, whichever blocks they come from, are merged and sorted by (start,
   longest first) and go on their own packet sequence, whose `TrackEventDefaults` names the
   track; they are `TYPE_SLICE_BEGIN`/`TYPE_SLICE_END` pairs in nesting order (a slice that
@@ -64,6 +65,7 @@ from pypto.compile_profiling.timeline.model import (
     SliceBlock,
     Timeline,
     Track,
+    counter_track_name,
     other_data,
 )
 from pypto.compile_profiling.timeline.proto_columns import (
@@ -501,18 +503,14 @@ def track_descriptors(timeline: Timeline, uuids: dict[int, int], stream: PacketS
             "sibling_order_rank": p.sort_index,
         })
     for t in timeline.tracks:
-        desc: dict = {"uuid": uuids[t], "parent_uuid": uuids[t.process],
-                      "sibling_order_rank": t.sort_index}
-        if t.os_tid is not None:
-            desc["thread"] = {"pid": t.process.pid, "tid": t.tid,
-                              "thread_name": safe_text(t.name)}
-        else:
-            desc["name"] = safe_text(t.name)
-        stream.add(track_descriptor=desc)
+        stream.add(track_descriptor={
+            "uuid": uuids[t], "parent_uuid": uuids[t.process],
+            "sibling_order_rank": t.sort_index,
+            "thread": {"pid": t.process.pid, "tid": t.tid, "thread_name": safe_text(t.name)}})
     for c in timeline.counters:
         stream.add(track_descriptor={
             "uuid": uuids[c], "parent_uuid": uuids[c.process],
-            "name": safe_text(c.name), "counter": {"unit_name": safe_text(c.unit)}})
+            "name": safe_text(counter_track_name(c)), "counter": {"unit_name": safe_text(c.unit)}})
 
 
 def metadata_packet(timeline: Timeline, stream: PacketStream) -> None:

@@ -63,7 +63,8 @@ def _event_texts(timeline: Timeline) -> Iterator[bytes | np.ndarray]:
     so a source with a child starting at the same nanosecond hands its arrow to that child
     (JSON flow events bind by time; the protobuf output binds to the slice itself).
     Counters: Perfetto names a JSON counter track "<name> <arg key>", so the key is the unit
-    ("value" without one); the protobuf output names it "<name>" with the unit apart."""
+    ("value" without one); the protobuf output names its counter tracks the same
+    (`model.counter_track_name`)."""
 
     def rows(matrices: Iterator[np.ndarray]) -> Iterator[np.ndarray]:
         for m in matrices:

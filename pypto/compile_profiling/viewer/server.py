@@ -48,6 +48,7 @@ import urllib.parse
 from pathlib import Path
 
 from pypto.compile_profiling.viewer.perfetto_ui import DEFAULT_PORT, PERFETTO_UI, VIEWER_EXTRA
+from pypto.compile_profiling.viewer.process_order import HEAD_BYTES, process_order, startup_commands
 from pypto.errors import ProfileWriteError, TraceInputError
 
 log = logging.getLogger(__name__)
@@ -97,6 +98,8 @@ class _OpenTrace:
         self.size = self._opened[0]
         self.name = Path(path).name
         self.url_path = "/" + urllib.parse.quote(self.name)
+        # its processes in the order the work flows, for the UI's workspace (`process_order`)
+        self.processes = process_order(os.pread(fd, HEAD_BYTES, 0))
 
     def _state(self) -> tuple[int, int]:
         st = os.fstat(self.fd)   # not st_ctime: unlinking or renaming the path changes it
@@ -336,13 +339,15 @@ class TraceServer:
 
     @property
     def ui_url(self) -> str | None:
-        """The URL that opens the trace in the Perfetto UI (served here when offline); None
-        on a port ui.perfetto.dev does not fetch from (only 127.0.0.1:9001 is allowed)."""
+        """The URL that opens the trace in the Perfetto UI (served here when offline), with
+        the startup commands that show its processes in the file's order (`process_order`);
+        None on a port ui.perfetto.dev does not fetch from (only 127.0.0.1:9001 is allowed)."""
+        order = startup_commands(self._trace.processes) if self._trace is not None else ""
         if self.ui_dir is not None:
-            return f"http://127.0.0.1:{self.port}/index.html#!/?url={self.trace_url}"
+            return f"http://127.0.0.1:{self.port}/index.html#!/?url={self.trace_url}{order}"
         if self.port != DEFAULT_PORT:
             return None
-        return f"{PERFETTO_UI}/#!/?url={self.trace_url}"
+        return f"{PERFETTO_UI}/#!/?url={self.trace_url}{order}"
 
     @property
     def trace(self) -> _OpenTrace | None:

@@ -96,8 +96,7 @@ def test_both_views_load_in_the_perfetto_ui(perfetto_ui, work, tmp_path, ext):
         len(next(b for b in tl.blocks if b.cat == "critical_path_e2e"))
     counters = t.query("select t.name as name, count(*) as n from counter c join "
                        "counter_track t on c.track_id = t.id group by t.name")
-    # Chrome JSON names a counter track "<name> <unit>", protobuf "<name>"
-    want = {c.name + (f" {c.unit}" if ext == ".json" else ""): len(c.ts_ns)
-            for c in tl.counters if "starved" in c.name}
+    # a counter track is "<name> <unit>" in both formats (as Perfetto names the JSON one)
+    want = {f"{c.name} {c.unit}": len(c.ts_ns) for c in tl.counters if "starved" in c.name}
     assert {r["name"]: r["n"] for r in counters if r["name"] in want} == want
     assert any("Critical path" in n for n in t.process_names())

@@ -447,7 +447,9 @@ def test_open_offline_serves_the_ui_and_the_merged_trace(tmp_path):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
     try:
         origin = f"http://127.0.0.1:{port}"
-        assert proc.stdout.readline().strip() == f"{origin}/index.html#!/?url={origin}/m.json"
+        link = proc.stdout.readline().strip()
+        # and the startup commands that show its processes as the work flows (process_order)
+        assert link.startswith(f"{origin}/index.html#!/?url={origin}/m.json&startupCommands=")
         with urllib.request.urlopen(f"{origin}/index.html", timeout=10) as resp:
             assert b"<html" in resp.read().lower()
         with urllib.request.urlopen(f"{origin}/m.json", timeout=10) as resp:

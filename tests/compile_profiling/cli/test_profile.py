@@ -10,7 +10,9 @@ from __future__ import annotations
 import csv
 import gzip
 import io
+import itertools
 import json
+import math
 import os
 import re
 import subprocess
@@ -336,9 +338,24 @@ def test_html_is_one_self_contained_page(work_dir, tmp_path, capsys):
     answer, figures = text.index('id="answer"'), text.index('id="analysis"')
     assert answer < text.index('id="run"') < text.index('id="summary"') < figures
     assert f"<b>r0: {rank.verdict.kind}" in text[answer:figures]
-    # the whole run on one clock: the compile, each engine, the critical path
-    run_svg = text[text.index('<svg id="run"'):text.index("</svg>", text.index('id="run"'))]
+    # the whole run on one clock: the compile, each engine, the critical path; then the
+    # device part alone, zoomed; every id once
+    at = text.index('<svg id="run-picture"')
+    run_svg = text[at:text.index("</svg>", at)]
     assert ">compile<" in run_svg and ">r0 AIV (" in run_svg and ">r0 critical path<" in run_svg
+    at = text.index('<svg id="device-picture"')
+    device_svg = text[at:text.index("</svg>", at)]
+    assert ">compile<" not in device_svg and ">r0 critical path<" in device_svg
+    assert text.index('id="run"') < text.index('id="device"') < text.index('id="compile"')
+    ids = re.findall(r'\bid="([^"]+)"', text)
+    assert len(ids) == len(set(ids)), sorted(ids)
+    # round ticks in one unit on each axis ("0 ms", "50 ms", ...)
+    for svg in (run_svg, device_svg):
+        ticks = re.findall(r'class="tick"[^>]*>([^<]+)<', svg)
+        values, units = zip(*(t.split() for t in ticks))
+        assert len(ticks) >= 3 and float(values[0]) == 0 and len(set(units)) == 1, ticks
+        (step,) = {round(float(b) - float(a), 6) for a, b in itertools.pairwise(values)}
+        assert step / 10 ** math.floor(math.log10(step)) in (1, 2, 5)
     # long tables: the first 20 rows, the rest folded
     kernels = text[text.index('id="kernels"'):]
     assert "<summary>44 more kernels</summary>" in kernels
@@ -432,12 +449,22 @@ def test_html_refuses_an_output_that_is_not_an_html_name(work_dir, tmp_path, cap
 
 @pytest.mark.parametrize("name", ["p.html", "P.HTM", "p.html.gz"])
 def test_html_takes_html_names_and_stdout(work_dir, tmp_path, capsys, name):
-    code, _, _ = cli(capsys, "html", work_dir, "-o", tmp_path / name)
+    code, _, err = cli(capsys, "html", work_dir, "-o", tmp_path / name)
     data = (tmp_path / name).read_bytes()
     assert code == 0 and (gzip.decompress(data) if name.endswith(".gz") else data).startswith(
         b"<!DOCTYPE html>")
-    code, out, _ = cli(capsys, "html", work_dir, "-o", "-")
-    assert code == 0 and out.startswith("<!DOCTYPE html>")
+    # it says where the page went, as every command writing a file does
+    assert err.splitlines()[-1] == f"wrote {tmp_path / name} ({len(data):,} bytes)"
+    code, out, err = cli(capsys, "html", work_dir, "-o", "-")
+    assert code == 0 and out.startswith("<!DOCTYPE html>") and "wrote" not in err
+
+
+def test_every_command_writing_a_file_says_so(work_dir, tmp_path, capsys):
+    for argv in (["analyze", work_dir], ["kernels", work_dir], ["show", work_dir]):
+        out = tmp_path / f"{argv[0]}.txt"
+        code, stdout, err = cli(capsys, *argv, "-o", out)
+        assert code == 0 and stdout == "", argv
+        assert err.splitlines()[-1] == f"wrote {out} ({out.stat().st_size:,} bytes)", argv
 
 
 def test_show_of_a_merged_trace_says_what_it_leaves_out(work_dir, tmp_path, capsys):

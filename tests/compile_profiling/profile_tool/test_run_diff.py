@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import json
 import random
+import re
 
 import pytest
 from runtime_support import FAN_CYCLES, fan_golden, fan_program, fan_specs
@@ -181,6 +182,51 @@ def test_html_shows_both_sides_with_their_change(runs, capsys, tmp_path):
     assert "<script" not in text and "Content-Security-Policy" in text
     assert text.count("<svg") == 3            # makespan, the path, the families
     assert ">branch</text>" in text and "; REGRESSION</text>" in text
+    assert "script-src 'none'" in text and "unsafe-inline' ;" not in text
+    _check_tables(text, tables=1)              # the tasks that changed most
+
+
+def _check_tables(text: str, tables: int) -> list[tuple[str, str]]:
+    """Each table of a comparison page: one unit per time column, no empty column; -> each
+    table's body and the "N more" line under it ("" when none)."""
+    found = re.findall(r"<table>(.*?)</table>\s*(<p>\d+ more [^<]+<code>[^<]+</code>[^<]+</p>)?",
+                       text, re.DOTALL)
+    assert len(found) == tables
+    for body, _more in found:
+        heads = re.findall(r"<th>([^<]*)</th>", body)
+        assert all(heads), heads
+        rows = [re.findall(r"<td>([^<]*)</td>", tr) for tr in re.findall(r"<tr>(.*?)</tr>", body)]
+        rows = [r for r in rows if r]
+        for col in range(1, 4):               # base, new, change: one unit each
+            assert len({r[col].split()[-1] for r in rows}) == 1, [r[col] for r in rows]
+        assert all(r[4] for r in rows)
+    return found
+
+
+def test_the_pages_compile_table_shows_the_largest_changes_either_way_and_counts_the_rest(
+        figures):
+    """15 stages, 7 slower and 8 faster (by 1 us to 15 ms): the 10 largest changes either way
+    in one unit per column, and "5 more stages" under them."""
+    from pypto.compile_profiling.profile_data.model import Profile, Stage
+    from pypto.compile_profiling.profile_tool.compare_html import compare_html
+    from pypto.compile_profiling.profile_tool.diff import diff_profiles
+
+    def profile(sign: int) -> Profile:
+        stages, t = [], 0
+        for i in range(15):
+            d = 20_000_000 + sign * (1 if i % 2 else -1) * 1000 * 2 ** i // 2
+            stages.append(Stage(f"s{i:02d}", t, t + d))
+            t += d
+        return Profile("p", stages, t)
+
+    d = diff_runs(figures["base"][:5], figures["more_work"])
+    d.compile = diff_profiles([profile(-1)] * 3, [profile(1)] * 3)
+    text = compare_html(d)
+    body, more = _check_tables(text, tables=2)[1]
+    shown = re.findall(r"<tr><td>(s\d+)</td>", body)
+    assert sorted(shown) == [f"s{i:02d}" for i in range(5, 15)]      # the 10 largest, either way
+    assert "s14" in shown and "s13" in shown                          # a decrease and an increase
+    assert more.startswith("<p>5 more stages: ")
 
 
 def test_html_compares_whole_runs_only(runs, capsys, tmp_path):

@@ -473,17 +473,20 @@ def test_proto_descriptors_real_ids_and_lane_tracks():
     assert {n: t.process.pid for n, t in procs.items()} == {
         "pypto compile": 4242, "Device r0 · AICore (calibrated)": 90001}
     assert all(t.child_ordering == pb.TrackDescriptor.EXPLICIT for t in procs.values())
-    dev = procs["Device r0 · AICore (calibrated)"]
-    (thread,) = [t for t in tracks.values() if t.HasField("thread")]
-    assert (thread.thread.pid, thread.thread.tid, thread.thread.thread_name) == \
-        (4242, 4243, "MainThread")
-    lanes = {t.name: t for t in tracks.values() if t.name and not t.HasField("counter")}
-    assert set(lanes) == {"AIC_0", "AIV_0"}
-    assert all(t.parent_uuid == dev.uuid for t in lanes.values())
-    assert [lanes["AIC_0"].sibling_order_rank, lanes["AIV_0"].sibling_order_rank] == [0, 1]
+    dev, host = procs["Device r0 · AICore (calibrated)"], procs["pypto compile"]
+    # every track is a thread track, as in the JSON output: a real thread and the device's
+    # lanes alike (so the UI and SQL name them as they name the JSON's)
+    threads = {t.thread.thread_name: t for t in tracks.values() if t.HasField("thread")}
+    assert {n: (t.thread.pid, t.thread.tid) for n, t in threads.items()} == {
+        "MainThread": (4242, 4243), "AIC_0": (90001, 90002), "AIV_0": (90001, 90003)}
+    assert threads["MainThread"].parent_uuid == host.uuid
+    assert threads["AIC_0"].parent_uuid == threads["AIV_0"].parent_uuid == dev.uuid
+    assert [threads["AIC_0"].sibling_order_rank, threads["AIV_0"].sibling_order_rank] == [0, 1]
+    assert not [t for t in tracks.values() if t.name and not t.HasField("counter")]
+    # a counter is named as the UI names the JSON one: "<name> <unit>" ("value" without)
     counters = {t.name: t for t in tracks.values() if t.HasField("counter")}
-    assert set(counters) == {"ready queue", "utilisation"}
-    assert counters["ready queue"].counter.unit_name == "tasks"
+    assert set(counters) == {"ready queue tasks", "utilisation value"}
+    assert counters["ready queue tasks"].counter.unit_name == "tasks"
     assert all(t.parent_uuid == dev.uuid for t in counters.values())
 
 
@@ -525,8 +528,8 @@ def test_proto_counters_and_metadata():
     tracks, _ = decode_slices(packets)
     uuid = {t.name: u for u, t in tracks.items() if t.HasField("counter")}
     values = counter_values(packets)
-    assert values[uuid["ready queue"]] == [(BASE + 2000, 3), (BASE + 2600, 1)]
-    assert values[uuid["utilisation"]] == [(BASE + 2000, 0.25)]
+    assert values[uuid["ready queue tasks"]] == [(BASE + 2000, 3), (BASE + 2600, 1)]
+    assert values[uuid["utilisation value"]] == [(BASE + 2000, 0.25)]
     meta = {m.name: m for p in packets if p.HasField("chrome_events")
             for m in p.chrome_events.metadata}
     assert meta["clock"].string_value == "CLOCK_MONOTONIC"
@@ -547,9 +550,9 @@ def test_proto_counter_values_serialized_several_at_a_time(monkeypatch):
     tracks, _ = decode_slices(packets)
     values = counter_values(packets)
     uuid = {t.name: u for u, t in tracks.items() if t.HasField("counter")}
-    assert values[uuid["ints"]] == [(10 * i, -2 * i) for i in range(7)]
-    assert values[uuid["floats"]] == [(0, 0.5), (1, 1.5)]
-    assert values[uuid["one"]] == [(4, 9)]
+    assert values[uuid["ints value"]] == [(10 * i, -2 * i) for i in range(7)]
+    assert values[uuid["floats value"]] == [(0, 0.5), (1, 1.5)]
+    assert values[uuid["one value"]] == [(4, 9)]
 
 
 def test_proto_path_output_batches_and_bad_text(tmp_path, monkeypatch):
@@ -564,7 +567,7 @@ def test_proto_path_output_batches_and_bad_text(tmp_path, monkeypatch):
     tracks, slices = decode_slices(read_packets(out.read_bytes()))
     assert len(slices) == 7
     assert sum(s["name"] == "bad \\udcfe" for s in slices) == 1
-    assert "AIC \\ud800" in {t.name for t in tracks.values()}
+    assert "AIC \\ud800" in {t.thread.thread_name for t in tracks.values()}
 
 
 def test_proto_clips_a_slice_sticking_out_of_its_parent(caplog):
@@ -699,9 +702,8 @@ def test_both_writers_agree_on_a_bigger_timeline(monkeypatch):
     from_json = sorted((e["tid"], e["name"], ns(e["ts"]), ns(e["ts"]) + ns(e["dur"]))
                        for e in events if e["ph"] == "X")
     tracks, slices = decode_slices(read_packets(pf.getvalue()))
-    tid = {u: t.name for u, t in tracks.items()}
-    from_proto = sorted((int(tid[s["track"]][1:]) + 10, s["name"], s["ts"], s["end"])
-                        for s in slices)
+    tid = {u: t.thread.tid for u, t in tracks.items()}
+    from_proto = sorted((tid[s["track"]], s["name"], s["ts"], s["end"]) for s in slices)
     assert from_json == from_proto and len(from_json) == 2 * n
     json_args = sorted((e["name"], sorted(e.get("args", {}).items())) for e in events
                        if e["ph"] == "X")
@@ -740,10 +742,12 @@ def test_both_formats_load_in_perfetto(perfetto_ui, tmp_path, suffix):
     assert qk["ts"] == BASE + 2000 and qk["dur"] == 501
     counters = t.query("select t.name as name, count(*) as n from counter c "
                        "join counter_track t on c.track_id = t.id group by t.name")
-    # Chrome JSON counter tracks are named "<name> <arg key>"; protobuf ones just "<name>"
-    expected = ({"ready queue tasks": 2, "utilisation value": 1} if suffix == ".json"
-                else {"ready queue": 2, "utilisation": 1})
-    assert {r["name"]: r["n"] for r in counters} == expected
+    # Chrome JSON counter tracks are named "<name> <arg key>"; protobuf ones the same
+    assert {r["name"]: r["n"] for r in counters} == {"ready queue tasks": 2,
+                                                     "utilisation value": 1}
+    # the lanes are threads in both formats, named alike
+    assert {(r["tid"], r["name"]) for r in t.threads()} >= {(4243, "MainThread"),
+                                                            (90002, "AIC_0"), (90003, "AIV_0")}
     if suffix == ".pftrace":  # chrome_events metadata lands in the metadata table
         meta = t.metadata()
         assert meta["cr-clock"] == "CLOCK_MONOTONIC" and meta["cr-note"] == TRICKY
