@@ -24,9 +24,10 @@ ROOT = REPO / "pypto" / "compile_profiling"
 # may import. A new subpackage must be added here, with its place in the house.
 MAY_IMPORT = {
     "foundation": {"foundation"},
+    "schedule": {"schedule"},
     "timeline": {"timeline", "foundation"},
     "trace_merge": {"trace_merge", "timeline", "foundation"},
-    "analysis": {"analysis", "trace_merge", "timeline", "foundation"},
+    "analysis": {"analysis", "schedule", "trace_merge", "timeline", "foundation"},
     "profile_data": {"profile_data", "foundation", "core"},
     "core": {"core", "profile_data", "timeline", "foundation"},
     "viewer": {"viewer", "foundation"},

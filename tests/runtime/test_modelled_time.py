@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 import json
-from types import SimpleNamespace
 
 import pytest
 from runtime_support import (
@@ -27,7 +26,7 @@ from pypto.codegen.cost_model import (
 )
 from pypto.errors import RuntimeConfigError
 from pypto.runtime import RunConfig, run
-from pypto.runtime.modelled_time import ScheduleCosts, simulate, task_ticks
+from pypto.runtime.modelled_time import task_ticks
 
 FREQ = 50_000_000             # a2a3's counter: one tick is 20 ns
 
@@ -117,33 +116,6 @@ def test_a_kernel_without_modelled_cycles_is_one_clear_error(tmp_path):
 def test_bad_timing_settings_are_refused(kw, words):
     with pytest.raises(RuntimeConfigError, match=words):
         RunConfig(**kw)
-
-
-def _task(index, core_type="aiv", succs=(), pending=0):
-    return SimpleNamespace(index=index, task_id=index, core_type=core_type, succs=list(succs),
-                           pending=pending, timing_slot=None)
-
-
-def test_a_chain_on_one_core_costs_exactly_the_scheduler_round_trip():
-    costs = ScheduleCosts(dispatch=10, launch=40, poll=15, complete=8, submit=20)
-    tasks = [_task(0, succs=[1]), _task(1, pending=1)]
-    s = simulate(["aiv"], [0], 1, tasks, [100, 50], costs, device_orchestrator=False)
-    (first, second), = [s.core_rows[0]]
-    assert first == (0, 1, 40, 40, 140)                 # dispatched at 0, launch 40
-    seen = 140 + 15                                     # the end, polled
-    dispatch = seen + 8                                 # one completion handled
-    assert second == (1, 2, dispatch + 40, dispatch + 40, dispatch + 40 + 50)
-    assert s.aicpu_rows[0] == [(1, 0, seen), (2, dispatch, dispatch + 40 + 50 + 15)]
-    assert s.end == dispatch + 40 + 50 + 15 + 8
-
-
-def test_a_device_orchestrator_submits_before_anything_runs():
-    costs = ScheduleCosts(dispatch=10, launch=40, poll=15, complete=8, submit=20)
-    tasks = [_task(0), _task(1)]
-    s = simulate(["aiv", "aiv"], [0, 0], 1, tasks, [100, 100], costs, device_orchestrator=True)
-    assert s.orch_phases == [(0, 0, 0, 20), (1, 1, 20, 40)]
-    starts = sorted(r[3] for rows in s.core_rows for r in rows)
-    assert starts == [20 + 40, 40 + 40]
 
 
 def test_the_cost_model_counts_bytes_and_ops():
