@@ -168,7 +168,10 @@ class RunConfig:
     `"modelled"` (each kernel lasts its modelled cycles and the schedule is simulated event
     by event: captures reproduce to the cycle; docs/modelled_time.md); `timing_jitter` (a
     fraction, modelled time only) scales each task by a random factor drawn from
-    `timing_seed`, for runs that differ as real runs do.
+    `timing_seed`, for runs that differ as real runs do; `scheduler_costs` (modelled time
+    only) sets the ns a scheduler step costs, by step name (`dispatch`, `launch`, `poll`,
+    `complete`, `submit`; the rest keep docs/modelled_time.md's), for runs that ask what a
+    faster or slower scheduler would do.
     `work_dir`: where everything goes (default `save_kernels_dir`, else
     `build_output/<program>_<timestamp>`).
     """
@@ -202,6 +205,7 @@ class RunConfig:
     device_timing: str = "measured"
     timing_jitter: float = 0.0
     timing_seed: int | None = None
+    scheduler_costs: dict | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.platform, str):
@@ -252,6 +256,7 @@ class RunConfig:
         s = self.timing_seed
         if s is not None and (not isinstance(s, int) or isinstance(s, bool)):
             raise RuntimeConfigError(f"timing_seed must be an int or None, got {s!r}")
+        self.scheduler_costs = _scheduler_costs(self.scheduler_costs, self.device_timing)
         if not isinstance(self.compile_options, dict):
             raise RuntimeConfigTypeError(f"compile_options must be a dict, got "
                                          f"{type(self.compile_options).__name__}")
@@ -341,3 +346,30 @@ def checked_config(config: Any) -> RunConfig:
     if not isinstance(config, RunConfig):
         raise RuntimeConfigTypeError(f"config must be a RunConfig, got {type(config).__name__}")
     return config
+
+
+SCHEDULER_STEPS = ("dispatch", "launch", "poll", "complete", "submit")
+MAX_STEP_NS = 1e9          # a second a step: far past any scheduler, still a whole-tick count
+
+
+def _scheduler_costs(costs, timing: str) -> dict | None:
+    """`RunConfig.scheduler_costs` checked: ns per step name, each finite, 0 to 1 s."""
+    if costs is None:
+        return None
+    if not isinstance(costs, dict):
+        raise RuntimeConfigTypeError(f"scheduler_costs must be a dict of ns per step, got "
+                                     f"{type(costs).__name__}")
+    if timing != "modelled":
+        raise RuntimeConfigError("scheduler_costs applies to modelled time only: set "
+                                 "device_timing='modelled'")
+    out = {}
+    for step, ns in costs.items():
+        if step not in SCHEDULER_STEPS:
+            raise RuntimeConfigError(f"scheduler_costs: unknown step {step!r} (expected "
+                                     f"{', '.join(SCHEDULER_STEPS)})")
+        if (not isinstance(ns, (int, float)) or isinstance(ns, bool) or math.isnan(ns)
+                or not 0 <= ns <= MAX_STEP_NS):
+            raise RuntimeConfigError(f"scheduler_costs[{step!r}] must be ns from 0 to "
+                                     f"{MAX_STEP_NS:.0e}, got {ns!r}")
+        out[step] = float(ns)
+    return out

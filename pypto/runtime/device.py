@@ -127,7 +127,7 @@ class SimulatedDevice:
     def __init__(self, layout: DeviceLayout, clock_freq_hz: int = 50_000_000,
                  level: int = 0, runtime: str = "host_build_graph", dep_gen: bool = False,
                  drift_ppm: float = 0.0,
-                 timing: tuple[str, float, int | None] = ("measured", 0.0, None)) -> None:
+                 timing: tuple = ("measured", 0.0, None, None)) -> None:
         self.layout = layout
         self.timing = timing
         self.level = level
@@ -234,7 +234,7 @@ class SimulatedDevice:
         thread, then lay the simulated schedule from the first counter tick at or after
         `runner_start`; returns once the host clock has passed the schedule's end (the
         device holds the host as long as it would have run)."""
-        mode, jitter, seed = self.timing
+        mode, jitter, seed, step_ns = (*self.timing, None)[:4]
         if not host_mode:        # its submissions are timed by the simulated schedule
             self._orchestrate(program, dev_tensors, graph)
         tasks = graph.tasks
@@ -261,9 +261,9 @@ class SimulatedDevice:
 
         layout = self.layout
         ticks = task_ticks(cycles, AICORE_HZ, freq, jitter, seed)
+        costs = ScheduleCosts.at(freq, step_ns)
         sched = simulate(layout.core_types, layout.core_to_thread, layout.num_sched_threads,
-                         tasks, ticks, ScheduleCosts.at(freq),
-                         device_orchestrator=not host_mode)
+                         tasks, ticks, costs, device_orchestrator=not host_mode)
         period = 1_000_000_000 // freq
         epoch = self.counter.epoch_ns
         base = epoch + -(-(runner_start - epoch) // period) * period
@@ -289,8 +289,11 @@ class SimulatedDevice:
         self._slot_stamps = [{slot: [at(d) if d is not None else 0, at(f) if f else 0]
                               for slot, (d, f) in stamps.items()}
                              for stamps in sched.slot_stamps]
+        # what a replay of this capture needs to follow its rules exactly (`schedule.rules`)
         self._timing_meta = {"mode": mode, "jitter": jitter, "seed": seed,
-                             "cost_model": "pypto.codegen.cost_model"}
+                             "cost_model": "pypto.codegen.cost_model",
+                             "schedule_rules": "pypto.compile_profiling.schedule.rules",
+                             "schedule_ticks": costs.as_dict()}
         end = at(sched.end)
         wait = end - _pc()
         if wait > 0:

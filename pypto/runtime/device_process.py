@@ -51,7 +51,8 @@ class DeviceSettings:
     device_id: int = 0
     not_simulated: dict = field(default_factory=dict)   # recorded in the capture's metadata
     host_log_queue: int = 4096    # records the simulated host logger's queue holds
-    timing: tuple = ("measured", 0.0, None)   # RunConfig's device_timing, jitter, seed
+    # RunConfig's device_timing, timing_jitter, timing_seed, scheduler_costs
+    timing: tuple = ("measured", 0.0, None, None)
 
 
 @dataclass

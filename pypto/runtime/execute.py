@@ -55,7 +55,7 @@ def execute_on_device(program: Any, tensors: dict, config: RunConfig, work_dir: 
                               device_id=config.device_id, not_simulated=not_simulated,
                               host_log_queue=config.host_log_queue,
                               timing=(config.device_timing, config.timing_jitter,
-                                      config.timing_seed))
+                                      config.timing_seed, config.scheduler_costs))
     dev_args = {"platform": config.platform, "runtime": config.runtime,
                 "chip_swimlane_level": config.swimlane_level,
                 "device_process": config.device_process, "device_id": config.device_id,

@@ -64,8 +64,10 @@ def test_two_runs_reproduce_to_the_cycle(tmp_path, runtime):
     t0 = [min(r[1] for r in s) for s in sched]
     assert [(c, d - t0[0], f - t0[0]) for c, d, f in sched[0]] == \
         [(c, d - t0[1], f - t0[1]) for c, d, f in sched[1]]
-    assert a["metadata"]["device_timing"] == {"mode": "modelled", "jitter": 0.0, "seed": None,
-                                              "cost_model": "pypto.codegen.cost_model"}
+    assert a["metadata"]["device_timing"] == {
+        "mode": "modelled", "jitter": 0.0, "seed": None, "cost_model": "pypto.codegen.cost_model",
+        "schedule_rules": "pypto.compile_profiling.schedule.rules",
+        "schedule_ticks": {"dispatch": 10, "launch": 40, "poll": 15, "complete": 8, "submit": 20}}
 
 
 def test_fewer_cores_make_a_longer_run_as_on_a_device(tmp_path):
@@ -81,6 +83,35 @@ def test_more_work_in_a_kernel_is_a_longer_run(tmp_path):
     slower = _makespan(_fan_run(tmp_path, "slow", branch=FAN_CYCLES["branch"] * 2))
     extra = task_ticks([FAN_CYCLES["branch"]], 1_800_000_000, FREQ)[0]
     assert slower - base == extra        # the branches are on the path: all of it shows
+
+
+def test_scheduler_costs_change_the_modelled_schedule_and_say_so(tmp_path):
+    """Launching at no cost (one tick, the model's least) shortens every task's wait by the
+    39 ticks of the default 800 ns; the capture states the costs it ran with."""
+    base = _fan_run(tmp_path, "base")
+    fast = _fan_run(tmp_path, "fast", scheduler_costs={"launch": 0})
+    assert fast["metadata"]["device_timing"]["schedule_ticks"]["launch"] == 1
+    assert {k: v for k, v in fast["metadata"]["device_timing"]["schedule_ticks"].items()
+            if k != "launch"} == {"dispatch": 10, "poll": 15, "complete": 8, "submit": 20}
+    gaps = [[r[3] - d for r, (_, d, _) in zip(doc["aicore_tasks"], [
+        x[1:4] for x in doc["scheduler_tasks"]["records"]])] for doc in (base, fast)]
+    assert set(gaps[0]) == {40} and set(gaps[1]) == {1}
+    # the path holds a launch before each of its tasks: head, branch, four tails at least
+    assert _makespan(base) - _makespan(fast) >= 39 * 5
+
+
+@pytest.mark.parametrize("costs, words", [
+    ({"launch": -1}, "must be ns from 0 to"),
+    ({"launch": float("nan")}, "must be ns from 0 to"),
+    ({"launch": 2e9}, "must be ns from 0 to"),
+    ({"warp": 5}, "unknown step 'warp'"),
+    ([1, 2], "must be a dict"),
+])
+def test_bad_scheduler_costs_are_refused(costs, words):
+    with pytest.raises((RuntimeConfigError, TypeError), match=words):
+        RunConfig(device_timing="modelled", scheduler_costs=costs)
+    with pytest.raises(RuntimeConfigError, match="modelled time only"):
+        RunConfig(scheduler_costs={"launch": 0})
 
 
 def test_jitter_is_seeded(tmp_path):

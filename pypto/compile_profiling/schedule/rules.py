@@ -14,8 +14,8 @@ import heapq
 from dataclasses import dataclass, field
 from math import ceil
 
-__all__ = ["COMPLETE_NS", "DISPATCH_NS", "LAUNCH_NS", "POLL_NS", "SUBMIT_NS", "Schedule",
-           "ScheduleCosts", "simulate", "ticks_of"]
+__all__ = ["COMPLETE_NS", "DEFAULT_STEP_NS", "DISPATCH_NS", "LAUNCH_NS", "POLL_NS", "STEPS",
+           "SUBMIT_NS", "Schedule", "ScheduleCosts", "simulate", "ticks_of"]
 
 SUBMIT, WAKE = 0, 1   # event kinds (a submission sorts before a wake at the same tick)
 
@@ -25,6 +25,8 @@ LAUNCH_NS = 800       # from that hand-over to the core starting the kernel
 POLL_NS = 300         # from a core's end to its scheduler thread seeing it
 COMPLETE_NS = 150     # handling one completion (releasing its successors)
 SUBMIT_NS = 400       # the device orchestrator submitting one task
+STEPS = ("dispatch", "launch", "poll", "complete", "submit")
+DEFAULT_STEP_NS = dict(zip(STEPS, (DISPATCH_NS, LAUNCH_NS, POLL_NS, COMPLETE_NS, SUBMIT_NS)))
 
 
 def ticks_of(ns: float, freq_hz: int) -> int:
@@ -43,9 +45,14 @@ class ScheduleCosts:
     submit: int
 
     @classmethod
-    def at(cls, freq_hz: int) -> ScheduleCosts:
-        return cls(*(ticks_of(ns, freq_hz) for ns in
-                     (DISPATCH_NS, LAUNCH_NS, POLL_NS, COMPLETE_NS, SUBMIT_NS)))
+    def at(cls, freq_hz: int, step_ns: dict[str, float] | None = None) -> ScheduleCosts:
+        """The costs at a counter of `freq_hz`: the default ns per step, or `step_ns`'s
+        for the steps it names."""
+        ns = {**DEFAULT_STEP_NS, **(step_ns or {})}
+        return cls(*(ticks_of(ns[step], freq_hz) for step in STEPS))
+
+    def as_dict(self) -> dict[str, int]:
+        return {step: getattr(self, step) for step in STEPS}
 
 
 @dataclass
