@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from pypto.compile_profiling.schedule.rules import DEFAULT_STEP_NS, core_layout
 from pypto.errors import PyptoError
 from pypto.runtime.device_clock import ANCHOR_POSITIONS, DeviceCounter, sample_anchors
 from pypto.runtime.modelled_time import ScheduleCosts, simulate, task_ticks
@@ -50,10 +51,8 @@ class DeviceLayout:
     @classmethod
     def build(cls, num_aic: int, num_aiv: int, num_sched: int) -> DeviceLayout:
         """AIC cores round-robin over the schedulers, AIV cores in pairs (one cluster = 1 AIC +
-        2 AIV), as in Simpler's a2a3 captures."""
-        types = ["aic"] * num_aic + ["aiv"] * num_aiv
-        owner = [i % num_sched for i in range(num_aic)]
-        owner += [(j // 2) % num_sched for j in range(num_aiv)]
+        2 AIV), as in Simpler's a2a3 captures (`schedule.rules.core_layout`)."""
+        types, owner = core_layout(num_aic, num_aiv, num_sched)
         return cls(types, owner, num_sched)
 
     @property
@@ -293,7 +292,8 @@ class SimulatedDevice:
         self._timing_meta = {"mode": mode, "jitter": jitter, "seed": seed,
                              "cost_model": "pypto.codegen.cost_model",
                              "schedule_rules": "pypto.compile_profiling.schedule.rules",
-                             "schedule_ticks": costs.as_dict()}
+                             "schedule_ticks": costs.as_dict(),
+                             "schedule_ns": {**DEFAULT_STEP_NS, **(step_ns or {})}}
         end = at(sched.end)
         wait = end - _pc()
         if wait > 0:

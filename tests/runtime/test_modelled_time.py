@@ -67,7 +67,8 @@ def test_two_runs_reproduce_to_the_cycle(tmp_path, runtime):
     assert a["metadata"]["device_timing"] == {
         "mode": "modelled", "jitter": 0.0, "seed": None, "cost_model": "pypto.codegen.cost_model",
         "schedule_rules": "pypto.compile_profiling.schedule.rules",
-        "schedule_ticks": {"dispatch": 10, "launch": 40, "poll": 15, "complete": 8, "submit": 20}}
+        "schedule_ticks": {"dispatch": 10, "launch": 40, "poll": 15, "complete": 8, "submit": 20},
+        "schedule_ns": {"dispatch": 200, "launch": 800, "poll": 300, "complete": 150, "submit": 400}}
 
 
 def test_fewer_cores_make_a_longer_run_as_on_a_device(tmp_path):

@@ -22,6 +22,7 @@ from pypto.compile_profiling.analysis.critical_path import (
 )
 from pypto.compile_profiling.analysis.end_to_end import EndToEnd, end_to_end
 from pypto.compile_profiling.analysis.overhead import Overhead, overhead
+from pypto.compile_profiling.analysis.replay import ReplayInput, replay_input
 from pypto.compile_profiling.analysis.task_slots import TaskSlot, task_slots
 from pypto.compile_profiling.analysis.tasks import (
     TaskTable,
@@ -44,7 +45,7 @@ from pypto.compile_profiling.trace_merge.plan import CapturePlan, Plan
 from pypto.errors import TraceInputError
 
 __all__ = ["FamilyRow", "RankAnalysis", "RunAnalysis", "analyze", "analyze_capture",
-           "analyze_plan", "kernel_family"]
+           "analyze_plan", "kernel_family", "task_families"]
 
 _FAMILY = re.compile(r"(_\d+)?(_(?:aic|aiv))?$")
 
@@ -53,6 +54,18 @@ def kernel_family(name: str) -> str:
     """A kernel's family, as Simpler folds them: a trailing block index and/or `_aic`/`_aiv`
     stripped (`gate_0_aic`, `exp_up_mm_2` -> `gate`, `exp_up_mm`)."""
     return _FAMILY.sub("", name, count=1) or name
+
+
+def task_families(tt: TaskTable, names: dict[int, str] | None) -> tuple[list[str], np.ndarray]:
+    """Each task's kernel family: the families' names, and per task the index of its own
+    (NumPy over the tasks: one family lookup per distinct kernel)."""
+    if not len(tt):
+        return [], np.zeros(0, np.int64)
+    _, first, kernel_of_task = np.unique(tt.kernel, return_index=True, return_inverse=True)
+    families = [kernel_family(k) for k in tt.kernel_names(first, names)]
+    unique = list(dict.fromkeys(families))
+    code_of_kernel = np.array([unique.index(f) for f in families], np.int64)
+    return unique, code_of_kernel[kernel_of_task.reshape(-1)]
 
 
 @dataclass(slots=True)
@@ -94,6 +107,8 @@ class RankAnalysis:
     slots: list[TaskSlot] = field(default_factory=list)   # Simpler's task-timing slots
     host_log_dropped: dict[int, int] = field(default_factory=dict)   # pid -> records lost
     capture_metadata: dict = field(default_factory=dict)   # the records file's, as read
+    replay: ReplayInput | None = None     # what its replays start from (analysis.replay)
+    no_replay: str | None = None          # why it has none (one line)
 
     @property
     def makespan_cycles(self) -> int:
@@ -207,6 +222,11 @@ def analyze_capture(plan: Plan, capture_plan: CapturePlan, rows: DeviceRows | No
     ra.verdict = decide(tt, obs, families, has_cpu=ra.has_cpu, has_deps=has_deps,
                         static_cycles=static.length_cycles if static is not None else None,
                         kept_edges=edges.kept, starvation=ra.starvation, host=host)
+    made = replay_input(tt, disp, fin, has, edges, rec, task_families(tt, names))
+    if isinstance(made, str):
+        ra.no_replay = made
+    else:
+        ra.replay = made
     ra.slots = task_slots(capture_plan, task_disp, task_fin)
     _host_log_drops(ra, capture_plan)
     return ra

@@ -31,8 +31,8 @@ import time
 
 from pypto.about import tool_command
 from pypto.compile_profiling.cli.stdout import PrintVersion, check_open, reader_gone, writing
-from pypto.compile_profiling.cli.terminal import wrap
 from pypto.compile_profiling.foundation.input_files import guarding_inputs, note_input_dirs
+from pypto.compile_profiling.foundation.terminal import wrap
 from pypto.compile_profiling.viewer.perfetto_ui import (
     DEFAULT_PORT,
     PERFETTO_UI,

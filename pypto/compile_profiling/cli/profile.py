@@ -36,6 +36,7 @@ from pypto.compile_profiling.cli import (
     open_trace,
     query,
     show,
+    whatif,
 )
 from pypto.compile_profiling.cli.arguments import (
     EXIT_INPUT,
@@ -57,7 +58,7 @@ from pypto.errors import (
 PROG = "pypto-profile"
 # each command's module: its `add_parser(sub)` and `run(args)`, in the order --help lists them
 COMMANDS = {"show": show, "diff": diff, "html": html, "open": open_trace, "kernels": kernels,
-            "analyze": analyze, "query": query, "aggregate": aggregate}
+            "analyze": analyze, "whatif": whatif, "query": query, "aggregate": aggregate}
 
 
 def _parser() -> argparse.ArgumentParser:

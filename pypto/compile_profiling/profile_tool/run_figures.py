@@ -170,10 +170,12 @@ def is_whole_run(path: str | os.PathLike) -> bool:
     p = Path(path)
     if _has_capture(p) or _is_dataset(p):
         return True
-    return p.is_dir() and any(_has_capture(d) for d in _runs_in(p))
+    return p.is_dir() and any(_has_capture(d) for d in runs_in(p))
 
 
-def _runs_in(p: Path) -> list[Path]:
+def runs_in(p: Path) -> list[Path]:
+    """The runs in a directory of runs (its subdirectories holding a capture or a compile
+    profile, in name order); [] when `p` is a run itself."""
     from pypto.compile_profiling.profile_data.load import is_profile_location
 
     if not p.is_dir() or _has_capture(p) or is_profile_location(p):
@@ -187,6 +189,6 @@ def load_runs_figures(paths: Iterable[str | os.PathLike]) -> list[RunFigures]:
     subdirectories that hold a run, in name order)."""
     out = []
     for path in paths:
-        runs = _runs_in(Path(path))
+        runs = runs_in(Path(path))
         out += [load_run_figures(d) for d in runs] if runs else [load_run_figures(path)]
     return out

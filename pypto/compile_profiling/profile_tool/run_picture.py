@@ -17,7 +17,7 @@ import html
 
 import numpy as np
 
-from pypto.compile_profiling.profile_tool.units import axis_ticks
+from pypto.compile_profiling.foundation.units import axis_ticks
 
 __all__ = ["COLUMNS", "device_svg", "run_svg"]
 

@@ -14,8 +14,20 @@ import heapq
 from dataclasses import dataclass, field
 from math import ceil
 
-__all__ = ["COMPLETE_NS", "DEFAULT_STEP_NS", "DISPATCH_NS", "LAUNCH_NS", "POLL_NS", "STEPS",
-           "SUBMIT_NS", "Schedule", "ScheduleCosts", "simulate", "ticks_of"]
+__all__ = [
+    "COMPLETE_NS",
+    "DEFAULT_STEP_NS",
+    "DISPATCH_NS",
+    "LAUNCH_NS",
+    "POLL_NS",
+    "STEPS",
+    "SUBMIT_NS",
+    "Schedule",
+    "ScheduleCosts",
+    "core_layout",
+    "simulate",
+    "ticks_of",
+]
 
 SUBMIT, WAKE = 0, 1   # event kinds (a submission sorts before a wake at the same tick)
 
@@ -27,6 +39,15 @@ COMPLETE_NS = 150     # handling one completion (releasing its successors)
 SUBMIT_NS = 400       # the device orchestrator submitting one task
 STEPS = ("dispatch", "launch", "poll", "complete", "submit")
 DEFAULT_STEP_NS = dict(zip(STEPS, (DISPATCH_NS, LAUNCH_NS, POLL_NS, COMPLETE_NS, SUBMIT_NS)))
+
+
+def core_layout(num_aic: int, num_aiv: int, threads: int) -> tuple[list[str], list[int]]:
+    """Core types (AIC first, then AIV) and the scheduler thread that owns each core: AIC
+    cores round-robin over the threads, AIV cores in pairs (one cluster = 1 AIC + 2 AIV), as
+    in Simpler's a2a3 captures."""
+    types = ["aic"] * num_aic + ["aiv"] * num_aiv
+    owner = [i % threads for i in range(num_aic)] + [(j // 2) % threads for j in range(num_aiv)]
+    return types, owner
 
 
 def ticks_of(ns: float, freq_hz: int) -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["Unit", "axis_ticks", "unit_for"]
+__all__ = ["Unit", "axis_ticks", "duration", "unit_for"]
 
 _UNITS = (("s", 1e9), ("ms", 1e6), ("us", 1e3), ("ns", 1.0))
 
@@ -49,3 +49,9 @@ def axis_ticks(span_ns: float, most: int = 6) -> tuple[list[float], list[str]]:
     unit = unit_for([ticks[-1] or step])
     decimals = max(0, -math.floor(math.log10(step / unit.ns) + 1e-9))
     return ticks, [f"{t / unit.ns:.{decimals}f} {unit.name}" for t in ticks]
+
+
+def duration(ns: float, signed: bool = False) -> str:
+    """One duration in the unit that fits it, three significant digits (`7.02 us`,
+    `36.5 us`, `1.21 ms`; `-7.44 us` signed)."""
+    return unit_for([ns])(ns, signed)
