@@ -127,8 +127,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     profile, merge = tool_command("pypto-profile"), tool_command("pypto-merge-traces")
     base, new = shlex.quote(str(out / "base")), shlex.quote(str(out / "new"))
-    print(f"wrote {args.runs} base runs ({args.base_aiv_cores} AIV cores) in {out / 'base'} "
-          f"and {args.runs} new runs ({args.new_aiv_cores} AIV cores) in {out / 'new'}")
+    print(f"wrote {args.runs} base runs ({args.base_aiv_cores} AIV cores) in {out / 'base'}")
+    print(f"  and {args.runs} new runs ({args.new_aiv_cores} AIV cores) in {out / 'new'}")
     print("Compare them:")
     print(f"  {profile} diff {base} -- {new}")
     print(f"  {merge} --compare {base}/run0 {new}/run0 -o {shlex.quote(str(out))}/both.pftrace")

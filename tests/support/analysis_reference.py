@@ -101,6 +101,7 @@ def critical_path(rec: dict, deps: dict | None, tol: int = TOL) -> dict:
         v = p
     walk.reverse()
     dispatch, fin = aicpu_times(rec)
+    submitted = submissions(rec, dispatch)
     t0, t1 = min(start.values()), max(end.values())
     frontier, compute = t0, 0
     stall, parts = collections.Counter(), collections.Counter()
@@ -109,7 +110,8 @@ def critical_path(rec: dict, deps: dict | None, tol: int = TOL) -> dict:
         e, s = frontier, max(start[t], frontier)
         stall[kind] += s - e
         for part, width in cut(e, s, None if prev is None else fin.get(prev),
-                               dispatch.get(t), first=prev is None):
+                               dispatch.get(t), first=prev is None,
+                               submitted=submitted.get(t)):
             parts[part] += width
         compute += max(0, end[t] - max(start[t], frontier))
         frontier = max(frontier, end[t])
@@ -141,10 +143,31 @@ def aicpu_times(rec: dict) -> tuple[dict[str, int], dict[str, int]]:
     return dispatch, fin
 
 
-def cut(e: int, s: int, pred_finish: int | None, own_dispatch: int | None, *, first: bool):
-    """The pieces of a stall [e, s) in the order they happen (docs/analysis.md)."""
+def submissions(rec: dict, dispatch: dict[str, int]) -> dict[str, int]:
+    """Per task (id as a string) when it was submitted, where that is known: a graph built
+    on the host, every task at the run's first dispatch; a device orchestrator's task at the
+    end of its `submit` phase."""
+    if rec["metadata"].get("orchestrator_source") == "host" and dispatch:
+        first = min(dispatch.values())
+        return dict.fromkeys(dispatch, first)
+    out = {}
+    for thread in rec.get("aicpu_orchestrator_phases", []):
+        for ph in thread:
+            if "task_id" in ph:
+                out.setdefault(str(ph["task_id"]), ph["end_cycles"])
+    return out
+
+
+def cut(e: int, s: int, pred_finish: int | None, own_dispatch: int | None, *, first: bool,
+        submitted: int | None = None):
+    """The pieces of a stall [e, s) in the order they happen (docs/analysis.md); the first
+    (front) gap cut at the task's own dispatch, before it at its submission."""
     if first:
-        return [("front", s - e)]
+        if own_dispatch is None:
+            return [("front", s - e)]
+        d = min(max(own_dispatch, e), s)
+        r = d if submitted is None else min(max(submitted, e), d)
+        return [("front", r - e), ("dispatch", d - r), ("launch", s - d)]
     d = s if own_dispatch is None else min(max(own_dispatch, e), s)
     f = e if pred_finish is None else min(max(pred_finish, e), d)
     out = [("launch", s - d)]
@@ -183,9 +206,11 @@ def starvation(rec: dict, deps: dict) -> dict:
     w1 = max(r[4] for r in rows)
     runs = [(max(w0, min(r[3], w1)), max(w0, min(r[4], w1)), types[r[0]]) for r in rows]
     waits = []
+    submitted = submissions(rec, {k: v["disp"] for k, v in tasks.items()
+                                  if v["disp"] is not None})
     for tid, t in tasks.items():
         ran = [tasks[p]["end"] for p in producers.get(tid, ()) if p in tasks]
-        ready = max(ran) if ran else t["disp"]
+        ready = max(ran) if ran else min(submitted.get(tid, t["disp"]), t["disp"])
         r, d = max(w0, min(ready, w1)), max(w0, min(t["disp"], w1))
         if d > r:
             waits.append((r, d, t["types"]))

@@ -358,10 +358,12 @@ def _ancestors(parent: np.ndarray, v: int) -> np.ndarray:
 
 def observed_path(tt: TaskTable, edges: DependencyEdges,
                   tolerance: int = TOLERANCE_CYCLES, dispatch: np.ndarray | None = None,
-                  finish: np.ndarray | None = None) -> ObservedPath | None:
+                  finish: np.ndarray | None = None, submit: np.ndarray | None = None
+                  ) -> ObservedPath | None:
     """The observed path; `dispatch` / `finish`: per task its earliest AICPU dispatch and
     latest AICPU finish in cycles, -1 unknown (`tasks.task_dispatch_finish`; None: a capture
-    without AICPU records), which cut each stall into its parts."""
+    without AICPU records), which cut each stall into its parts; `submit`: per task its
+    submission (`tasks.task_submission`), which cuts the front gap."""
     n = len(tt)
     if not n:
         return None
@@ -398,20 +400,32 @@ def observed_path(tt: TaskTable, edges: DependencyEdges,
     d = (none if dispatch is None else dispatch)[path]
     f = (none if finish is None else finish)[np.concatenate(([-1], path[:-1]))] \
         if len(path) else none[:0]
-    parts = stall_parts(frontier, frontier + stall, f, d)
+    first_ready = -1 if submit is None or not len(path) else int(submit[path[0]])
+    parts = stall_parts(frontier, frontier + stall, f, d, first_ready)
     return ObservedPath(path, gate[path], stall, compute, frontier, parts, t0, t1)
 
 
-def stall_parts(e: np.ndarray, s: np.ndarray, finish: np.ndarray, dispatch: np.ndarray
-                ) -> np.ndarray:
-    """Each stall [e, s) of a path (the first one is the front gap) cut at its predecessor's
-    `finish` and its own `dispatch` (cycles, -1 unknown) into PARTS: (n, 5) int64 cycles
-    whose rows sum to `s - e` exactly."""
+def stall_parts(e: np.ndarray, s: np.ndarray, finish: np.ndarray, dispatch: np.ndarray,
+                first_ready: int = -1) -> np.ndarray:
+    """Each stall [e, s) of a path cut at its predecessor's `finish` and its own `dispatch`
+    (cycles, -1 unknown) into PARTS: (n, 5) int64 cycles whose rows sum to `s - e` exactly.
+    The first one is the front gap: cut at the first task's own dispatch like any other
+    stall, what came before it split at its submission (`first_ready`): before it `front`
+    (not yet submitted), after it `dispatch` (submitted, not yet sent); without a dispatch
+    record, or a submission, what came before the dispatch is `front`."""
     n = len(e)
     out = np.zeros((n, len(PARTS)), dtype=np.int64)
     if not n:
         return out
-    out[0, FRONT_GAP] = s[0] - e[0]
+    e0, s0, d0 = int(e[0]), int(s[0]), int(dispatch[0])
+    if d0 < 0:
+        out[0, FRONT_GAP] = s0 - e0
+    else:
+        d0 = min(max(d0, e0), s0)
+        r0 = d0 if first_ready < 0 else min(max(first_ready, e0), d0)
+        out[0, FRONT_GAP] = r0 - e0
+        out[0, DISPATCH] = d0 - r0
+        out[0, LAUNCH] = s0 - d0
     e, s, finish, dispatch = e[1:], s[1:], finish[1:], dispatch[1:]
     dk, fk = dispatch >= 0, finish >= 0
     cut_d = np.where(dk, np.clip(dispatch, e, s), s)     # after it: launch

@@ -99,14 +99,15 @@ def device_segments(path: ObservedPath, to_ns, *, front_gap: bool = True
     a stall part's index in PARTS, or COMPUTE). Each stall's parts go in the order they
     happen (front; completion, dispatch or unknown, launch). Boundaries are converted as
     time points, so the pieces touch and tile [first start (or t0 with the front gap), last
-    end]."""
+    end]; without the front gap the first task's whole stall is left out (the device part
+    then starts at its start)."""
     n = len(path.tasks)
     order = [PARTS.index(p) for p in (StallPart.FRONT, StallPart.COMPLETION,
                                        StallPart.DISPATCH, StallPart.UNKNOWN,
                                        StallPart.LAUNCH)]
     widths = np.concatenate((path.parts[:, order], path.compute[:, None]), axis=1)
     if not front_gap and n:
-        widths[0, 0] = 0
+        widths[0, :-1] = 0      # the first task's whole gap: explained by what came before
     start_at = path.frontier + path.stall - widths[:, :-1].sum(axis=1)
     bounds = start_at[:, None] + np.concatenate((np.zeros((n, 1), np.int64),
                                                  np.cumsum(widths, axis=1)), axis=1)

@@ -28,6 +28,7 @@ from pypto.compile_profiling.analysis.tasks import (
     TaskTable,
     engine_name,
     task_dispatch_finish,
+    task_submission,
     task_table,
 )
 from pypto.compile_profiling.analysis.verdict import (
@@ -178,14 +179,15 @@ def analyze_capture(plan: Plan, capture_plan: CapturePlan, rows: DeviceRows | No
     has_deps = deps is not None
     static = static_path(tt, edges) if has_deps else None
     task_disp, task_fin = task_dispatch_finish(tt, disp, fin, has)
-    obs = observed_path(tt, edges, tolerance_cycles, task_disp, task_fin)
+    submit = task_submission(tt, rec, task_disp)
+    obs = observed_path(tt, edges, tolerance_cycles, task_disp, task_fin, submit)
     if not has_deps:
         notes.append(
             f"{capture_plan.capture.files.directory}: no deps.json (level {rec.level} capture or "
             "dep_gen off): no static path; the observed path follows resource "
             "predecessors (the previous task on the core) only"
         )
-    ov = overhead(tt, disp, fin, has, deps, rec.scheduler, rec.core_to_thread) \
+    ov = overhead(tt, disp, fin, has, deps, rec.scheduler, rec.core_to_thread, submit) \
         if with_overhead else None
     dev = capture_plan.device
     names = (
@@ -218,15 +220,15 @@ def analyze_capture(plan: Plan, capture_plan: CapturePlan, rows: DeviceRows | No
         ra.end_to_end = end_to_end(plan, capture_plan, tt, obs, labels[0], kernel,
                                    first_dispatch)
         host = _host_runs(ra)
-    families = [kernel_family(k) for k in ra.labels(obs.tasks)[0]] if obs is not None else []
-    ra.verdict = decide(tt, obs, families, has_cpu=ra.has_cpu, has_deps=has_deps,
-                        static_cycles=static.length_cycles if static is not None else None,
-                        kept_edges=edges.kept, starvation=ra.starvation, host=host)
     made = replay_input(tt, disp, fin, has, edges, rec, task_families(tt, names))
     if isinstance(made, str):
         ra.no_replay = made
     else:
         ra.replay = made
+    ra.verdict = decide(tt, obs, has_cpu=ra.has_cpu, has_deps=has_deps,
+                        replay_input=ra.replay, no_replay=ra.no_replay,
+                        static_cycles=static.length_cycles if static is not None else None,
+                        kept_edges=edges.kept, starvation=ra.starvation, host=host)
     ra.slots = task_slots(capture_plan, task_disp, task_fin)
     _host_log_drops(ra, capture_plan)
     return ra

@@ -2,7 +2,9 @@
 
 - Window: first AICore start to last AICore end (the makespan), device cycles.
 - A task is ready when the last of its producers that ran ended (deps.json edges); one
-  whose producers never ran is ready at its own dispatch. It waits, ready and undispatched,
+  with no producer that ran is ready from its submission (a host-built graph: the run's
+  first dispatch; a device orchestrator: its `submit` phase), or, where that is unknown, at
+  its own dispatch. It waits, ready and undispatched,
   from then to its dispatch (the earliest AICPU dispatch of its blocks).
 - An engine (a core type: AIC, AIV, AICPU where present) is starved at an instant when one
   of its cores is idle (fewer of its cores run a kernel than ran any) and a task of its type
@@ -150,9 +152,14 @@ def _task_dispatch(tt: TaskTable, row_dispatch: np.ndarray, has: np.ndarray) -> 
     return np.where(disp == big, -1, disp)
 
 
-def _ready(tt: TaskTable, disp: np.ndarray, deps) -> np.ndarray:
-    """Per task, when its last producer that ran ended, else its own dispatch."""
+def _ready(tt: TaskTable, disp: np.ndarray, deps, submit: np.ndarray | None = None
+           ) -> np.ndarray:
+    """Per task, when its last producer that ran ended; a task with none that ran, from its
+    submission where that is known, else from its own dispatch."""
     ready = disp.copy()
+    if submit is not None:
+        ready = np.where(submit >= 0, np.minimum(submit, np.where(disp >= 0, disp, submit)),
+                         ready)
     if deps is None or not len(deps.pred):
         return ready
     order = np.argsort(tt.ids, kind="stable")
@@ -169,7 +176,8 @@ def _ready(tt: TaskTable, disp: np.ndarray, deps) -> np.ndarray:
 
 
 def overhead(tt: TaskTable, row_dispatch: np.ndarray, row_finish: np.ndarray,
-             has_cpu: np.ndarray, deps, scheduler=None, core_to_thread=None) -> Overhead:
+             has_cpu: np.ndarray, deps, scheduler=None, core_to_thread=None,
+             submit: np.ndarray | None = None) -> Overhead:
     """The starvation shares (needs AICPU dispatch times and deps.json), head and tail
     overhead and task switches (need dispatch and finish times), the scheduler loop (needs
     phases) and fan-in/out (needs deps.json)."""
@@ -192,7 +200,8 @@ def overhead(tt: TaskTable, row_dispatch: np.ndarray, row_finish: np.ndarray,
         notes.append("no deps.json: when a task became ready is unknown, so no starvation "
                      "shares (run with enable_dep_gen)")
         return Overhead([], None, None, head, tail, sched, None, notes, switches, bound)
-    engines, all_share, some_share, timeline = _starvation(tt, row_dispatch, has_cpu, deps)
+    engines, all_share, some_share, timeline = _starvation(tt, row_dispatch, has_cpu, deps,
+                                                           submit)
     return Overhead(engines, all_share, some_share, head, tail, sched, timeline, notes,
                     switches, bound, fan_out, fan_in)
 
@@ -290,13 +299,14 @@ def _head(tt: TaskTable, row_dispatch: np.ndarray, has: np.ndarray) -> Distribut
     return distribution(head[has], tt.freq_hz)
 
 
-def _starvation(tt: TaskTable, row_dispatch: np.ndarray, has: np.ndarray, deps):
+def _starvation(tt: TaskTable, row_dispatch: np.ndarray, has: np.ndarray, deps,
+                submit: np.ndarray | None = None):
     w0, w1 = int(tt.start.min()), int(tt.end.max())
     span = max(w1 - w0, 1)
     k = [len(np.unique(tt.row_core[tt.row_type == i])) for i in range(len(tt.core_types))]
     types = [i for i in range(len(tt.core_types)) if k[i]]
     disp = _task_dispatch(tt, row_dispatch, has)
-    ready = _ready(tt, disp, deps)
+    ready = _ready(tt, disp, deps, submit)
     waits = disp >= 0
     r = np.clip(ready, w0, w1)
     dd = np.clip(disp, w0, w1)

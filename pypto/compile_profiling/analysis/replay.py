@@ -76,8 +76,8 @@ class Edit:
     def words(self) -> str:
         """The edit in a user's words (`16 AIV cores, gemm 2x faster`)."""
         out = [f"{n} {e} core{'s' * (n != 1)}" for e, n in self.cores]
-        out += [f"{f} taking no time" if k == 0 else f"{f} {k:g}x faster"
-                for f, k in self.faster]
+        out += [f"{'kernels of unknown name' if f == 'unknown' else f} taking no time"
+                if k == 0 else f"{f} {k:g}x faster" for f, k in self.faster]
         if {p for p, _ in self.sched} == set(PIECES) and len({k for _, k in self.sched}) == 1:
             k = self.sched[0][1]
             out.append("no scheduler latency" if k == 0 else f"scheduler latency x{k:g}")
@@ -116,6 +116,7 @@ class ReplayInput:
     engine: Engine
     makespan: int
     rules: _Rules | None = None
+    host_built: bool = False           # the graph was submitted whole before the device ran
     _calibration: calibrated.Calibration | None = None
     _baseline: Replay | None = None
 
@@ -181,7 +182,9 @@ class Replay:
             np.maximum.at(fin, tt.row_task, self.finish)
             empty = np.zeros(0, np.int64)
             edges = DependencyEdges(empty, empty) if self.no_deps else inp.edges
-            self._path = observed_path(tt, edges, TOLERANCE_CYCLES, disp, fin)
+            # a host-built graph is all submitted when the replayed device starts
+            submit = np.full(n, int(self.dispatch.min()), np.int64) if inp.host_built else None
+            self._path = observed_path(tt, edges, TOLERANCE_CYCLES, disp, fin, submit)
         return self._path
 
 
@@ -219,7 +222,8 @@ def replay_input(tt: TaskTable, row_dispatch: np.ndarray, row_finish: np.ndarray
     makespan = int(tt.end.max() - tt.start.min())
     rules = _rules_of(tt, rec)
     return ReplayInput(tt, families, edges, blocks,
-                       Engine.RULES if rules is not None else Engine.CALIBRATED, makespan, rules)
+                       Engine.RULES if rules is not None else Engine.CALIBRATED, makespan, rules,
+                       host_built=rec.orchestrator_source == "host" or bool(rec.host_orchestrator))
 
 
 def _send_cycles(rec, owners: list[int], core: np.ndarray, dispatch: np.ndarray

@@ -24,13 +24,17 @@ from pypto.compile_profiling.analysis.verdict import (
     engine_label,
     ms_range,
 )
+from pypto.compile_profiling.foundation.terminal import wrap
+from pypto.compile_profiling.foundation.units import duration
 from pypto.compile_profiling.trace_merge.containment import fmt_ns
 
 __all__ = ["ANSWER_LINES", "SCHEMA", "analysis_dict", "answer_lines", "format_analysis"]
 
-SCHEMA = "pypto.analysis/2"
+SCHEMA = "pypto.analysis/3"
 FORMATS = ("text", "markdown", "json")
 ANSWER_LINES = 8                 # the answer's lines per rank, at most
+GUIDE = ("(what each verdict and figure means, and how a gain is replayed: docs/analysis.md, "
+         "docs/whatif.md)")
 
 
 def _dist(d: Distribution | None, digits: int = 1) -> dict | None:
@@ -69,20 +73,26 @@ def _path_rows(r: RankAnalysis) -> list[dict]:
     return rows
 
 
-def _verdict_dict(v: Verdict | None) -> dict | None:
+def _verdict_dict(v: Verdict | None, freq_hz: int) -> dict | None:
     if v is None:
         return None
-    return {"kind": str(v.kind), "rule": v.rule, "cause": v.cause, "family": v.family,
-            "gain_bound_ns": None if v.gain_bound_ns is None else round(v.gain_bound_ns),
-            "gain_share": v.gain_share, "gain": v.gain_text, "evidence": list(v.evidence),
-            "device": _verdict_dict(v.device)}
+    ns = 1e9 / freq_hz
+    return {"kind": str(v.kind), "head": v.head(), "rule": v.rule, "cause": v.cause,
+            "family": v.family, "gain_ns": None if v.gain_ns is None else round(v.gain_ns),
+            "gain_share": v.gain_share, "gain": v.gain_text, "gain_is_bound": v.gain_is_bound,
+            "ties": list(v.ties), "engine": v.engine, "replay_error": v.replay_error,
+            "replays": v.replays,
+            "candidates": [{"verdict": lv.words, "cause": lv.cause, "family": lv.family,
+                            "edit": lv.edit.words(), "makespan_ns": round(lv.makespan * ns),
+                            "gain_ns": round(lv.gain * ns)} for lv in v.levers],
+            "evidence": list(v.evidence), "device": _verdict_dict(v.device, freq_hz)}
 
 
 def rank_dict(r: RankAnalysis) -> dict:
     ms = r.makespan_cycles
     ns = r.ns
     out = {"label": r.label, "source": r.source, "level": r.level, "clock_freq_hz": r.freq_hz,
-           "verdict": _verdict_dict(r.verdict),
+           "verdict": _verdict_dict(r.verdict, r.freq_hz),
            "clock": {"label": r.clock, "placement": r.placement, "estimated": r.estimated,
                      "uncertainty_ns": None if r.uncertainty_ns is None
                      else round(r.uncertainty_ns),
@@ -210,24 +220,32 @@ def _pct(x: float | None) -> str:
 
 def answer_lines(d: dict) -> list[str]:
     """The answer for one rank (a `rank_dict`), at most ANSWER_LINES lines: the verdict,
-    why, the gain bound, the device verdict under a host-bound one, the path's composition,
-    evidence, and the placement."""
+    why, its gain, the device's own verdict and gain under a host-bound one, the critical
+    path's composition, evidence, and the placement."""
     v = d["verdict"]
-    head = f"{d['label']}: {v['kind']}"
-    if v["cause"] and v["kind"] != "unknown":
-        head += f" ({v['cause']}{', ' + v['family'] if v['family'] else ''})"
-    lines = [head, f"why: {v['rule']}"]
+    lines = [f"{d['label']}: {v['head']}", f"why: {v['rule']}"]
     if v["gain"]:
-        lines.append(f"gain bound: {v['gain']}")
+        lines.append(f"{'gain bound' if v['gain_is_bound'] else 'gain'}: {v['gain']}")
+    if v["replays"]:
+        lines.append(f"replays: {v['replays']}")
     dev = v["device"]
     if dev is not None:
-        lines.append(f"device: {dev['kind']}: {dev['rule']}")
+        lines.append(f"device: {dev['head']}: {dev['rule']}"
+                     + (f"; gain {dev['gain']}" if dev["gain"] else ""))
+        if dev["replays"]:
+            lines.append(f"device replays: {dev['replays']}")
     p = d["observed_path"]
-    comp = ", ".join(f"{k} {_pct(x['share'])}" for k, x in p["stall_by_part"].items()
-                     if x["cycles"])
-    lines.append(f"critical path: makespan {_ms(d['makespan_ns'])} = compute "
-                 f"{_pct(p['compute_share'])}" + (f" + stalls ({comp})" if comp else "")
-                 + f"; {p['tasks']} tasks")
+    where = "device critical path" if dev is not None else "critical path"
+    if d["level"] < 2:
+        lines.append(f"{where}: makespan {duration(d['makespan_ns'])}, "
+                     f"{_plural(p['tasks'], 'task')}; what held them: unknown (no AICPU "
+                     "records at level 1)")
+    else:
+        comp = ", ".join(f"{k} {_pct(x['share'])}" for k, x in p["stall_by_part"].items()
+                         if x["cycles"])
+        lines.append(f"{where}: makespan {duration(d['makespan_ns'])} = compute "
+                     f"{_pct(p['compute_share'])}" + (f" + stalls ({comp})" if comp else "")
+                     + f"; {_plural(p['tasks'], 'task')}")
     c = d["clock"]
     how = {"calibrated": "calibrated by clock anchors", "joined": "joined by device_wall's "
            "cycles inside the run log's host span", "contained": "contained by the run "
@@ -238,14 +256,19 @@ def answer_lines(d: dict) -> list[str]:
         place = (f"{how}: the device time may lie "
                  f"{fmt_ns(max(c['offset_ns'] - c['offset_lo_ns'], 0))} earlier to "
                  f"{fmt_ns(max(c['offset_hi_ns'] - c['offset_ns'], 0))} later than drawn")
-    evidence = list(v["evidence"]) + ([] if dev is None else list(dev["evidence"]))
+    evidence = list(v["evidence"]) + ([] if dev is None else
+                                      [f"device: {e}" for e in dev["evidence"]])
     room = ANSWER_LINES - len(lines) - 1
-    shown = evidence[:room] if len(evidence) <= room else evidence[:room - 1]
+    shown = evidence[:room] if len(evidence) <= room else evidence[:max(room - 1, 0)]
     lines += [f"evidence: {e}" for e in shown]
     if len(shown) < len(evidence):
         lines.append(f"evidence: ... {len(evidence) - len(shown)} more below")
     lines.append(f"placement: {place}")
     return lines
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'s' * (n != 1)}"
 
 
 # --------------------------------------------------------------------------- text / markdown
@@ -260,11 +283,13 @@ class _Out:
         if self.md:
             self.lines += ["", "#" * level + " " + text, ""]
         else:
-            self.lines += ["", text] if self.lines else [text]
+            self.lines += ["", *wrap(text)] if self.lines else wrap(text)
 
     def line(self, text: str, indent: int = 1) -> None:
-        self.lines.append(("  " * (indent - 1) + "- " + text) if self.md
-                          else "  " * indent + text)
+        if self.md:
+            self.lines.append("  " * (indent - 1) + "- " + text)
+        else:                          # within 100 columns, wrapped under a hanging indent
+            self.lines += wrap("  " * indent + text)
 
     def table(self, heads: list[str], rows: list[list[str]], right: set[int]) -> None:
         if self.md:
@@ -295,7 +320,8 @@ def _answer_text(o: _Out, d: dict) -> None:
     if o.md:
         o.lines += ["", f"**{lines[0]}**", ""] + [f"- {x}" for x in lines[1:]]
     else:
-        o.lines += (["", lines[0]] if o.lines else [lines[0]]) + ["  " + x for x in lines[1:]]
+        o.lines += (["", *wrap(lines[0])] if o.lines else wrap(lines[0]))
+        o.lines += [w for x in lines[1:] for w in wrap("  " + x)]
 
 
 def _rank_text(o: _Out, d: dict, top: int) -> None:
@@ -307,25 +333,25 @@ def _rank_text(o: _Out, d: dict, top: int) -> None:
            "dependency edges kept: " + (f"{deps['kept']} of {deps['unique_edges']} (unique "
                                         "producer -> consumer pairs in deps.json)" if deps
                                         else "none (no deps.json)"))
-    o.line(f"makespan: {_ms(ms)} (first block start to last block end)")
+    o.line(f"makespan: {duration(ms)} (first block start to last block end)")
     if d["engines"]:
         o.line("core time: " + "; ".join(
-            f"{u['engine']} ({u['cores']} cores) busy {_pct(u['busy_share'])}"
+            f"{u['engine']} ({_plural(u['cores'], 'core')}) busy {_pct(u['busy_share'])}"
             for u in d["engines"]))
     st = d["static_path"]
     if st is not None:
-        o.line(f"static path: {_ms(st['length_ns'])} ({_pct(st['share'])} of the makespan) "
+        o.line(f"static path: {duration(st['length_ns'])} ({_pct(st['share'])} of the makespan) "
                f"over {st['tasks']} tasks")
     else:
         o.line("static path: none (no deps.json)")
     p = d["observed_path"]
     held = ", ".join(f"{k} {v}" for k, v in p["held_by"].items() if v)
     o.line(f"observed path: {p['tasks']} tasks (held by: {held})")
-    o.line(f"compute: {_ms(p['compute_ns'])} ({_pct(p['compute_share'])})", 2)
-    o.line(f"stall: {_ms(p['stall_ns'])} ({_pct(p['stall_share'])}), by what filled it:", 2)
+    o.line(f"compute: {duration(p['compute_ns'])} ({_pct(p['compute_share'])})", 2)
+    o.line(f"stall: {duration(p['stall_ns'])} ({_pct(p['stall_share'])}), by what filled it:", 2)
     for kind, v in p["stall_by_part"].items():
         if v["cycles"]:
-            o.line(f"{kind}: {_ms(v['ns'])} ({_pct(v['share'])})", 3)
+            o.line(f"{kind}: {duration(v['ns'])} ({_pct(v['share'])})", 3)
     o.line(f"tiling check: compute + stall = {p['compute_cycles'] + p['stall_cycles']} cycles "
            f"vs makespan {d['makespan_cycles']} cycles ({p['tiling']})", 2)
     fams = p["families"]
@@ -343,18 +369,17 @@ def _rank_text(o: _Out, d: dict, top: int) -> None:
            + (f"all {len(path)} tasks" if len(shown) == len(path) else
               f"the {len(shown)} of {len(path)} tasks that add the most, in path order"), 3)
 
-    def share(v):
-        return f"{v / 1e3:.1f} ({v / ms * 100 if ms else 0:.2f}%)"
-
-    def parts(t):
-        return ", ".join(f"{k} {v / 1e3:.1f}" for k, v in t["stall_parts_ns"].items() if v) \
-            or "-"
-
-    o.table(["#", "kernel", "task", "task us", "compute us (%mk)", "stall us (%mk)",
-             "held by", "stall parts us"],
+    # the stall parts a column each: those some row has (the scheduler's three when none)
+    pieces = [k for k in ("completion", "dispatch", "launch", "front", "unknown")
+              if any(t["stall_parts_ns"][k] for t in shown)] or ["completion", "dispatch",
+                                                                 "launch"]
+    o.table(["#", "kernel", "task", "task us", "compute us", "stall us", "held by",
+             *pieces],
             [[str(t["index"]), t["kernel"], t["task"], f"{t['duration_ns'] / 1e3:.1f}",
-              share(t["compute_ns"]), share(t["stall_ns"]), t["held_by"], parts(t)]
-             for t in shown], {0, 3, 4, 5})
+              f"{t['compute_ns'] / 1e3:.1f}", f"{t['stall_ns'] / 1e3:.1f}", t["held_by"],
+              *(f"{t['stall_parts_ns'][k] / 1e3:.1f}" for k in pieces)] for t in shown],
+            {0, 3, 4, 5, *range(7, 7 + len(pieces))})
+    o.line(f"(us, of a makespan of {ms / 1e3:.1f} us)")
     o.cut(len(path), len(shown), "path tasks")
     _slots_text(o, d, top)
     _overhead_text(o, d, top)
@@ -396,8 +421,8 @@ def _overhead_text(o: _Out, d: dict, top: int) -> None:
                "type waits), share of the makespan; Simpler calls 25 % of 'some engine' "
                "scheduler-bound, 8 % partially:")
         for e in ov["engines"]:
-            o.line(f"{e['engine']} ({e['cores']} cores): {_pct(e['starved_share'])}; in the "
-                   f"critical path's stalls {_ms(e['starved_on_path_ns'])}", 2)
+            o.line(f"{e['engine']} ({_plural(e['cores'], 'core')}): {_pct(e['starved_share'])}; in the "
+                   f"critical path's stalls {duration(e['starved_on_path_ns'])}", 2)
         o.line(f"all engines starved: {_pct(ov['all_engines_starved_share'])}; some engine "
                f"starved: {_pct(ov['some_engine_starved_share'])}", 2)
     for key, what in (("head_overhead_ns", ("head overhead: min(start - dispatch, start - "
@@ -444,8 +469,10 @@ def _overhead_text(o: _Out, d: dict, top: int) -> None:
                         + [f"{t['phase_ns'].get(k, 0) / 1e3:.1f}" for k in kinds]
                         + [f"{t['idle_ns'] / 1e3:.1f}"])
         o.table(["thread", "loops", "finishes", "tasks", "total us",
-                 *(f"{k} (in {nested[k]})" if k in nested else k for k in kinds), "idle"],
+                 *(f"{k}*" if k in nested else k for k in kinds), "idle"],
                 rows, set(range(1, 6 + len(kinds))))
+        for k, outer in nested.items():
+            o.line(f"{k}*: the time of {k} phases inside {outer} phases, taken out of {outer}'s")
         o.cut(len(threads), len(shown), "threads")
         if ov["avg_loop_ns"] is not None:
             o.line(f"average loop {ov['avg_loop_ns'] / 1e3:.3f} us; average tail overhead = "
@@ -510,6 +537,7 @@ def format_analysis(result: RunAnalysis, fmt: str = "text", *, top: int = 10) ->
         for w in warnings:
             o.line(w)
         o.cut(len(d["warnings"]), len(warnings), "warnings")
+    o.lines += ["", GUIDE if not o.md else f"*{GUIDE}*"]
     return "\n".join(o.lines).lstrip("\n") + "\n"
 
 

@@ -16,7 +16,7 @@ from pypto.compile_profiling.trace_merge.device_labels import kernel_name
 from pypto.compile_profiling.trace_merge.device_rows import DeviceRows
 
 __all__ = ["TaskTable", "decimal_string_rank", "engine_name", "task_dispatch_finish",
-           "task_table"]
+           "task_submission", "task_table"]
 
 _ENGINE = {"aic": "AIC", "aiv": "AIV", "aicpu": "AICPU"}
 
@@ -136,3 +136,31 @@ def task_dispatch_finish(tt: TaskTable, row_dispatch: np.ndarray, row_finish: np
     np.maximum.at(finish, tt.row_task[has], row_finish[has])
     complete = np.bincount(tt.row_task[has], minlength=n) == tt.blocks
     return np.where(complete, dispatch, -1), np.where(complete, finish, -1)
+
+
+def task_submission(tt: TaskTable, rec, task_dispatch: np.ndarray) -> np.ndarray | None:
+    """Per task, when it was submitted (cycles; -1 unknown), or None when no task's is known.
+
+    A graph built on the host (Simpler's host_build_graph: `orchestrator_source` "host") is
+    submitted whole before the device starts: every task from the run's first dispatch. A
+    device orchestrator's submissions are its `submit` phases (swimlane level 4), by task
+    id; a task without one is unknown. Without either, the submissions are unknown."""
+    n = len(tt)
+    if not n:
+        return None
+    known = task_dispatch[task_dispatch >= 0]
+    if (rec.orchestrator_source == "host" or rec.host_orchestrator) and len(known):
+        return np.full(n, int(known.min()), dtype=np.int64)
+    out = np.full(n, -1, dtype=np.int64)
+    order = np.argsort(tt.ids, kind="stable")
+    sorted_ids = tt.ids[order]
+    for ph in rec.orchestrator:
+        ids = next((a.values for a in ph.args if a.key == "task_id"), None)
+        if "submit" not in ph.kinds or not isinstance(ids, np.ndarray):
+            continue
+        sel = ph.kind == ph.kinds.index("submit")
+        tid, end = ids[sel], ph.end[sel]
+        pos = np.minimum(np.searchsorted(sorted_ids, tid), n - 1)
+        hit = sorted_ids[pos] == tid
+        out[order[pos[hit]]] = end[hit]
+    return out if (out >= 0).any() else None

@@ -1,29 +1,27 @@
-"""The one-word answer: what set the run's length, decided from the observed critical path.
+"""The one-word answer: what set the run's length, found by replaying the run with each
+candidate cause removed (`analysis.replay`), never by a formula.
 
-The observed path tiles the makespan exactly: compute, the scheduler's round trip
-(`completion` + `dispatch` + `launch`), the `front` gap and what the records cannot cut
-(`unknown`). The verdict names the largest of those, so it can never contradict the path:
+The candidates (`levers`): each engine's cores (as many as it has blocks to run), each
+kernel family among the heaviest on the critical path (its kernels taking no time), the
+scheduler's latency (none at all; and each piece alone: completion, dispatch, launch), and
+the dependencies (the same tasks without them). Each is removed in a replay; the verdict
+names the one whose removal gains most, and its gain is the replayed one:
 
-- `compute-bound`: compute leads and the static path (the dependency floor) is under 50 % of
-  the makespan: the work on the cores sets the time. Names the engine and the kernel family
-  with the most compute on the path. Gain bound: that engine's compute on the path;
-- `dependency-bound`: compute leads and the static path is at least 50 % of the makespan:
-  the dependency chain sets the time (only with dependency edges). Gain bound: the makespan
-  minus the floor no schedule of the same tasks can beat (the longest task, and each
-  engine's work over its cores);
-- `scheduler-bound`: scheduler latency leads. Names the dominant piece. Gain bound: the
-  path's scheduler latency;
+- `compute-bound (E, F)`: family F's kernels (on engine E) taking no time gains most;
+- `compute-bound (E cores)`: more E cores gains most: the work outnumbers them;
+- `scheduler-bound (piece)`: a scheduler with no latency gains most (the piece whose
+  removal alone gains most is named);
+- `dependency-bound`: the same tasks without their dependencies gains most;
 - `host-bound`: with a host source, the host side of the end-to-end wall time outweighs the
-  device's part at every placement the evidence allows. Names the largest host category;
-- `unknown`: the capture cannot tell (level 1, stalls without dispatch/finish records, a
-  scheduler-latency lead without deps.json, or a front gap that leads), with the reason.
+  device's part at every placement the evidence allows (the device's verdict under it);
+- `unknown`: a level-1 capture (no AICPU records), no deps.json, no replay, or no removal
+  gains more than the tie tolerance; with the reason.
 
-A gain bound is true by construction: the makespan is the path's length, so taking a
-component off the path shortens the run by at most that component (another path may then
-set the time). Starvation of an engine off the path is evidence, printed as such, never the
-verdict. Simpler's `sched_overhead_analysis` calls a run scheduler-bound when some engine is
-starved 25 % of the makespan and partially so at 8 %; here 8 % is the share from which a
-second cause is printed with its own gain bound. docs/analysis.md has the rules in words.
+Causes whose gains lie within the tie tolerance of the best (the replay error, and at least
+`TIE_SHARE` of the makespan: identical runs differ by that much) are named together. A
+gain is a prediction, stated with the replay's engine and error; the calibrated engine's
+predictions can be far off for some edits (docs/whatif.md), so the other candidates'
+gains follow as evidence. docs/analysis.md has the rules in words.
 """
 
 from __future__ import annotations
@@ -32,43 +30,36 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pypto.compile_profiling.analysis.critical_path import (
-    SCHEDULER_PARTS,
-    ObservedPath,
-    StallPart,
-)
+from pypto.compile_profiling.analysis.critical_path import ObservedPath
+from pypto.compile_profiling.analysis.replay import PIECES, Edit, ReplayInput, replay
 from pypto.compile_profiling.analysis.tasks import TaskTable, engine_name
 from pypto.compile_profiling.foundation.str_enum import StrEnum
+from pypto.compile_profiling.foundation.units import duration
 
 __all__ = [
-    "DEPENDENCY_BOUND_SHARE",
+    "MAX_CORES",
     "RANGE_SHOWN_FROM_NS",
-    "SECONDARY_SHARE",
-    "SIMPLER_PARTIAL_SHARE",
-    "SIMPLER_SCHEDULER_SHARE",
+    "TIE_SHARE",
+    "TOP_FAMILIES",
     "EngineUse",
+    "Lever",
     "Verdict",
     "VerdictKind",
     "decide",
     "engine_label",
     "engine_use",
     "host_side",
+    "levers",
     "ms_range",
     "starved_on_path",
 ]
 
-DEPENDENCY_BOUND_SHARE = 0.50    # static path share of the makespan: the chain sets the time
-SECONDARY_SHARE = 0.08           # a second cause from this share of the makespan on
-SIMPLER_SCHEDULER_SHARE = 0.25   # Simpler: SCHEDULER-BOUND at has_overhead >= 25 %
-SIMPLER_PARTIAL_SHARE = 0.08     # Simpler: PARTIALLY SCHEDULER-LIMITED at >= 8 %
+TIE_SHARE = 0.02        # gains this close (of the makespan) are a tie: runs differ so much
+TOP_FAMILIES = 3        # the heaviest families on the path, each a candidate
+MAX_CORES = 4096        # "as many cores as blocks", at most this many
+UNNAMED = "unknown"     # the family of a kernel without a name (no name map)
 CAPTURE_HINT = ("capture with enable_chip_swimlane >= 2 (AICPU dispatch/finish records) and "
                 "enable_dep_gen (deps.json) for an answer")
-
-_MEANING = {
-    StallPart.COMPLETION: "the AICPU noticing a predecessor had ended (its finish - end)",
-    StallPart.DISPATCH: "the AICPU dispatching the next task once it had",
-    StallPart.LAUNCH: "a core starting a task already dispatched to it",
-}
 
 
 class VerdictKind(StrEnum):
@@ -82,18 +73,32 @@ class VerdictKind(StrEnum):
 @dataclass(slots=True, kw_only=True)
 class Verdict:
     """What set the run's length (`kind`), the rule with the figures that decided it, what
-    removing all of the named cause could gain at most (None: unknown), and further
-    findings, one line each. A `host-bound` verdict keeps the device's own as `device`."""
+    removing its cause gains (`gain_ns`: replayed, a prediction; for `host-bound` a bound
+    from the tiling, `gain_is_bound`), the causes tied with it, the candidates replayed, the
+    replay's engine and error, and further findings. A `host-bound` verdict keeps the
+    device's own as `device`."""
 
     kind: VerdictKind
     rule: str
-    cause: str | None = None          # "AIC", "completion", "compile", ...
-    family: str | None = None         # compute-bound: the top kernel family on the path
-    gain_bound_ns: float | None = None
+    cause: str | None = None          # "AIV", "AIV cores", "launch", "compile", ...
+    family: str | None = None         # compute-bound by a family: the family
+    gain_ns: float | None = None
     gain_share: float | None = None   # of the makespan (host-bound: of the wall time)
     gain_text: str | None = None
+    gain_is_bound: bool = False
+    ties: list[str] = field(default_factory=list)       # the tied causes, as the head names
+    levers: list[Lever] = field(default_factory=list)   # every candidate replayed
+    replays: str | None = None                          # their gains, in one line
+    engine: str | None = None                           # the replay's engine
+    replay_error: float | None = None
     evidence: list[str] = field(default_factory=list)
     device: Verdict | None = None
+
+    def head(self) -> str:
+        """`compute-bound (AIV, gemm)`, with the causes tied with it."""
+        words = [self.kind + (f" ({self.cause}{', ' + self.family if self.family else ''})"
+                              if self.cause and self.kind != VerdictKind.UNKNOWN else "")]
+        return ", or ".join(words + self.ties)
 
 
 @dataclass(slots=True)
@@ -104,6 +109,28 @@ class EngineUse:
     engine: str
     cores: int
     busy_share: float
+
+
+@dataclass(slots=True)
+class Lever:
+    """One candidate cause, removed in a replay: what it is, the edit, the replayed makespan
+    (cycles) and what removing it gains against the unedited replay."""
+
+    kind: VerdictKind
+    cause: str
+    family: str | None
+    edit: Edit
+    makespan: int
+    gain: int
+
+    @property
+    def words(self) -> str:
+        """The verdict head this cause would give (a family without a known kernel name is
+        left out: `compute-bound (AIV)`, never one that reads like the `unknown` verdict)."""
+        if self.kind == VerdictKind.DEPENDENCY:
+            return str(self.kind)
+        family = self.family if self.family and self.family != UNNAMED else None
+        return f"{self.kind} ({self.cause}{', ' + family if family else ''})"
 
 
 def engine_label(mask: int, core_types: list[str]) -> str:
@@ -149,146 +176,174 @@ def _pct(x: float) -> str:
     return f"{x * 100:.1f} %"
 
 
-def _ms(ns: float) -> str:
-    return f"{ns / 1e6:.3f} ms"
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'s' * (n != 1)}"
 
 
-@dataclass(slots=True)
-class _Path:
-    """The path's composition in cycles: what the rules read."""
+# --------------------------------------------------------------------------- the levers
 
-    makespan: int
-    compute: int
-    parts: dict[StallPart, int]
-    by_engine: dict[str, int]
-    families: dict[str, dict[str, int]]     # engine -> family -> compute
-
-    @property
-    def scheduler(self) -> int:
-        return sum(self.parts[p] for p in SCHEDULER_PARTS)
+def _path_families(tt: TaskTable, path: ObservedPath, inp: ReplayInput) -> list[str]:
+    """The families with the most compute on the critical path, heaviest first."""
+    names, code = inp.families
+    if not len(path.tasks) or not names:
+        return []
+    compute = np.bincount(code[path.tasks], weights=path.compute.astype(np.float64),
+                          minlength=len(names))
+    order = np.lexsort((np.arange(len(names)), -compute))
+    return [names[i] for i in order[:TOP_FAMILIES].tolist() if compute[i] > 0]
 
 
-def _composition(tt: TaskTable, path: ObservedPath, families: list[str]) -> _Path:
-    masks = tt.types[path.tasks].tolist()
-    by_engine: dict[str, int] = {}
-    fam: dict[str, dict[str, int]] = {}
-    for m, c, f in zip(masks, path.compute.tolist(), families):
-        e = engine_label(m, tt.core_types)
-        by_engine[e] = by_engine.get(e, 0) + c
-        fam.setdefault(e, {})
-        fam[e][f] = fam[e].get(f, 0) + c
-    return _Path(path.makespan, path.compute_total, path.stall_by_part(), by_engine, fam)
+def levers(inp: ReplayInput, path: ObservedPath, has_deps: bool) -> list[Lever]:
+    """Every candidate cause, each removed in a replay (see the module docstring)."""
+    tt = inp.tasks
+    base = inp.baseline().makespan
+    names, code = inp.families
+    out: list[Lever] = []
+
+    def add(kind, cause, family, edit) -> None:
+        m = replay(inp, edit).makespan
+        out.append(Lever(kind, cause, family, edit, m, base - m))
+
+    device = inp.blocks.device_core_types
+    for i, t in enumerate(tt.core_types):
+        blocks = int(np.count_nonzero(tt.row_type == i))
+        have = device.count(i)
+        want = max(have, min(blocks, MAX_CORES))
+        if blocks and want > have:
+            e = engine_name(t)
+            add(VerdictKind.COMPUTE, f"{e} cores", None, Edit(cores=((e, want),)))
+    for fam in _path_families(tt, path, inp):
+        first = int(np.flatnonzero(code == names.index(fam))[0])
+        e = engine_label(int(tt.types[first]), tt.core_types)
+        add(VerdictKind.COMPUTE, e, fam, Edit(faster=((fam, 0.0),)))
+    add(VerdictKind.SCHEDULER, "all", None, Edit(sched=tuple((p, 0.0) for p in PIECES)))
+    for p in PIECES:
+        add(VerdictKind.SCHEDULER, p, None, Edit(sched=((p, 0.0),)))
+    if has_deps and len(inp.edges.pred):
+        add(VerdictKind.DEPENDENCY, "the dependency chain", None, Edit(no_deps=True))
+    return out
 
 
-def decide(tt: TaskTable, path: ObservedPath | None, families: list[str], *,
-           has_cpu: bool, has_deps: bool, static_cycles: int | None, kept_edges: int,
+def _causes(found: list[Lever], tolerance: float) -> list[Lever]:
+    """One lever per cause: the scheduler as a whole (its gain with no latency at all,
+    named by the piece whose removal alone gains most, or the pieces tied for it within
+    `tolerance` cycles), each family, each engine's cores, the dependencies; the most gain
+    first."""
+    pieces = [lv for lv in found if lv.kind == VerdictKind.SCHEDULER and lv.cause != "all"]
+    out = [lv for lv in found if lv.kind != VerdictKind.SCHEDULER]
+    whole = next((lv for lv in found if lv.kind == VerdictKind.SCHEDULER
+                  and lv.cause == "all"), None)
+    if whole is not None:
+        top = max((lv.gain for lv in pieces), default=None)
+        named = [lv.cause for lv in pieces if top is not None and top - lv.gain <= tolerance]
+        out.append(Lever(whole.kind, ", ".join(named) or "all", None, whole.edit,
+                         whole.makespan, whole.gain))
+    return sorted(out, key=lambda lv: (-lv.gain, lv.words))
+
+
+# --------------------------------------------------------------------------- the verdict
+
+def _gain_words(lv: Lever, base: int, ns: float) -> str:
+    what = {VerdictKind.DEPENDENCY: "without its dependencies",
+            VerdictKind.SCHEDULER: "with no scheduler latency"}.get(lv.kind)
+    if what is None:
+        what = (f"with as many {lv.cause} as it has blocks for them" if lv.family is None
+                else f"with its {lv.cause} kernels (their names unknown) taking no time"
+                if lv.family == UNNAMED else f"with the {lv.family} kernels taking no time")
+    share = lv.gain / base if base else 0.0
+    return (f"{what} the run would take {duration(lv.makespan * ns)} instead of "
+            f"{duration(base * ns)} (-{_pct(share)})")
+
+
+def decide(tt: TaskTable, path: ObservedPath | None, *, has_cpu: bool, has_deps: bool,
+           replay_input: ReplayInput | None, no_replay: str | None,
+           static_cycles: int | None, kept_edges: int,
            starvation: list[tuple[str, float, int]], host: dict | None = None) -> Verdict:
-    """The verdict of one capture. `families`: the kernel family of each path task;
-    `starvation`: (engine, starved share of the makespan, starved cycles during the path's
-    stalls on tasks of that engine); `host`: the end-to-end side (`host_side`, below)."""
+    """The verdict of one capture (`starvation`: (engine, starved share of the makespan,
+    starved cycles during the path's stalls on tasks of that engine); `host`: the end-to-end
+    side, `host_side`)."""
     ns = 1e9 / tt.freq_hz
     if path is None or not path.makespan:
-        return Verdict(kind=VerdictKind.UNKNOWN, rule="no task ran for any time: nothing sets "
-                                                      "a length")
-    comp = _composition(tt, path, families)
-    m = comp.makespan
-
-    def share(c: float) -> float:
-        return c / m
-
-    stall_total = m - comp.compute
+        return _with_host(Verdict(kind=VerdictKind.UNKNOWN, rule="no task ran for any time: "
+                                  "nothing sets a length"), host)
+    m = path.makespan
     evidence = _starvation_evidence(starvation, m, ns)
+    if static_cycles is not None and kept_edges:
+        evidence.append(f"static path (the dependency floor) {_pct(static_cycles / m)} of "
+                        "the makespan")
     if not has_cpu:
         use = engine_use(tt)
-        busy = "; ".join(f"{u.engine} ({u.cores} cores) busy {_pct(u.busy_share)}, idle "
-                         f"{_pct(1 - u.busy_share)}" for u in use)
+        busy = "; ".join(f"{u.engine} ({_plural(u.cores, 'core')}) busy {_pct(u.busy_share)}, "
+                         f"idle {_pct(1 - u.busy_share)}" for u in use)
         dev = Verdict(kind=VerdictKind.UNKNOWN, rule=(
-            f"a level-1 capture has no AICPU dispatch/finish records: what held the critical "
-            f"path's tasks (stalls {_pct(share(stall_total))} of the makespan, compute "
-            f"{_pct(share(comp.compute))}) cannot be told"),
+            "a level-1 capture has no AICPU dispatch/finish records: what held the critical "
+            "path's tasks cannot be told, and the run cannot be replayed"),
             evidence=[f"core time: {busy}" if busy else "no core ran a block", CAPTURE_HINT])
         return _with_host(dev, host)
-    sched = comp.scheduler
-    front, unknown = comp.parts[StallPart.FRONT], comp.parts[StallPart.UNKNOWN]
-    lead = max((comp.compute, "compute"), (sched, "scheduler"), (unknown, "unknown"),
-               (front, "front"))[1]
-    top_part = max(SCHEDULER_PARTS, key=lambda p: comp.parts[p])
-    sched_line = (f"scheduler latency {_pct(share(sched))} of the makespan on the path ("
-                  + ", ".join(f"{p} {_pct(share(comp.parts[p]))}" for p in SCHEDULER_PARTS)
-                  + ")")
-    static_share = share(static_cycles) if static_cycles is not None and kept_edges else None
-    floor_line = None if static_share is None else (
-        f"static path (the dependency floor) {_pct(static_share)} of the makespan")
-    if lead == "compute":
-        engine = max(comp.by_engine, key=lambda e: (comp.by_engine[e], e))
-        fams = comp.families[engine]
-        family = max(fams, key=lambda f: (fams[f], f))
-        if static_share is not None and static_share >= DEPENDENCY_BOUND_SHARE:
-            floor = _schedule_floor(tt)
-            v = Verdict(kind=VerdictKind.DEPENDENCY, cause="the dependency chain", rule=(
-                f"compute is {_pct(share(comp.compute))} of the critical path and the "
-                f"static path (the dependency floor) is {_pct(static_share)} of the "
-                f"makespan (>= {_pct(DEPENDENCY_BOUND_SHARE)}): the chain of "
-                "dependencies sets the time; more cores would not shorten it"),
-                gain_bound_ns=(m - floor) * ns, gain_share=share(m - floor),
-                gain_text=("running the chain's tasks in parallel (same tasks, same cores) "
-                           f"shortens the run by at most {_ms((m - floor) * ns)} "
-                           f"({_pct(share(m - floor))})"))
-        else:
-            c = comp.by_engine[engine]
-            v = Verdict(kind=VerdictKind.COMPUTE, cause=engine, family=family, rule=(
-                f"compute is {_pct(share(comp.compute))} of the critical path, {engine} "
-                f"{_pct(share(c))} (top family {family}: {_pct(share(fams[family]))})"
-                + (f"; the static path (the dependency floor) is only {_pct(static_share)} "
-                   "of the makespan: the work on the cores, not the dependency chain, sets "
-                   "the time" if static_share is not None else "")),
-                gain_bound_ns=c * ns, gain_share=share(c),
-                gain_text=(f"{engine} kernels on the critical path taking no time would "
-                           f"shorten the run by at most {_ms(c * ns)} ({_pct(share(c))}); "
-                           f"{family} alone by at most {_ms(fams[family] * ns)}"))
-        if share(sched) >= SECONDARY_SHARE:
-            v.evidence.append(f"also: {sched_line}: a scheduler with no latency would "
-                              f"shorten the run by at most {_ms(sched * ns)}")
-    elif lead == "scheduler" and has_deps:
-        v = Verdict(kind=VerdictKind.SCHEDULER, cause=str(top_part), rule=(
-            f"{sched_line}, more than compute ({_pct(share(comp.compute))}); most of it is "
-            f"{top_part}: {_MEANING[top_part]}"),
-            gain_bound_ns=sched * ns, gain_share=share(sched),
-            gain_text=(f"a scheduler with no latency would shorten the run by at most "
-                       f"{_ms(sched * ns)} ({_pct(share(sched))}); no {top_part} latency by "
-                       f"at most {_ms(comp.parts[top_part] * ns)}"))
-    elif lead == "scheduler":
-        v = Verdict(kind=VerdictKind.UNKNOWN, rule=(
-            f"{sched_line} leads, but without deps.json a stall may also be a wait for a "
-            "producer on another core, which the records do not show"),
-            evidence=["capture with enable_dep_gen (deps.json) for an answer"])
-    elif lead == "unknown":
-        v = Verdict(kind=VerdictKind.UNKNOWN, rule=(
-            f"{_pct(share(unknown))} of the makespan is stall on the path whose tasks lack "
-            "AICPU dispatch/finish records: what filled it cannot be told"),
-            evidence=[CAPTURE_HINT])
-    else:
-        v = Verdict(kind=VerdictKind.UNKNOWN, rule=(
-            f"the critical path's first task started {_pct(share(front))} of the makespan "
-            "after the run's first task, and nothing in the records held it (its submission "
-            "or its inputs from the host may have)"))
-    if floor_line and v.kind not in (VerdictKind.DEPENDENCY, VerdictKind.COMPUTE):
-        v.evidence.append(floor_line)
-    v.evidence.extend(evidence)
+    if replay_input is None:
+        return _with_host(Verdict(kind=VerdictKind.UNKNOWN, rule=(
+            f"the run cannot be replayed: {no_replay}"), evidence=evidence), host)
+    if not has_deps:
+        return _with_host(Verdict(kind=VerdictKind.UNKNOWN, rule=(
+            "without deps.json a replay cannot tell a wait for a producer from a wait for the "
+            "scheduler, so no cause can be told"),
+            evidence=["capture with enable_dep_gen (deps.json) for an answer", *evidence]),
+            host)
+    found = levers(replay_input, path, has_deps)
+    base = replay_input.baseline().makespan
+    err = replay_input.error
+    tolerance = max(abs(err), TIE_SHARE) * base
+    causes = _causes(found, tolerance)
+    engine = str(replay_input.engine)
+    best = causes[0] if causes else None
+    replayed = f"replayed ({engine} engine, replay error {_pct(abs(err))})"
+    if best is None or best.gain <= tolerance:
+        return _with_host(Verdict(kind=VerdictKind.UNKNOWN, rule=(
+            "no single cause's removal shortens the run by more than "
+            f"{duration(tolerance * ns)} ({_pct(tolerance / base if base else 0)}: the replay "
+            "error, or what identical runs differ by)"),
+            levers=found, engine=engine, replay_error=err,
+            evidence=[f"{replayed}: {_gain_words(lv, base, ns)}" for lv in causes[:3]]
+            + evidence), host)
+    tied = [lv for lv in causes[1:] if best.gain - lv.gain <= tolerance and lv.gain > tolerance]
+    share = best.gain / base if base else 0.0
+    v = Verdict(kind=best.kind, rule=_rule(best, tied, causes, base, ns),
+                cause=None if best.kind == VerdictKind.DEPENDENCY else best.cause,
+                family=None if best.family == UNNAMED else best.family,
+                gain_ns=best.gain * ns, gain_share=share, levers=found,
+                engine=engine, replay_error=err, ties=[lv.words for lv in tied],
+                gain_text=(f"{duration(best.gain * ns)} ({_pct(share)}), a prediction: "
+                           f"{replayed}"),
+                replays=_replays_line(found, base), evidence=evidence)
     return _with_host(v, host)
 
 
-def _schedule_floor(tt: TaskTable) -> int:
-    """No schedule of these tasks on these cores is shorter: the longest task, and each
-    engine's block time spread evenly over its cores."""
-    floor = int(tt.duration.max())
-    busy = np.bincount(tt.row_type, weights=(tt.row_end - tt.row_start).astype(np.float64),
-                       minlength=len(tt.core_types))
-    for i in range(len(tt.core_types)):
-        cores = len(np.unique(tt.row_core[tt.row_type == i]))
-        if cores:
-            floor = max(floor, int(np.ceil(busy[i] / cores)))
-    return floor
+def _replays_line(found: list[Lever], base: int) -> str:
+    """Every candidate's replayed change, the most gain first (`16 AIV cores -18.8 %`)."""
+    ranked = sorted(found, key=lambda lv: (-lv.gain, lv.edit.words()))
+    return "; ".join(f"{lv.edit.words()} {_signed(-lv.gain / base if base else 0.0)}"
+                     for lv in ranked)
+
+
+def _signed(x: float) -> str:
+    return f"{x * 100:+.1f} %"
+
+
+def _rule(best: Lever, tied: list[Lever], causes: list[Lever], base: int, ns: float) -> str:
+    """Why: the winning removal beside the next one."""
+    lead = _gain_words(best, base, ns)
+    if tied:
+        return (f"{lead}; as much, within the tie tolerance: "
+                + "; ".join(_gain_words(lv, base, ns) for lv in tied))
+    rest = causes[1] if len(causes) > 1 else None
+    tail = {VerdictKind.DEPENDENCY: "the chain of dependencies sets the time",
+            VerdictKind.SCHEDULER: ("no piece alone" if best.cause == "all" else
+                                    f"its {best.cause} latency the most" if "," not in best.cause
+                                    else f"its {best.cause} latencies alike"),
+            VerdictKind.COMPUTE: ("the work outnumbers the cores" if best.family is None
+                                  else "the work on the cores sets the time")}[best.kind]
+    return lead + (f", more than any other removal (next: {rest.words}, "
+                   f"{_signed(-rest.gain / base if base else 0)})" if rest else "") + f": {tail}"
 
 
 def _starvation_evidence(starvation: list[tuple[str, float, int]], makespan: int,
@@ -302,22 +357,29 @@ def _starvation_evidence(starvation: list[tuple[str, float, int]], makespan: int
         if not on_path:
             out.append(f"{engine} starved {_pct(starved)} of the makespan, off the critical "
                        "path: it would not shorten this run")
+        elif on_path >= starved * makespan - 0.5:
+            out.append(f"{engine} starved {_pct(starved)} of the makespan, all of it in the "
+                       "critical path's stalls")
         else:
             out.append(f"{engine} starved {_pct(starved)} of the makespan; "
-                       f"{_ms(on_path * ns)} ({_pct(on_path / makespan)}) of it in the "
-                       "critical path's stalls (in its scheduler latency), the rest off the "
-                       "path: that would not shorten this run")
+                       f"{duration(on_path * ns)} ({_pct(on_path / makespan)}) of it in the "
+                       "critical path's stalls, the rest off the path: that would not "
+                       "shorten this run")
     return out
 
 
 RANGE_SHOWN_FROM_NS = 10_000   # narrower ranges are within the ms figures' last digits
 
 
+def _ms(ns: float) -> str:
+    return f"{ns / 1e6:.3f} ms"
+
+
 def ms_range(lo: float, hi: float) -> str:
     """`12.345 ms`, or `12.345-380.300 ms` where the ends are 10 us or more apart (a
     calibrated capture's ±571 ns would otherwise read "363.745-363.746 ms")."""
     if hi - lo < RANGE_SHOWN_FROM_NS:
-        return _ms((lo + hi) / 2)
+        return duration((lo + hi) / 2)
     return f"{_ms(lo)[:-3]}-{_ms(hi)}"
 
 
@@ -340,14 +402,14 @@ def _with_host(dev: Verdict, host: dict | None) -> Verdict:
         if any(s > device_ns for s in sides):
             dev.evidence.append(
                 f"host side of the end-to-end wall time {ms_range(min(sides), max(sides))} "
-                f"vs {_ms(device_ns)} on the device: whether it outweighs the device depends "
-                "on where the device time lies (placement uncertain)")
+                f"vs {duration(device_ns)} on the device: whether it outweighs the device "
+                "depends on where the device time lies (placement uncertain)")
         return dev
     cats = [{c: v for c, v in e.totals.items() if not c.startswith("device")} for e in runs]
     tops = {max(c, key=lambda k: (c[k], k)) for c in cats}
     lead = (f"the host side is {ms_range(min(sides), max(sides))} of the "
             f"{ms_range(min(walls), max(walls))} end-to-end wall time, the device's part "
-            f"{_ms(device_ns)}")
+            f"{duration(device_ns)}")
     if len(tops) == 1:
         named = tops.pop()
         vals = [c[named] for c in cats]
@@ -357,6 +419,7 @@ def _with_host(dev: Verdict, host: dict | None) -> Verdict:
         rule = (f"{lead}; which host part is largest depends on where the device time lies "
                 "(placement uncertain)")
     return Verdict(kind=VerdictKind.HOST, cause=named, rule=rule,
-                   gain_bound_ns=float(max(vals)), gain_share=max(vals) / max(min(walls), 1),
+                   gain_ns=float(max(vals)), gain_is_bound=True,
+                   gain_share=min(max(vals) / max(max(walls), 1), 1.0),
                    gain_text=(f"no {named} at all would shorten the wall time by at most "
-                              f"{_ms(max(vals))}"), device=dev)
+                              f"{duration(max(vals))}"), device=dev)

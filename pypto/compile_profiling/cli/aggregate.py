@@ -22,8 +22,9 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
+    from pypto.compile_profiling.foundation.terminal import COLUMNS
     from pypto.compile_profiling.query.aggregate import PROGRESS_S, Search, aggregate
-    from pypto.compile_profiling.query.run import QueryResult, format_result
+    from pypto.compile_profiling.query.run import QueryResult, fit_text, format_result
 
     search = Search()
     last = [time.monotonic()]
@@ -39,5 +40,10 @@ def run(args) -> int:
     for line in search.skipped_lines():
         print(f"note: {line}", file=sys.stderr)
     print(f"note: {runs} run(s)", file=sys.stderr)
+    if args.format == "text" and args.output in (None, "-"):     # a terminal's width
+        result, shortened = fit_text(result, COLUMNS)
+        if shortened:
+            print(f"note: names shortened from the left (…) to fit {COLUMNS} columns; "
+                  "--format csv or -o FILE has them whole", file=sys.stderr)
     write_output(args.output, format_result(result, args.format), args.paths)
     return EXIT_OK

@@ -6,11 +6,13 @@ their own commands. A path the user gave, and a command to paste, are printed wh
 
 from __future__ import annotations
 
+import re
 import textwrap
 
 __all__ = ["COLUMNS", "wrap"]
 
 COLUMNS = 100
+_UNIT = re.compile(r"(\d) (%|ns|us|ms|s|kB|MB|GB)(?=\W|$)")
 
 
 def wrap(line: str, width: int = COLUMNS, hang: int = 4, most: int | None = None
@@ -22,9 +24,10 @@ def wrap(line: str, width: int = COLUMNS, hang: int = 4, most: int | None = None
     if len(line) <= width:
         return [line]
     lead = line[:len(line) - len(line.lstrip(" "))]
-    lines = textwrap.wrap(line.strip(), width, initial_indent=lead,
-                          subsequent_indent=lead + " " * hang, break_long_words=False,
-                          break_on_hyphens=False) or [line]
+    glued = _UNIT.sub("\\1\xa0\\2", line.strip())     # "1.4 %" never breaks before its unit
+    lines = [w.replace("\xa0", " ") for w in textwrap.wrap(
+        glued, width, initial_indent=lead, subsequent_indent=lead + " " * hang,
+        break_long_words=False, break_on_hyphens=False)] or [line]
     if most is not None and len(lines) > most:
         last = lines[most - 1]
         lines = lines[:most - 1] + [(last if len(last) < width else last[:width - 1]) + "…"]

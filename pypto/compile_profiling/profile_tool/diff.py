@@ -31,6 +31,7 @@ import json
 import statistics
 from dataclasses import dataclass
 
+from pypto.compile_profiling.foundation.terminal import wrap
 from pypto.compile_profiling.profile_data.model import Profile
 from pypto.compile_profiling.profile_data.view import view_rows
 from pypto.compile_profiling.profile_tool.rank_bound import lower_bound, min_runs
@@ -229,7 +230,7 @@ def format_text(d: ProfileDiff) -> str:
     if len(rows) > 1:
         lines.append(f"(at least: the slowdown with {_confidence(d)} confidence, from the "
                      "runs' spread; '-': too few runs)")
-    return "\n".join(lines) + "\n"
+    return "\n".join(x for ln in lines for x in wrap(ln)) + "\n"
 
 
 def format_markdown(d: ProfileDiff) -> str:

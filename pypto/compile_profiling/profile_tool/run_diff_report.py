@@ -8,7 +8,9 @@ the tasks that changed most, each said to be on or off the critical path."""
 from __future__ import annotations
 
 import json
+import textwrap
 
+from pypto.compile_profiling.foundation.terminal import COLUMNS, wrap
 from pypto.compile_profiling.profile_tool import diff as stage_diff
 from pypto.compile_profiling.profile_tool.rank_bound import min_runs
 from pypto.compile_profiling.profile_tool.run_diff import Change, RankDiff, RunDiff, decision
@@ -66,20 +68,37 @@ def _path_place(c: Change) -> str:
 def _gate(c: Change) -> str:
     if c.threshold_pct is None:
         return ""
-    mark = "  REGRESSION" if c.regression else ""
-    return f"; gate: fail above {c.threshold_pct:g}%{mark}"
+    return f"; gate: fail above {c.threshold_pct:g}%"
 
 
 def _table(rows: list[tuple[str, ...]], numeric: int, indent: str = "    ") -> list[str]:
+    """Right-aligned numeric columns, then the words; words past `COLUMNS` go on under
+    the words' column (under the row's start plus a hang when the numbers leave no room)."""
     widths = [max(len(r[i]) for r in rows) for i in range(numeric)]
-    return [indent + "  ".join(r[i].rjust(widths[i]) for i in range(numeric)) + "  "
-            + "  ".join(x for x in r[numeric:] if x) for r in rows]
+    out = []
+    for r in rows:
+        lead = indent + "  ".join(r[i].rjust(widths[i]) for i in range(numeric)) + "  "
+        words = "  ".join(x for x in r[numeric:] if x)
+        room = COLUMNS - len(lead)
+        if len(lead) + len(words) <= COLUMNS or room < 30:
+            out += wrap((lead + words).rstrip())
+        else:
+            parts = textwrap.wrap(words, room, break_long_words=False, break_on_hyphens=False)
+            out += [lead + parts[0]] + [" " * len(lead) + x for x in parts[1:]]
+    return out
+
+
+def _left(names: list[str]) -> list[str]:
+    """Names padded to one width: a left-aligned column."""
+    w = max(map(len, names), default=0)
+    return [n.ljust(w) for n in names]
 
 
 def _rank_text(d: RunDiff, r: RankDiff, top: int) -> list[str]:
     m = r.makespan
+    mark = "  REGRESSION" if m.regression else ""
     lines = [(f"{r.label}: device makespan {_t(m.base_median)} -> {_t(m.new_median)} "
-              f"({_pct(m)}); change {_interval(d, m)}{_gate(m)}")]
+             f"({_pct(m)}){mark}"), f"  change {_interval(d, m)}{_gate(m)}"]
     lines.append(f"  verdict: {r.base_verdict} -> {r.new_verdict}" if r.verdict_changed
                  else f"  verdict: {r.new_verdict} (unchanged)")
     if r.path:
@@ -94,21 +113,22 @@ def _rank_text(d: RunDiff, r: RankDiff, top: int) -> list[str]:
     lines.append("  kernel families (core time summed over cores):" if fams else
                  "  kernel families: no change in core time")
     if fams:
-        rows = [("change", "", "base", "new", "tasks", "family")]
-        for c in fams:
-            f = c.name.split(":", 1)[1]
-            tb, tn = r.family_tasks.get(f, (0, 0))
+        names = _left(["family"] + [c.name.split(":", 1)[1] for c in fams])
+        rows = [("change", "", "base", "new", "tasks", names[0])]
+        for c, f in zip(fams, names[1:]):
+            tb, tn = r.family_tasks.get(f.rstrip(), (0, 0))
             tasks = f"{tb:g}" if tb == tn else f"{tb:g}->{tn:g}"
             rows.append((signed_ns(c.delta), _pct(c), _t(c.base_median), _t(c.new_median),
                          tasks, f, place_on_path(c)))
-        lines += _table(rows, 5)
+        lines += _table(rows, 6)
     if r.tasks:
         shown = r.tasks[:top] if top else r.tasks
         lines.append(f"  tasks that changed most ({r.paired_tasks} paired by kernel family "
                      "and order):")
-        rows = [(signed_ns(c.delta), _t(c.base_median), "->", _t(c.new_median),
-                 c.name.split(":", 1)[1], place_on_path(c)) for c in shown]
-        lines += _table(rows, 4)
+        names = _left([c.name.split(":", 1)[1] for c in shown])
+        rows = [(signed_ns(c.delta), _t(c.base_median), "->", _t(c.new_median), n,
+                 place_on_path(c)) for c, n in zip(shown, names)]
+        lines += _table(rows, 5)
     if any(r.unpaired):
         lines.append(f"  unpaired tasks: {r.unpaired[0]} only in base, {r.unpaired[1]} only "
                      "in new")
@@ -122,14 +142,14 @@ def _rank_text(d: RunDiff, r: RankDiff, top: int) -> list[str]:
 
 
 def format_text(d: RunDiff, top: int = 10) -> str:
-    lines = [f"base: {_runs(d.base_runs)}", f"new:  {_runs(d.new_runs)}", decision(d)]
+    lines = [f"base: {_runs(d.base_runs)}", f"new:  {_runs(d.new_runs)}", *wrap(decision(d))]
     for r in d.ranks:
         lines += [""] + _rank_text(d, r, top)
     if d.compile is not None:
         lines += ["", "Compile stages:"]
         lines += ["  " + x for x in stage_diff.format_text(d.compile).splitlines()[2:] if x]
-    lines += [f"note: {n}" for n in d.notes]
-    return "\n".join(lines) + "\n"
+    lines += [x for n in d.notes for x in wrap(f"note: {n}")]
+    return "\n".join(x for ln in lines for x in wrap(ln)) + "\n"
 
 
 def _md_change_row(c: Change, label: str) -> str:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 from pypto.errors import QueryError, QueryTimeout
 
-__all__ = ["BATCH_ROWS", "FORMATS", "QueryResult", "QueryTimeout", "format_result",
+__all__ = ["BATCH_ROWS", "FORMATS", "QueryResult", "QueryTimeout", "fit_text", "format_result",
            "hold_stopped_connections", "run_preset", "run_query", "stream_query"]
 
 FORMATS = ("text", "csv", "json")
@@ -301,6 +301,31 @@ class _Renderer:
                 self._flush_text()
             if not self.count:
                 self.write("(no rows)\n")
+
+
+MIN_FITTED = 16     # a shortened column keeps at least this many characters
+
+
+def fit_text(result: QueryResult, width: int) -> tuple[QueryResult, bool]:
+    """`result` whose text table fits `width` columns: the widest text column's values
+    shortened from the left (`…kernel_codegen:scale_1`, their ends kept: a stage's leaf);
+    and whether any was. A table whose numbers alone are too wide is left as it is."""
+    if not result.rows or not result.columns:
+        return result, False
+    cells = [[_cell(v) for v in r] for r in result.rows]
+    widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(result.columns)]
+    total = sum(widths) + 2 * (len(widths) - 1)
+    text = [i for i in range(len(widths))
+            if not all(isinstance(r[i], (int, float)) or r[i] is None for r in result.rows)]
+    if total <= width or not text:
+        return result, False
+    j = max(text, key=lambda i: widths[i])
+    keep = max(widths[j] - (total - width), MIN_FITTED, len(result.columns[j]))
+    if keep >= widths[j]:
+        return result, False
+    rows = [tuple(("…" + v[len(v) - keep + 1:]) if i == j and isinstance(v, str)
+                  and len(v) > keep else v for i, v in enumerate(r)) for r in result.rows]
+    return QueryResult(result.columns, rows), True
 
 
 def format_result(result: QueryResult, fmt: str = "text") -> str:

@@ -116,9 +116,11 @@ def test_hand_built_dag(tmp_path):
     #   G: 200 .. D's finish 201 = G's dispatch 201 .. 202: completion 1, launch 1
     #   H: 300 .. G's finish 301 .. H's dispatch 304 .. 305: completion 1, dispatch 3,
     #   launch 1
-    assert obs.parts.tolist() == [[0, 0, 0, 2, 0], [1, 1, 1, 0, 0], [1, 0, 1, 0, 0],
+    #   N (the front gap, 0 .. 2): cut at its own dispatch 1, launch 1 after it; before it
+    #   front (no submission is known here)
+    assert obs.parts.tolist() == [[0, 0, 1, 1, 0], [1, 1, 1, 0, 0], [1, 0, 1, 0, 0],
                                   [1, 3, 1, 0, 0]]
-    assert obs.stall_by_part() == {"completion": 3, "dispatch": 4, "launch": 3, "front": 2,
+    assert obs.stall_by_part() == {"completion": 3, "dispatch": 4, "launch": 4, "front": 1,
                                    "unknown": 0}
     assert obs.exact
     # kept edges: T->D, N->D, D->G, D->M, A->H, M->K = 6 (D->E dropped, K->K ignored,
@@ -185,7 +187,9 @@ def test_real_capture_matches_the_definitions(case):
     assert ov.all_starved_share == pytest.approx(ref_share["all"], abs=1e-12)
     assert ov.some_starved_share == pytest.approx(ref_share["some"], abs=1e-12)
     assert ov.all_starved_share <= min(got.values()) + 1e-12
-    assert ov.some_starved_share >= max(got.values()) - 1e-12
+    # 'some' needs every engine with ready work starved: an engine busy with a queue of
+    # ready work (ready from its submission) is not, so 'some' may be below an engine's share
+    assert 0 <= ov.some_starved_share <= 1
     # the verdict follows the path: never the starvation off it
     assert r.verdict.kind != "unknown"
     dev = r.verdict.device or r.verdict
@@ -262,7 +266,11 @@ def test_readme_example_end_to_end(tmp_path):
     assert names[0] == stages[0]["name"]               # the first compile stage opens it
     assert e2e.start_ns == round(stages[0]["ts"] * 1000)
     assert f"kernel_codegen:{e2e.kernel}" in names
-    assert any(n.startswith("dispatched → started") for n in names)
+    # the first path task's launch is the host-visible launch, and the device part
+    # starts where it ends: at that task's start
+    (launched,) = [s for s in e2e.segments if s.name.startswith("dispatched → started")]
+    assert launched.end_ns > launched.start_ns and launched.category == "launch"
+    assert launched.end_ns == e2e.device_start_ns == e2e.segments[-1].start_ns
     # segments touch: each starts where the one before ended
     for a, b in zip(e2e.segments, e2e.segments[1:]):
         assert a.end_ns == b.start_ns
@@ -311,7 +319,11 @@ def test_cli_text_and_markdown(capsys, fmt):
         answer = [lines[first]] + rest[:rest.index("")]
     assert any("device: dependency-bound" in x for x in answer)
     assert any(x.lstrip("- ").startswith("placement: contained") for x in answer)
-    assert len([x for x in answer if x.strip()]) <= 8
+    # at most 8 lines, each wrapped to 100 columns in text (a continuation is indented more)
+    logical = [x for x in answer if x.strip() and not x.startswith("      ")]
+    assert len(logical) <= 8
+    if fmt == "text":
+        assert max(map(len, lines)) <= 100, max(lines, key=len)
 
 
 def test_cli_bad_input_is_one_line(tmp_path, capsys):
@@ -362,9 +374,15 @@ def test_compute_bound_with_an_engine_starved_off_the_path(tmp_path):
     assert r.tasks.ids[r.observed.tasks].tolist() == [1, 2, 3]
     assert r.observed.stall_by_part() == {"completion": 0, "dispatch": 0, "launch": 2,
                                           "front": 0, "unknown": 0}
+    # replayed: no scheduler latency gains 2 cycles (the path's launches), more cores or no
+    # dependencies nothing worth naming; the AIC kernels taking no time gains most
     v = r.verdict
     assert (v.kind, v.cause) == ("compute-bound", "AIC")
-    assert v.gain_bound_ns == 2998 and v.gain_share == pytest.approx(2998 / 3000)
+    gains = {lv.edit.words(): lv.gain for lv in v.levers}
+    assert gains["no scheduler latency"] == 2 and gains["no dependencies"] == 0
+    best = max(v.levers, key=lambda lv: lv.gain)
+    assert best.family == v.family and v.gain_ns == best.gain == max(gains.values())
+    assert v.gain_share == pytest.approx(best.gain / 3000) and v.engine == "calibrated"
     (aiv,) = [e for e in r.overhead.engines if e.engine == "AIV"]
     assert aiv.starved_share == pytest.approx(1489 / 3000)
     assert ("AIV starved 49.6 % of the makespan, off the critical path: it would not "
@@ -381,10 +399,17 @@ def test_scheduler_latency_with_every_piece(tmp_path):
     obs = r.observed
     assert [str(HELD_BY[k]) for k in obs.held_by] == ["start", "data", "data"]
     assert obs.parts.tolist() == [[0, 0, 0, 0, 0], [30, 30, 40, 0, 0], [30, 30, 40, 0, 0]]
+    # replayed: no scheduler latency at all leaves the 60 cycles of compute; each piece
+    # alone saves its two stalls' share: completion 60, dispatch 60, launch 80 (the most)
     v = r.verdict
     assert (v.kind, v.cause) == ("scheduler-bound", "launch")
-    assert v.gain_bound_ns == 200 and v.gain_share == pytest.approx(200 / 260)
-    assert "completion 23.1 %, dispatch 23.1 %, launch 30.8 %" in v.rule
+    assert v.gain_ns == 200 and v.gain_share == pytest.approx(200 / 260)
+    gains = {lv.edit.words(): lv.gain for lv in v.levers}
+    assert gains["no scheduler latency"] == 200
+    assert (gains["no completion latency"], gains["no dispatch latency"],
+            gains["no launch latency"]) == (60, 60, 80)
+    assert v.rule.startswith("with no scheduler latency the run would take 60 ns instead of "
+                             "260 ns (-76.9 %), more than any other removal")
     doc = json.loads(format_analysis(analyze([cap]), "json"))
     (_row1, row2, row3) = doc["ranks"][0]["observed_path"]["path"]
     assert row2["stall_parts_ns"] == {"completion": 30, "dispatch": 30, "launch": 40,
@@ -400,7 +425,7 @@ def test_a_level1_capture_names_no_cause(tmp_path):
     cap = write_capture(tmp_path / "l1", rows, [], core_types=["aiv", "aiv"], level=1)
     (r,) = analyze([cap]).ranks
     v = r.verdict
-    assert v.kind == "unknown" and v.gain_bound_ns is None
+    assert v.kind == "unknown" and v.gain_ns is None
     assert "level-1 capture has no AICPU dispatch/finish records" in v.rule
     assert "core time: AIV (2 cores) busy 11.5 %, idle 88.5 %" in v.evidence
     assert any("enable_chip_swimlane >= 2" in e and "enable_dep_gen" in e for e in v.evidence)
@@ -569,7 +594,23 @@ def test_leaving_out_the_overhead_keeps_the_verdict_and_path(case):
     assert [r.label for r in full] == [r.label for r in light]
     for a, b in zip(full, light):
         assert b.overhead is None and a.overhead is not None
-        assert (a.verdict.kind, a.verdict.rule, a.verdict.gain_bound_ns) == \
-            (b.verdict.kind, b.verdict.rule, b.verdict.gain_bound_ns)
+        assert (a.verdict.kind, a.verdict.rule, a.verdict.gain_ns) == \
+            (b.verdict.kind, b.verdict.rule, b.verdict.gain_ns)
         assert np.array_equal(a.observed.tasks, b.observed.tasks)
         assert np.array_equal(a.observed.parts, b.observed.parts)
+
+
+def test_the_default_text_fits_100_columns_on_every_real_capture(capsys):
+    """The answer, the path table (with the stall columns the capture has: `unknown` alone
+    at level 1), overhead and end to end: no line over 100 columns without `-v` (a path the
+    user gave, longer than that, stands alone on its line, whole)."""
+    from pypto.compile_profiling.cli.profile import main
+
+    for case in CASES:
+        assert main(["analyze", str(FIXTURES / case)]) == 0
+        lines = capsys.readouterr().out.splitlines()
+        long = [x for x in lines if len(x) > 100]
+        assert all(" " not in x.strip() and str(FIXTURES) in x for x in long), (case, long)
+        if case.endswith("_l1"):
+            head = next(x for x in lines if x.lstrip().startswith("#  kernel"))
+            assert head.split()[-1] == "unknown" and "completion" not in head

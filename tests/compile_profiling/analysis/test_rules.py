@@ -223,18 +223,49 @@ def test_the_path_ends_at_the_first_task_to_end_last_and_tiles_the_makespan():
 def test_a_stall_is_cut_at_the_predecessors_finish_and_its_own_dispatch():
     """Producer 1 on core 0 ends at 100; the AICPU sees it at 130 (finish) and dispatches 2
     at 150; core 1 starts 2 at 170: completion 30, dispatch 20, launch 20. The first task's
-    gap (it starts at 10, task 3 at 0) is the front."""
+    gap (it starts at 10, task 3 at 0) is cut at its own dispatch (9): launch 1 after it;
+    before it, front (its submission unknown) or, submitted at 4, front 4 then dispatch 5."""
     rows = [(2, 3, 0, 5), (0, 1, 10, 100), (1, 2, 170, 200)]
     tt = table(rows)
     finish = np.array([8, 130, 210], dtype=I64)
     dispatch = np.array([0, 9, 150], dtype=I64)
-    obs = observed_path(tt, dependency_edges(tt, deps([(1, 2)])), dispatch=dispatch,
-                        finish=finish)
+    edges = dependency_edges(tt, deps([(1, 2)]))
+    obs = observed_path(tt, edges, dispatch=dispatch, finish=finish)
     assert tt.ids[obs.tasks].tolist() == [1, 2]
-    assert obs.parts.tolist() == [[0, 0, 0, 10, 0], [30, 20, 20, 0, 0]]
-    assert obs.stall_by_part() == {"completion": 30, "dispatch": 20, "launch": 20,
-                                   "front": 10, "unknown": 0}
+    assert obs.parts.tolist() == [[0, 0, 1, 9, 0], [30, 20, 20, 0, 0]]
+    assert obs.stall_by_part() == {"completion": 30, "dispatch": 20, "launch": 21,
+                                   "front": 9, "unknown": 0}
     assert obs.exact
+    submit = np.array([0, 4, 4], dtype=I64)
+    obs = observed_path(tt, edges, dispatch=dispatch, finish=finish, submit=submit)
+    assert obs.parts.tolist() == [[0, 5, 1, 4, 0], [30, 20, 20, 0, 0]] and obs.exact
+    # the same 100 cycles later, task 1 dispatched (60) before the run's first start (100):
+    # the whole front gap is launch
+    late = table([(c, t, st + 100, en + 100) for c, t, st, en in rows])
+    obs = observed_path(late, dependency_edges(late, deps([(1, 2)])),
+                        dispatch=np.array([100, 60, 250], dtype=I64), finish=finish + 100,
+                        submit=np.array([40, 40, 40], dtype=I64))
+    assert obs.parts[0].tolist() == [0, 0, 10, 0, 0]
+
+
+def test_the_device_part_of_the_wall_time_starts_at_the_first_path_tasks_start():
+    """End to end explains everything before the first path task's start from the host
+    side (its launch is the host-visible `launch`), so without the front gap its whole
+    stall is left out; with it, the pieces tile the makespan from the first start."""
+    from pypto.compile_profiling.analysis.end_to_end import COMPUTE, device_segments
+
+    rows = [(2, 3, 0, 5), (0, 1, 10, 100), (1, 2, 170, 200)]
+    tt = table(rows)
+    obs = observed_path(tt, dependency_edges(tt, deps([(1, 2)])),
+                        dispatch=np.array([0, 9, 150], dtype=I64),
+                        finish=np.array([8, 130, 210], dtype=I64),
+                        submit=np.array([0, 4, 4], dtype=I64))
+    ident = lambda x: np.asarray(x, dtype=I64)          # cycles as ns
+    b, e, where, what = device_segments(obs, ident, front_gap=False)
+    assert (b[0], e[-1]) == (10, 200) and (b[1:] == e[:-1]).all()
+    assert where[0] == 0 and what[0] == COMPUTE
+    b, e, where, what = device_segments(obs, ident)
+    assert (b[0], e[-1]) == (0, 200) and int((e - b).sum()) == obs.makespan
 
 
 @pytest.mark.parametrize("finish, dispatch, parts", [

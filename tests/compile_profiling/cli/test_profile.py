@@ -168,7 +168,8 @@ def test_diff_of_one_run_per_side_decides_nothing_and_says_so(work_dir, tmp_path
     code, out, _ = cli(capsys, "diff", base, new)
     assert code == 0 and "REGRESSION" not in out
     assert "no regression decided: 1 base and 1 new run(s) cannot tell a change from noise " \
-           "at 99% confidence; give at least 5 runs per side" in out
+           "at 99% confidence; give at least 5 runs per side" in " ".join(out.split())
+    assert max(map(len, out.splitlines())) <= 100        # wrapped under a hanging indent
     code, out, _ = cli(capsys, "diff", base, new, "--format", "json")
     doc = json.loads(out)
     assert doc["regressions"] == [] and "compile/passes/ConstantFolding" in doc["undecided"]

@@ -61,8 +61,10 @@ def test_more_device_work_is_a_regression_named_by_its_family(runs, capsys):
     assert code == 1
     lines = out.splitlines()
     assert lines[2].startswith("REGRESSION: r0 makespan")
-    head = next(ln for ln in lines if ln.startswith("r0: device makespan"))
-    assert head.endswith("gate: fail above 15%  REGRESSION")
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("r0: device makespan"))
+    assert lines[at].endswith("  REGRESSION")
+    assert lines[at + 1].startswith("  change +") and lines[at + 1].endswith("gate: fail above 15%")
+    assert max(map(len, lines)) <= 100, max(lines, key=len)
     fam = lines.index("  kernel families (core time summed over cores):")
     top = lines[fam + 2]
     assert top.split()[0].startswith("+")

@@ -205,6 +205,27 @@ def test_aggregate_counts_kernels_across_runs(work_dir, tmp_path, capsys):
     assert code == 0 and len(out.splitlines()) == 4 and "1 run(s)" in err
 
 
+def test_aggregate_text_fits_a_terminal_and_a_file_keeps_whole_names(work_dir, tmp_path,
+                                                                      capsys):
+    """Stage paths are long (`compile/codegen/kernel_codegen:k/kernel_executable`): on the
+    terminal the name column is shortened from the left to fit 100 columns, and says so;
+    `-o FILE` and CSV keep the whole names."""
+    code, out, err = cli(capsys, "aggregate", work_dir)
+    lines = out.splitlines()
+    assert code == 0 and max(map(len, lines)) <= 100
+    assert any(x.split()[1].startswith("…") for x in lines[1:])
+    assert "names shortened from the left" in err
+    code, csv_out, _ = cli(capsys, "aggregate", work_dir, "--format", "csv")
+    names = [r.split(",")[1] for r in csv_out.splitlines()[1:]]
+    shown = [x.split()[1] for x in lines[1:]]
+    assert len(names) == len(shown)
+    for name, s in zip(names, shown):          # the end of every name is kept
+        assert name == s or (s.startswith("…") and name.endswith(s[1:])), (name, s)
+    assert cli(capsys, "aggregate", work_dir, "-o", str(tmp_path / "t.txt"))[0] == 0
+    whole = (tmp_path / "t.txt").read_text()
+    assert "…" not in whole and all(n in whole for n in names)
+
+
 def test_a_search_stays_on_its_file_system_says_so_and_reports_progress(monkeypatch):
     """/dev searched for runs: the file systems mounted under it (/dev/shm, /dev/pts) are
     named as skipped, not entered; with PROGRESS_S at 0 every directory is reported."""
