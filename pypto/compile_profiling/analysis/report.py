@@ -4,7 +4,7 @@ Every format opens with the answer, at most 8 lines per rank: the verdict, the f
 decided it, the bound on what fixing its cause can gain, the path's composition and the
 placement's quality; the details follow, every long list cut to `top` rows.
 
-JSON follows docs/analysis.schema.json (`"schema": "pypto.analysis/2"`): times in ns (device
+JSON follows docs/analysis.schema.json (`"schema": "pypto.analysis/3"`): times in ns (device
 time at the capture's clock frequency; a path's ns are integers whose parts sum exactly),
 shares as fractions of the rank's makespan."""
 

@@ -9,6 +9,7 @@ import math
 
 EXIT_OK, EXIT_REGRESSION, EXIT_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 EXIT_TIMEOUT = 124                    # query --timeout, as timeout(1)
+EXIT_INTERNAL = 70                    # a bug (EX_SOFTWARE): never 1, diff's "regression"
 EXIT_NOT_FETCHED = EXIT_WRITE = 1   # as pypto-merge-traces: a write that failed is 1
 
 

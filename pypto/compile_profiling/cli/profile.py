@@ -26,6 +26,7 @@ import argparse
 import contextlib
 import os
 import sys
+import traceback
 
 from pypto.compile_profiling.cli import (
     aggregate,
@@ -40,6 +41,7 @@ from pypto.compile_profiling.cli import (
 )
 from pypto.compile_profiling.cli.arguments import (
     EXIT_INPUT,
+    EXIT_INTERNAL,
     EXIT_INTERRUPTED,
     EXIT_TIMEOUT,
     EXIT_WRITE,
@@ -136,6 +138,11 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     except BrokenPipeError:  # `pypto-profile show ... | head`: quietly, as SIGPIPE would
         return reader_gone()
+    except Exception:  # noqa: BLE001 - a bug: never exit 1, diff's "a regression"
+        traceback.print_exc()
+        print(f"{PROG}: internal error (a bug in {PROG}, not in your input: please report "
+              "it with the traceback above)", file=sys.stderr)
+        return EXIT_INTERNAL
 
 
 def cli() -> None:

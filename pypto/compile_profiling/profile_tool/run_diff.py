@@ -269,20 +269,21 @@ def _rank_diff(label: str, base: list[RankFigures], new: list[RankFigures], alph
                     path, e2e, tasks, paired, unpaired, gated)
 
 
-def _pair_ranks(base: list[RunFigures], new: list[RunFigures]) -> tuple[list[str], list[str]]:
-    """Rank labels to compare, and notes: ranks pair by label when every run has the same
-    labels, else by position (`r0`, `r1`, ...)."""
+def _pair_ranks(base: list[RunFigures], new: list[RunFigures]
+                ) -> tuple[list[str], bool, list[str]]:
+    """Rank labels to compare, whether they pair by label, and notes: ranks pair by label
+    when every run has the same labels, else by position (`r0`, `r1`, ...)."""
     runs = base + new
     labels = [tuple(r.label for r in run.ranks) for run in runs]
     if len(set(labels)) == 1:
-        return list(labels[0]), []
+        return list(labels[0]), True, []
     n = min(len(x) for x in labels)
     notes = ["the runs' captures have different names; ranks are paired by position"]
     if len({len(x) for x in labels}) > 1:
         notes.append(f"the runs have {min(len(x) for x in labels)} to "
                      f"{max(len(x) for x in labels)} captures; only the first {n} are "
                      "compared")
-    return [f"r{i}" for i in range(n)], notes
+    return [f"r{i}" for i in range(n)], False, notes
 
 
 def _rank_of(run: RunFigures, label: str, i: int, by_label: bool) -> RankFigures:
@@ -306,9 +307,8 @@ def diff_runs(base: list[RunFigures], new: list[RunFigures], *,
         notes.append("only one side has a compile profile: compile stages not compared")
     ranks: list[RankDiff] = []
     if all(r.ranks for r in base + new):
-        labels, pair_notes = _pair_ranks(base, new)
+        labels, by_label, pair_notes = _pair_ranks(base, new)
         notes += pair_notes
-        by_label = labels == [r.label for r in base[0].ranks][:len(labels)]
         for i, label in enumerate(labels):
             b = [_rank_of(run, label, i, by_label) for run in base]
             n = [_rank_of(run, label, i, by_label) for run in new]

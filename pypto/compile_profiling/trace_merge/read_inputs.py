@@ -138,6 +138,8 @@ def read_inputs(paths: list[str | os.PathLike], *,
             except TraceInputError:
                 if report is None:
                     raise
+    for group in loose.values():
+        _add_companions(group)
     leaves.extend(loose.values())
     if output is not None:
         refuse_output_among_inputs(output, [p for p, _ in json_files]
@@ -173,6 +175,31 @@ def _classify_file(p: Path, json_files: list, loose: dict) -> None:
     rs.add_loose_file(group, kind, str(p))
     if kind == "listed_only":
         log.info("not a timeline, listed only: %s", p)
+
+
+COMPANION_KINDS = ("deps", "name_map", "dispatch_program", "dispatch_identity")
+
+
+def _add_companions(group: rs.CaptureFiles) -> None:
+    """A records file given alone reads the files beside it that describe the same tasks
+    (`deps.json`, `name_map_*.json`, `dispatch_*.json`), unless one of that kind was given:
+    without deps.json the same records would give another critical path and verdict. The
+    run's host logs are not taken: a host side comes only when asked for."""
+    if group.records is None:
+        return
+    given = {k for k in COMPANION_KINDS if getattr(group, k if k != "name_map" else
+                                                    "name_maps", None)}
+    try:
+        names = sorted(os.listdir(group.directory))
+    except OSError:
+        return
+    for name in names:
+        kind = rs.file_kind(name)
+        path = os.path.join(group.directory, name)
+        if kind in COMPANION_KINDS and kind not in given and os.path.isfile(path) \
+                and not os.path.islink(path):
+            rs.add_loose_file(group, kind, path)
+            log.info("read %s beside %s", path, group.records)
 
 
 def _read_json_input(inputs: Inputs, p: Path, kind: str) -> None:

@@ -614,3 +614,22 @@ def test_the_default_text_fits_100_columns_on_every_real_capture(capsys):
         if case.endswith("_l1"):
             head = next(x for x in lines if x.lstrip().startswith("#  kernel"))
             assert head.split()[-1] == "unknown" and "completion" not in head
+
+
+def test_a_records_file_given_alone_reads_the_deps_json_beside_it(tmp_path):
+    """`analyze .../chip_swimlane_records.json` answers as the capture directory does: the
+    deps.json beside it describes the same tasks; a deps.json given explicitly wins, and a
+    records file with none beside it is analysed without one."""
+    import shutil
+
+    case = FIXTURES / "hbg_bgemm_l4_depgen"
+    whole = analyze([case]).ranks[0]
+    alone = analyze([case / "chip_swimlane_records.json"]).ranks[0]
+    assert alone.has_deps and alone.verdict.head() == whole.verdict.head()
+    assert alone.makespan_cycles == whole.makespan_cycles
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    shutil.copy(case / "chip_swimlane_records.json", bare)
+    result = analyze([bare / "chip_swimlane_records.json"])
+    assert not result.ranks[0].has_deps
+    assert any("no deps.json" in w for w in result.warnings)

@@ -632,3 +632,19 @@ def test_html_escapes_hostile_stage_names_and_args(tmp_path, capsys):
     assert text.count("<script") == 2  # the stage data and the page's own script
     data = text.split('id="stage-data">', 1)[1].split("</script>", 1)[0]
     assert json.loads(data)[0]["args"] == {"x": evil, "n": "nan"}  # strict JSON for the page
+
+
+def test_a_bug_exits_70_never_1_which_diff_means_as_a_regression(monkeypatch, capsys):
+    """An unexpected exception inside a command is a bug: its traceback, one line saying
+    so, and exit 70 (EX_SOFTWARE); a CI gate reading exit 1 as "a regression" never sees
+    a crash as one."""
+    from pypto.compile_profiling.cli import profile
+
+    def broken(args):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(profile.COMMANDS["diff"], "run", broken)
+    assert main(["diff", "a", "--", "b"]) == 70
+    err = capsys.readouterr().err
+    assert "RuntimeError: boom" in err
+    assert err.rstrip().splitlines()[-1].startswith("pypto-profile: internal error")

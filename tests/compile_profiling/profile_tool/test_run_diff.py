@@ -85,6 +85,22 @@ def test_half_the_cores_is_a_regression_in_modelled_time(figures):
     assert all(abs(c.pct or 0) < 10 for c in r.families)
 
 
+def test_captures_named_otherwise_pair_by_position_and_say_so(runs, capsys, tmp_path):
+    """Base work dirs (rank `r0`) against bare captures named `cap0..cap4`: the ranks pair
+    by position with a note, and the gate decides as it does with the work dirs."""
+    import shutil
+
+    caps = []
+    for i, work in enumerate(runs["half_cores"]):
+        cap = tmp_path / f"cap{i}"
+        shutil.copytree(f"{work}/dfx_outputs", cap)
+        caps.append(cap)
+    code, out, err = _cli(capsys, *runs["base"][:5], "--", *caps)
+    assert code == 1, err
+    assert out.startswith("base: median of 5 runs") and "REGRESSION: r0 makespan" in out
+    assert "note: the runs' captures have different names; ranks are paired by position" in out
+
+
 def test_identical_programs_never_raise_a_false_alarm(figures):
     """Twenty draws of 5 vs 5 runs that differ only by their seeded noise: no regression.
     Each draw is seeded, so the check is exact, never lucky."""
