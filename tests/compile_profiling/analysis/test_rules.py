@@ -211,6 +211,26 @@ def test_the_observed_path_takes_the_later_gate_and_ties_to_the_larger_id_string
     assert observed_path(_empty(), dependency_edges(tt, None)) is None
 
 
+def test_overlapping_path_tasks_add_only_what_lies_past_the_path_so_far():
+    """Within the 2-cycle tolerance a task starts before its producer ends. 1 [0, 51) on
+    core 0; 2 [49, 50) on core 1 ends first (data from 1, kept: 51 <= 49 + 2); 3 [52, 80)
+    on core 2 waits on 2's data. The path 1, 2, 3: 2 adds nothing (its span lies inside
+    1's); the frontier stays at 51, the furthest the path reached, so 3's stall is 1 and
+    its compute 28; compute + stall = the makespan, exactly."""
+    rows = [(0, 1, 0, 51), (1, 2, 49, 50), (2, 3, 52, 80)]
+    tt = table(rows)
+    obs = observed_path(tt, dependency_edges(tt, deps([(1, 2), (2, 3)])))
+    assert tt.ids[obs.tasks].tolist() == [1, 2, 3]
+    assert obs.frontier.tolist() == [0, 51, 51]
+    assert obs.stall.tolist() == [0, 0, 1] and obs.compute.tolist() == [51, 0, 28]
+    assert obs.exact and obs.makespan == 80
+    # overlapping by one cycle: 2 [50, 70) after 1 [0, 51) adds 19, not its span of 20
+    rows = [(0, 1, 0, 51), (1, 2, 50, 70)]
+    tt = table(rows)
+    obs = observed_path(tt, dependency_edges(tt, deps([(1, 2)])))
+    assert obs.compute.tolist() == [51, 19] and obs.stall.tolist() == [0, 0] and obs.exact
+
+
 def test_the_path_ends_at_the_first_task_to_end_last_and_tiles_the_makespan():
     rows = [(0, 1, 5, 20), (1, 2, 7, 50), (2, 3, 10, 50)]
     tt = table(rows)

@@ -607,6 +607,31 @@ def test_half_a_nanosecond_is_rounded_to_even_once():
     assert c.cycle_offset_ns() == 10_000          # 10_000.5: to the even 10_000
 
 
+def test_the_phase_offset_is_rounded_to_the_nearest_nanosecond():
+    """At 3 GHz a stage puts the block 10_166 2/3 ns after the log's zero: 10_167, never
+    cut down to 10_166."""
+    cap = CaptureWindows("rec", 3_000_000_000, (1, 1001), {})
+    c = contain(window(wall=1000), cap, [(10_500, 14_000, "stage")])
+    assert c.place_lo_ns - c.head_ns == Fraction(30_500, 3)
+    assert c.phase_offset_ns() == 10_167
+
+
+@pytest.mark.parametrize("start, joined", [(118, False), (119, True), (120, True),
+                                           (420, True), (421, True), (422, False)])
+def test_device_walls_cycles_join_within_one_cycle_of_what_the_ns_allow(start, joined):
+    """The ns figures put the origin in [120, 420]; device_wall's own start cycle joins the
+    run when it lies there or one cycle outside (the ns figures are rounded), and is ruled
+    out, named, two cycles outside."""
+    w = window(wall=1000)
+    w.wall_cycles = (start, start + 1000, 1_000_000_000)
+    j = join_origin(w, capture((420, 1120)))
+    if joined:
+        assert j.by_cycles and j.origin == start and not j.ruled_out
+    else:
+        assert not j.by_cycles and (j.lo, j.hi) == (120, 420)
+        assert j.ruled_out[0].startswith(f"device_wall's dev_start_cycle={start}: ")
+
+
 def test_a_stage_narrows_both_ends_and_several_apply_in_turn():
     w, cap = window(wall=1000, start=10_000, dur=5000), capture((1000, 1500))
     # the records lie 250..750 into the block [0, 1000]: "a" puts the block in
