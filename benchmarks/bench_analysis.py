@@ -14,11 +14,13 @@ Printed: the read's CPU and peak RSS, the analysis's CPU (both parts; the end-to
 tiling is included, it has no host source here) next to the read's from the same child,
 and the targets: analysis CPU <= 1.0x the read's, peak RSS <= 1.5x the read-only child's.
 
-Then the two commands side by side, as users run them: `pypto-profile analyze CAPTURE -o
-report.txt` and `pypto-merge-traces CAPTURE -o merged.json`, each in a child under a
-wrapper reporting `getrusage(RUSAGE_CHILDREN)`, alternated `--pairs` times. Printed: each
-command's CPU (median) and the ratio of the medians, with the target at 1M tasks:
-analyze CPU <= 0.6x the merge's.
+Then the commands side by side, as users run them: `pypto-profile analyze CAPTURE -o
+report.txt` (its verdict replays the run once per candidate cause), `pypto-profile whatif
+CAPTURE --cores AIC=48 -o whatif.txt` (one edit: the unedited and the edited replay) and
+`pypto-merge-traces CAPTURE -o merged.json`, each in a child under a wrapper reporting
+`getrusage(RUSAGE_CHILDREN)`, alternated `--pairs` times. Printed: each command's CPU
+(median) and the ratios of the medians, with the targets at 1M tasks: analyze CPU <= 1.0x
+the merge's, whatif <= 0.5x.
 """
 
 from __future__ import annotations
@@ -37,7 +39,9 @@ from bench_merge import SOURCE, _measured, run_merge
 
 REPO = Path(__file__).resolve().parent.parent
 CPU_TARGET, RSS_TARGET = 1.0, 1.5
-MERGE_TARGET = {1_000_000: 0.6}          # analyze CPU / merge CPU, medians of the pairs
+MERGE_TARGET = {1_000_000: 1.0}          # analyze CPU / merge CPU, medians of the pairs
+WHATIF_TARGET = {1_000_000: 0.5}         # whatif (one edit) CPU / merge CPU
+WHATIF_EDIT = ["--cores", "AIC=48"]      # the capture's AIC engine has 24 cores
 
 _CHILD = """
 import json, resource, sys, time
@@ -99,25 +103,37 @@ def run_analyze(capture: Path, output: Path) -> dict:
                       str(capture), "-o", str(output)], output)
 
 
+def run_whatif(capture: Path, output: Path) -> dict:
+    return _measured([sys.executable, "-m", "pypto.compile_profiling", "whatif",
+                      str(capture), *WHATIF_EDIT, "-o", str(output)], output)
+
+
 def _median(xs: list[float]) -> float:
     xs = sorted(xs)
     return (xs[(len(xs) - 1) // 2] + xs[len(xs) // 2]) / 2
 
 
 def side_by_side(cap: Path, n: int, pairs: int) -> None:
-    """The analyze and merge commands alternated `pairs` times on the same capture."""
-    a_cpu, m_cpu = [], []
+    """The analyze, whatif and merge commands alternated `pairs` times on one capture."""
+    a_cpu, w_cpu, m_cpu = [], [], []
     with tempfile.TemporaryDirectory(prefix="bench_analysis_out_") as out:
         for _ in range(pairs):
             a_cpu.append(run_analyze(cap, Path(out) / "report.txt")["cpu_s"])
+            w_cpu.append(run_whatif(cap, Path(out) / "whatif.txt")["cpu_s"])
             m_cpu.append(run_merge(cap, Path(out) / "merged.json")["cpu_s"])
-    ratio = _median(a_cpu) / _median(m_cpu)
-    target = MERGE_TARGET.get(n)
-    print(f"  commands  : analyze {_median(a_cpu):6.2f} s CPU, merge (JSON) "
-          f"{_median(m_cpu):6.2f} s CPU (medians of {pairs} alternated pairs: analyze "
-          f"{', '.join(f'{x:.2f}' for x in a_cpu)}; merge {', '.join(f'{x:.2f}' for x in m_cpu)})")
-    print(f"  analyze/merge: CPU {ratio:.2f}x"
-          + ("" if target is None else f" ({_met(ratio <= target)} <= {target}x)"))
+    merge = _median(m_cpu)
+
+    def listed(xs: list[float]) -> str:
+        return ", ".join(f"{x:.2f}" for x in xs)
+
+    print(f"  commands  : analyze {_median(a_cpu):6.2f} s CPU, whatif {_median(w_cpu):6.2f} s, "
+          f"merge (JSON) {merge:6.2f} s (medians of {pairs} alternated rounds: analyze "
+          f"{listed(a_cpu)}; whatif {listed(w_cpu)}; merge {listed(m_cpu)})")
+    for name, cpu, targets in (("analyze", a_cpu, MERGE_TARGET), ("whatif", w_cpu,
+                                                                  WHATIF_TARGET)):
+        ratio, target = _median(cpu) / merge, targets.get(n)
+        print(f"  {name}/merge: CPU {ratio:.2f}x"
+              + ("" if target is None else f" ({_met(ratio <= target)} <= {target}x)"))
 
 
 def main() -> int:

@@ -34,6 +34,7 @@ from pypto.compile_profiling.analysis.tasks import (
 from pypto.compile_profiling.analysis.verdict import (
     EngineUse,
     Verdict,
+    VerdictKind,
     decide,
     engine_use,
     host_side,
@@ -153,10 +154,13 @@ class RunAnalysis:
 
 def analyze_capture(plan: Plan, capture_plan: CapturePlan, rows: DeviceRows | None = None, *,
                     tolerance_cycles: int = TOLERANCE_CYCLES,
-                    with_overhead: bool = True) -> RankAnalysis | None:
+                    with_overhead: bool = True, with_verdict: bool = True
+                    ) -> RankAnalysis | None:
     """One placed capture (None without AICore records). `rows`: its `DeviceRows` when the
     layout made them already. `with_overhead=False` leaves out the overhead figures (half
-    the analysis's CPU): the verdict is the same, without the starvation evidence."""
+    the analysis's CPU): the verdict is the same, without the starvation evidence.
+    `with_verdict=False` leaves out the verdict's replays and the end-to-end tiling (what
+    `whatif` needs is the path and the replay input; the verdict stays `unknown`)."""
     rec = capture_plan.capture.records
     if rec is None or capture_plan.device is None:
         return None
@@ -210,7 +214,7 @@ def analyze_capture(plan: Plan, capture_plan: CapturePlan, rows: DeviceRows | No
         notes.append(f"{capture_plan.capture.files.directory}: device time placed with no "
                      "bound: where host time ends and device time begins is unknown")
     host = None
-    if obs is not None and len(obs.tasks):
+    if obs is not None and len(obs.tasks) and with_verdict:
         first = obs.tasks[:1]
         kernels, _, labels = ra.labels(first)
         kernel = kernels[0] if kernels[0] != "unknown" else None
@@ -225,10 +229,15 @@ def analyze_capture(plan: Plan, capture_plan: CapturePlan, rows: DeviceRows | No
         ra.no_replay = made
     else:
         ra.replay = made
-    ra.verdict = decide(tt, obs, has_cpu=ra.has_cpu, has_deps=has_deps,
-                        replay_input=ra.replay, no_replay=ra.no_replay,
-                        static_cycles=static.length_cycles if static is not None else None,
-                        kept_edges=edges.kept, starvation=ra.starvation, host=host)
+    if with_verdict:
+        ra.verdict = decide(tt, obs, has_cpu=ra.has_cpu, has_deps=has_deps,
+                            replay_input=ra.replay, no_replay=ra.no_replay,
+                            static_cycles=static.length_cycles if static is not None
+                            else None, kept_edges=edges.kept, starvation=ra.starvation,
+                            host=host)
+    else:
+        ra.verdict = Verdict(kind=VerdictKind.UNKNOWN, rule="not decided (asked without "
+                             "the verdict)")
     ra.slots = task_slots(capture_plan, task_disp, task_fin)
     _host_log_drops(ra, capture_plan)
     return ra
@@ -300,14 +309,14 @@ def _edge_notes(d: DependencyEdges, where: str, notes: list[str]) -> None:
 
 def analyze_plan(plan: Plan, *, tolerance_cycles: int = TOLERANCE_CYCLES,
                  rows: dict[int, DeviceRows] | None = None,
-                 with_overhead: bool = True) -> RunAnalysis:
+                 with_overhead: bool = True, with_verdict: bool = True) -> RunAnalysis:
     """Every capture of a placed merge (`rows`: `DeviceRows` by `capture plan`;
-    `with_overhead`: as `analyze_capture`)."""
+    `with_overhead`, `with_verdict`: as `analyze_capture`)."""
     out, warnings = [], list(plan.warnings)
     for cp in plan.captures:
         r = (rows or {}).get(cp)
         ra = analyze_capture(plan, cp, r, tolerance_cycles=tolerance_cycles,
-                             with_overhead=with_overhead)
+                             with_overhead=with_overhead, with_verdict=with_verdict)
         if ra is not None:
             out.append(ra)
             warnings.extend(ra.notes)
@@ -320,9 +329,9 @@ def analyze_plan(plan: Plan, *, tolerance_cycles: int = TOLERANCE_CYCLES,
 def analyze(inputs: Iterable[str | os.PathLike], *, offset_us: float | None = None,
             tolerance_cycles: int = TOLERANCE_CYCLES,
             progress: Callable[[str], None] | None = None,
-            with_overhead: bool = True) -> RunAnalysis:
+            with_overhead: bool = True, with_verdict: bool = True) -> RunAnalysis:
     """Read and place `inputs` as `pypto-merge-traces` does, then explain every capture
-    (`with_overhead`: as `analyze_capture`). Raises `TraceInputError` for bad input, or
+    (`with_overhead`, `with_verdict`: as `analyze_capture`). Raises `TraceInputError` for bad input, or
     when no capture has swimlane records."""
     from pypto.compile_profiling.foundation.gc_pause import gc_paused
     from pypto.compile_profiling.trace_merge.place import place
@@ -341,5 +350,5 @@ def analyze(inputs: Iterable[str | os.PathLike], *, offset_us: float | None = No
         plan = place(found, offset_us=offset_us)
         say("analysing")
         return analyze_plan(plan, tolerance_cycles=tolerance_cycles,
-                            with_overhead=with_overhead)
+                            with_overhead=with_overhead, with_verdict=with_verdict)
 

@@ -31,7 +31,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pypto.compile_profiling.analysis.critical_path import ObservedPath
-from pypto.compile_profiling.analysis.replay import PIECES, Edit, ReplayInput, replay
+from pypto.compile_profiling.analysis.replay import (
+    PIECES,
+    Edit,
+    Engine,
+    ReplayInput,
+    model_risk,
+    replay,
+)
 from pypto.compile_profiling.analysis.tasks import TaskTable, engine_name
 from pypto.compile_profiling.foundation.str_enum import StrEnum
 from pypto.compile_profiling.foundation.units import duration
@@ -127,7 +134,7 @@ class Lever:
     def words(self) -> str:
         """The verdict head this cause would give (a family without a known kernel name is
         left out: `compute-bound (AIV)`, never one that reads like the `unknown` verdict)."""
-        if self.kind == VerdictKind.DEPENDENCY:
+        if self.kind == VerdictKind.DEPENDENCY or self.cause == "all":
             return str(self.kind)
         family = self.family if self.family and self.family != UNNAMED else None
         return f"{self.kind} ({self.cause}{', ' + family if family else ''})"
@@ -193,16 +200,21 @@ def _path_families(tt: TaskTable, path: ObservedPath, inp: ReplayInput) -> list[
     return [names[i] for i in order[:TOP_FAMILIES].tolist() if compute[i] > 0]
 
 
-def levers(inp: ReplayInput, path: ObservedPath, has_deps: bool) -> list[Lever]:
-    """Every candidate cause, each removed in a replay (see the module docstring)."""
+def levers(inp: ReplayInput, path: ObservedPath, has_deps: bool,
+           tolerance: float = 0.0) -> list[Lever]:
+    """Every candidate cause, each removed in a replay (see the module docstring). The
+    scheduler's pieces, which only name it, are replayed one by one only when removing
+    all of its latency gains most or ties within `tolerance` cycles (three replays saved
+    in every other case)."""
     tt = inp.tasks
     base = inp.baseline().makespan
     names, code = inp.families
     out: list[Lever] = []
 
-    def add(kind, cause, family, edit) -> None:
+    def add(kind, cause, family, edit) -> Lever:
         m = replay(inp, edit).makespan
         out.append(Lever(kind, cause, family, edit, m, base - m))
+        return out[-1]
 
     device = inp.blocks.device_core_types
     for i, t in enumerate(tt.core_types):
@@ -216,11 +228,13 @@ def levers(inp: ReplayInput, path: ObservedPath, has_deps: bool) -> list[Lever]:
         first = int(np.flatnonzero(code == names.index(fam))[0])
         e = engine_label(int(tt.types[first]), tt.core_types)
         add(VerdictKind.COMPUTE, e, fam, Edit(faster=((fam, 0.0),)))
-    add(VerdictKind.SCHEDULER, "all", None, Edit(sched=tuple((p, 0.0) for p in PIECES)))
-    for p in PIECES:
-        add(VerdictKind.SCHEDULER, p, None, Edit(sched=((p, 0.0),)))
+    whole = add(VerdictKind.SCHEDULER, "all", None,
+                Edit(sched=tuple((p, 0.0) for p in PIECES)))
     if has_deps and len(inp.edges.pred):
         add(VerdictKind.DEPENDENCY, "the dependency chain", None, Edit(no_deps=True))
+    if whole.gain >= max(lv.gain for lv in out) - tolerance:
+        for p in PIECES:
+            add(VerdictKind.SCHEDULER, p, None, Edit(sched=((p, 0.0),)))
     return out
 
 
@@ -289,10 +303,10 @@ def decide(tt: TaskTable, path: ObservedPath | None, *, has_cpu: bool, has_deps:
             "scheduler, so no cause can be told"),
             evidence=["capture with enable_dep_gen (deps.json) for an answer", *evidence]),
             host)
-    found = levers(replay_input, path, has_deps)
     base = replay_input.baseline().makespan
     err = replay_input.error
     tolerance = max(abs(err), TIE_SHARE) * base
+    found = levers(replay_input, path, has_deps, tolerance)
     causes = _causes(found, tolerance)
     engine = str(replay_input.engine)
     best = causes[0] if causes else None
@@ -308,14 +322,23 @@ def decide(tt: TaskTable, path: ObservedPath | None, *, has_cpu: bool, has_deps:
     tied = [lv for lv in causes[1:] if best.gain - lv.gain <= tolerance and lv.gain > tolerance]
     share = best.gain / base if base else 0.0
     v = Verdict(kind=best.kind, rule=_rule(best, tied, causes, base, ns),
-                cause=None if best.kind == VerdictKind.DEPENDENCY else best.cause,
+                cause=None if best.kind == VerdictKind.DEPENDENCY or best.cause == "all"
+                else best.cause,
                 family=None if best.family == UNNAMED else best.family,
                 gain_ns=best.gain * ns, gain_share=share, levers=found,
                 engine=engine, replay_error=err, ties=[lv.words for lv in tied],
                 gain_text=(f"{duration(best.gain * ns)} ({_pct(share)}), a prediction: "
-                           f"{replayed}"),
+                           f"{replayed}{_risk_words(replay_input.engine, best.edit)}"),
                 replays=_replays_line(found, base), evidence=evidence)
     return _with_host(v, host)
+
+
+def _risk_words(engine: Engine, edit: Edit) -> str:
+    """How far such a prediction has been off against real re-runs (docs/whatif.md); the
+    rules engine's have not been."""
+    risk = model_risk(engine, edit)
+    return (f"; predictions of this kind by this engine were off by up to {_pct(risk)} "
+            "against real re-runs") if risk else ""
 
 
 def _replays_line(found: list[Lever], base: int) -> str:

@@ -15,7 +15,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from pypto.compile_profiling.analysis.critical_path import ObservedPath
-from pypto.compile_profiling.analysis.replay import PIECES, Edit, Engine, ReplayInput, replay
+from pypto.compile_profiling.analysis.replay import (
+    CALIBRATED_RISK,
+    PIECES,
+    Edit,
+    Engine,
+    ReplayInput,
+    edit_kinds,
+    model_risk,
+    replay,
+)
 from pypto.compile_profiling.analysis.tasks import TaskTable
 from pypto.compile_profiling.analysis.verdict import engine_label
 from pypto.compile_profiling.foundation.terminal import wrap
@@ -29,26 +38,6 @@ SCHEMA = "pypto.whatif/1"
 FORMATS = ("text", "json")
 ENGINE_WORDS = {Engine.RULES: "the run's own rules, exact",
                 Engine.CALIBRATED: "on the capture's own latencies and decisions"}
-# The calibrated engine's largest error against real re-runs, by kind of edit, on the 12
-# modelled programs of benchmarks/validate_whatif.py (rounded up; the test of this module
-# checks they still hold): a calibrated prediction's interval is widened by it. The rules
-# engine's error there is 0.
-CALIBRATED_RISK = {"cores": 0.48, "faster": 0.02, "sched": 0.37, "no_deps": 0.19}
-
-
-def edit_kinds(edit: Edit) -> list[str]:
-    """The kinds of change an edit makes (`CALIBRATED_RISK`'s keys)."""
-    return [k for k, on in (("cores", edit.cores), ("faster", edit.faster),
-                            ("sched", edit.sched), ("no_deps", edit.no_deps)) if on]
-
-
-def model_risk(engine: Engine, edit: Edit) -> float:
-    """How far off an engine's prediction of `edit` has been seen to be (a fraction)."""
-    if engine is Engine.RULES:
-        return 0.0
-    return max((CALIBRATED_RISK[k] for k in edit_kinds(edit)), default=0.0)
-
-
 # --------------------------------------------------------------------------- edits
 
 def _pairs(values: Iterable[str], what: str) -> list[tuple[str, str]]:

@@ -47,7 +47,7 @@ def run(args) -> int:
     for p in args.runs:
         inner = runs_in(Path(p))
         paths += [str(r) for r in inner] if inner else [p]
-    runs = [(p, analyze([p], with_overhead=False).ranks) for p in paths]
+    runs = [(p, analyze([p], with_overhead=False, with_verdict=False).ranks) for p in paths]
     try:
         preds = predict(runs, edit)
     except ValueError as e:              # an edit that does not fit the capture

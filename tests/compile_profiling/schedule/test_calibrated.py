@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from calibration_reference import calibrate_by_walking
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from simpler_fixtures import CASES, FIXTURES
 
 from pypto.compile_profiling.schedule.calibrated import Blocks, Edited, calibrate, replay
 
@@ -116,3 +120,66 @@ def test_a_device_without_a_core_of_a_blocks_type_is_refused():
     b = _blocks(**CHAIN)
     with pytest.raises(ValueError, match="no core of a block's type"):
         replay(b, calibrate(b), Edited(device=([1, 1], [0, 0])))
+
+
+@st.composite
+def captures(draw):
+    """A device of two core types, 1-3 threads, and blocks in dispatch order: each task's
+    blocks on cores of its type, producers among the tasks dispatched before, times drawn
+    freely (dispatches earlier than the rules allow included: violations)."""
+    types = draw(st.lists(st.integers(0, 1), min_size=1, max_size=6))
+    threads = draw(st.integers(1, 3))
+    owners = [draw(st.integers(0, threads - 1)) for _ in types]
+    have = sorted(set(types))
+    ntasks = draw(st.integers(1, 12))
+    rows, preds = [], {}
+    for t in range(ntasks):
+        typ = draw(st.sampled_from(have))
+        preds[t] = sorted(set(draw(st.lists(st.integers(0, t - 1), max_size=3)))) if t else []
+        for _ in range(draw(st.integers(1, 3))):
+            core = draw(st.sampled_from([c for c, k in enumerate(types) if k == typ]))
+            d = draw(st.integers(0, 500))
+            s = d + draw(st.integers(0, 50))
+            e = s + draw(st.integers(0, 100))
+            rows.append((t, core, typ, d, s, e, e + draw(st.integers(0, 30))))
+    send = [draw(st.integers(0, 20)) for _ in range(threads)]
+    a = np.array(rows, np.int64)
+    ptr = np.zeros(ntasks + 1, np.int64)
+    idx = []
+    for t in range(ntasks):
+        idx += preds[t]
+        ptr[t + 1] = len(idx)
+    return Blocks(a[:, 0], a[:, 2], a[:, 1], a[:, 3], a[:, 4], a[:, 5], a[:, 6],
+                  np.arange(len(a)), ptr, np.array(idx, np.int64), types, owners,
+                  draw(st.integers(0, 1)), send)
+
+
+@settings(max_examples=300)
+@given(captures())
+def test_the_column_calibration_is_the_step_by_step_walk(b):
+    """`calibrate` computes over whole columns what the walk finds step by step
+    (tests/support/calibration_reference.py): every block's delay, launch, poll, duration
+    and slack, the origin and the violations."""
+    cal = calibrate(b)
+    assert (cal.delay, cal.launch, cal.poll, cal.duration, cal.slack, cal.origin,
+            cal.violations) == calibrate_by_walking(b)
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if not c.endswith("_l1")])
+def test_the_column_calibration_is_the_walk_on_every_real_capture(case):
+    from pypto.compile_profiling.analysis import analyze
+
+    (rank,) = analyze([FIXTURES / case], with_overhead=False, with_verdict=False).ranks
+    b = rank.replay.blocks
+    cal = calibrate(b)
+    assert (cal.delay, cal.launch, cal.poll, cal.duration, cal.slack, cal.origin,
+            cal.violations) == calibrate_by_walking(b)
+
+
+def test_a_producer_dispatched_after_its_consumer_is_refused_as_the_walk_refuses_it():
+    rows = [(1, 0, 0, 10, 20, 30), (0, 0, 40, 50, 60, 70)]     # t1 (needs t0) sent first
+    b = _blocks(rows, {1: [0]}, [0], [0], [0])
+    b.order = np.arange(2)
+    for f in (calibrate, calibrate_by_walking):
+        with pytest.raises(ValueError, match="a producer is dispatched after its consumer"):
+            f(b)
