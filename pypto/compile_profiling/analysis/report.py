@@ -348,10 +348,16 @@ def _rank_text(o: _Out, d: dict, top: int) -> None:
     held = ", ".join(f"{k} {v}" for k, v in p["held_by"].items() if v)
     o.line(f"observed path: {p['tasks']} tasks (held by: {held})")
     o.line(f"compute: {duration(p['compute_ns'])} ({_pct(p['compute_share'])})", 2)
-    o.line(f"stall: {duration(p['stall_ns'])} ({_pct(p['stall_share'])}), by what filled it:", 2)
-    for kind, v in p["stall_by_part"].items():
-        if v["cycles"]:
-            o.line(f"{kind}: {duration(v['ns'])} ({_pct(v['share'])})", 3)
+    if d["level"] < 2:                 # nothing tells a stall from a core busy elsewhere
+        o.line(f"between its tasks: {duration(p['stall_ns'])} ({_pct(p['stall_share'])}): "
+               "what held them is unknown at level 1 (no AICPU dispatch/finish records); "
+               "the core time above is what is known", 2)
+    else:
+        o.line(f"stall: {duration(p['stall_ns'])} ({_pct(p['stall_share'])}), by what filled "
+               "it:", 2)
+        for kind, v in p["stall_by_part"].items():
+            if v["cycles"]:
+                o.line(f"{kind}: {duration(v['ns'])} ({_pct(v['share'])})", 3)
     o.line(f"tiling check: compute + stall = {p['compute_cycles'] + p['stall_cycles']} cycles "
            f"vs makespan {d['makespan_cycles']} cycles ({p['tiling']})", 2)
     fams = p["families"]

@@ -37,7 +37,7 @@ from pypto.compile_profiling.analysis.replay import (
     Engine,
     ReplayInput,
     model_risk,
-    replay,
+    replayed_makespan,
 )
 from pypto.compile_profiling.analysis.tasks import TaskTable, engine_name
 from pypto.compile_profiling.foundation.str_enum import StrEnum
@@ -212,7 +212,7 @@ def levers(inp: ReplayInput, path: ObservedPath, has_deps: bool,
     out: list[Lever] = []
 
     def add(kind, cause, family, edit) -> Lever:
-        m = replay(inp, edit).makespan
+        m = replayed_makespan(inp, edit)
         out.append(Lever(kind, cause, family, edit, m, base - m))
         return out[-1]
 

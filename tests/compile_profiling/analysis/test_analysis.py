@@ -602,7 +602,7 @@ def test_leaving_out_the_overhead_keeps_the_verdict_and_path(case):
 
 def test_the_default_text_fits_100_columns_on_every_real_capture(capsys):
     """The answer, the path table (with the stall columns the capture has: `unknown` alone
-    at level 1), overhead and end to end: no line over 100 columns without `-v` (a path the
+    at level 1, where the path's gaps are not called stalls), overhead and end to end: no line over 100 columns without `-v` (a path the
     user gave, longer than that, stands alone on its line, whole)."""
     from pypto.compile_profiling.cli.profile import main
 
@@ -614,6 +614,11 @@ def test_the_default_text_fits_100_columns_on_every_real_capture(capsys):
         if case.endswith("_l1"):
             head = next(x for x in lines if x.lstrip().startswith("#  kernel"))
             assert head.split()[-1] == "unknown" and "completion" not in head
+            # no path composition dressed as stalls: what held its tasks is unknown
+            assert not any("by what filled it" in x for x in lines)
+            assert any(x.lstrip().startswith("between its tasks:") for x in lines)
+        else:
+            assert any("by what filled it" in x for x in lines)
 
 
 def test_a_records_file_given_alone_reads_the_deps_json_beside_it(tmp_path):

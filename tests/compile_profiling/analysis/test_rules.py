@@ -348,6 +348,22 @@ def test_head_tail_and_starvation_by_hand():
     assert ov.notes == []
 
 
+def test_a_task_without_producers_is_ready_from_its_submission():
+    """A queue of ready work on one AIV core: 1 (0..10) and 2 (20..30) have no producers
+    and were both submitted at 0; 2 is dispatched at 15. The core idles 10..20 while 2 is
+    ready and not yet dispatched 10..15: starved 5 of 30 cycles. Without submissions a
+    task with no producers is ready only at its own dispatch: no starvation is seen."""
+    tt = table([(0, 1, 0, 10), (0, 2, 20, 30)])
+    dispatch = np.array([0, 15], dtype=I64)
+    finish = np.array([11, 31], dtype=I64)
+    has = np.ones(2, dtype=bool)
+    ov = overhead(tt, dispatch, finish, has, deps([], tasks=[1, 2]),
+                  submit=np.array([0, 0], dtype=I64))
+    assert ov.engines[0].starved_share == 5 / 30
+    ov = overhead(tt, dispatch, finish, has, deps([], tasks=[1, 2]))
+    assert ov.engines[0].starved_share == 0
+
+
 def test_the_first_block_on_a_core_waits_from_its_dispatch():
     """Head overhead: 1: 0 - 0 = 0 (first on core 0); 2: 5 - 2 = 3 (first on core 1: only
     its dispatch bounds it, there is no earlier block); 3: min(20 - 18, 20 - 10) = 2."""

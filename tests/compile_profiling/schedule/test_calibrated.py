@@ -11,7 +11,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from simpler_fixtures import CASES, FIXTURES
 
-from pypto.compile_profiling.schedule.calibrated import Blocks, Edited, calibrate, replay
+from pypto.compile_profiling.schedule.calibrated import (
+    Blocks,
+    Edited,
+    calibrate,
+    replay,
+    replayed_makespan,
+)
 
 
 def _blocks(rows, preds, device, owners, send, depth=0):
@@ -183,3 +189,14 @@ def test_a_producer_dispatched_after_its_consumer_is_refused_as_the_walk_refuses
     for f in (calibrate, calibrate_by_walking):
         with pytest.raises(ValueError, match="a producer is dispatched after its consumer"):
             f(b)
+
+
+@settings(max_examples=200)
+@given(captures(), st.sampled_from([Edited(), Edited(no_deps=True),
+                                    Edited(delay=0.0, launch=0.5, poll=0.0)]))
+def test_the_makespan_alone_is_the_replays_makespan(b, edit):
+    """`replayed_makespan` walks as `replay` does without keeping every block's times:
+    the same first start and last end."""
+    cal = calibrate(b)
+    _d, s, e, _f, _c = replay(b, cal, edit)
+    assert replayed_makespan(b, cal, edit) == int(e.max() - s.min())
