@@ -59,6 +59,11 @@ class TraceInputError(PyptoError):
         return type(self), (self.path, self.problem)
 
 
+class GateError(PyptoError, ValueError):
+    """A comparison's gate cannot be evaluated as asked (a run without the device capture
+    the others have, a `--fail-above` pattern that names no figure): it fails closed."""
+
+
 class MissingDependencyError(PyptoError):
     """An optional dependency is not installed; the message names the pip command."""
 

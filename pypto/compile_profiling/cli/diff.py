@@ -4,7 +4,6 @@ stages) or compile profiles; exit 1 on a regression beyond the runs' noise."""
 from __future__ import annotations
 
 import argparse
-import sys
 
 from pypto.compile_profiling.cli.arguments import (
     EXIT_OK,
@@ -78,6 +77,9 @@ def _fail_above(text: str) -> tuple[str, float]:
 def split_diff_runs(argv: list[str]) -> tuple[list[str], list[str] | None]:
     """`diff ... BASE... -- NEW... [OPTIONS]`: the other arguments and the NEW paths, which
     run from after `--` up to the first argument starting with `-` (options may follow)."""
+    if argv.count("--") > 1:
+        raise Usage("diff takes one `--` (BASE... -- NEW...); a second one would move "
+                    "paths to the other side")
     if "--" in argv:
         i = argv.index("--")
         j = i + 1
@@ -105,9 +107,11 @@ def run(args) -> int:
     whole = [is_whole_run(p) for p in base_paths + new_paths]
     if all(whole):
         return _whole_runs(args, base_paths, new_paths)
-    if any(whole):
-        print("note: not every run has a device capture: compile stages compared only",
-              file=sys.stderr)
+    if any(whole):                      # the device gate cannot compare them: fail closed
+        lacking = [p for p, w in zip(base_paths + new_paths, whole) if not w]
+        raise Refused(f"{lacking[0]}: no device capture (dfx_outputs/), while other runs have "
+                      "one: the device gate cannot compare it (compare the runs' compile "
+                      "profiles, their report/ dirs, for the compile stages alone)")
     if args.fail_above:
         raise Refused("--fail-above gates device figures; these are compile profiles only "
                       "(no device capture): use --threshold")
@@ -131,7 +135,7 @@ def _whole_runs(args, base_paths: list[str], new_paths: list[str]) -> int:
             thresholds.rules.append((name, pct))
     base, new = load_runs_figures(base_paths), load_runs_figures(new_paths)
     result = diff_runs(base, new, thresholds=thresholds, alpha=args.alpha,
-                       threshold_pct=args.threshold, min_ms=args.min_ms)
+                       threshold_pct=args.threshold, min_ms=args.min_ms, top=args.top)
     write_output(args.output, format_run_diff(result, args.format, args.top),
                  base_paths + new_paths)
     return EXIT_REGRESSION if result.failed else EXIT_OK

@@ -108,7 +108,11 @@ def main(argv: list[str] | None = None) -> int:
     _no_profile_of_this_tool()
     new_paths = None
     if argv[:1] in (["diff"], ["html"]):
-        argv, new_paths = diff.split_diff_runs(argv)
+        try:
+            argv, new_paths = diff.split_diff_runs(argv)
+        except Usage as e:
+            print(f"{PROG} {argv[0]}: error: {e}", file=sys.stderr)
+            return EXIT_INPUT
     parser = _parser()
     args = parser.parse_args(argv)
     args.new_paths = new_paths

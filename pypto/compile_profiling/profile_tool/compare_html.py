@@ -75,7 +75,7 @@ def _rank_section(d: RunDiff, r: RankDiff, top: int) -> list[str]:
     esc = html.escape
     verdict = (f"{r.base_verdict} → <b>{esc(r.new_verdict)}</b>" if r.verdict_changed
                else f"{esc(r.new_verdict)} (unchanged)")
-    out = [f"<h2>{esc(r.label)}</h2>", f"<p>Verdict: {verdict}</p>",
+    out = [f"<h2>{esc(r.label)}</h2>", f"<p>Verdict (median run): {verdict}</p>",
            "<h3>Device makespan</h3>", _bars(d, [("makespan", r.makespan)])]
     path = [(c.name.split(":", 1)[1], c) for c in r.path
             if (c.base_median or 0) or (c.new_median or 0)]

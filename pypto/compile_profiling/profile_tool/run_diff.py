@@ -33,6 +33,7 @@ from pypto.compile_profiling.profile_tool.diff import (
 )
 from pypto.compile_profiling.profile_tool.rank_bound import lower_bound, min_runs
 from pypto.compile_profiling.profile_tool.run_figures import RankFigures, RunFigures
+from pypto.errors import GateError
 
 __all__ = ["DEFAULT_FAIL_ABOVE_PCT", "Change", "RankDiff", "RunDiff", "Thresholds",
            "diff_runs"]
@@ -48,13 +49,25 @@ class Thresholds:
 
     makespan_pct: float = DEFAULT_FAIL_ABOVE_PCT
     rules: list[tuple[str, float]] = field(default_factory=list)
+    matched: set[str] = field(default_factory=set)    # the patterns that named a figure
 
     def pct(self, name: str) -> float | None:
         found = self.makespan_pct if name == "makespan" else None
         for pattern, pct in self.rules:
             if fnmatch.fnmatchcase(name, pattern):
                 found = pct
+                self.matched.add(pattern)
         return found
+
+    def task_rules(self) -> list[str]:
+        """The patterns that may name a task (`task:...`, or a glob not bound to another
+        kind of figure)."""
+        other = ("makespan", "family:", "path:", "e2e:")
+        return [p for p, _ in self.rules if p.startswith("task:") or not p.startswith(other)]
+
+    def unmatched(self) -> list[str]:
+        """The patterns that named no figure of the runs compared."""
+        return list(dict.fromkeys(p for p, _ in self.rules if p not in self.matched))
 
 
 @dataclass(slots=True)
@@ -115,7 +128,7 @@ class RankDiff:
     family_path: dict[str, tuple[float, float]]     # family -> compute on the path (ns)
     path: list[Change]            # the observed path's composition
     end_to_end: list[Change]
-    tasks: list[Change]           # the TOP_TASKS largest task changes
+    tasks: list[Change]           # the `top` largest task changes (0: all)
     paired_tasks: int
     unpaired: tuple[int, int]     # tasks only in base, only in new
     gated: list[Change]           # every figure a threshold named
@@ -171,7 +184,12 @@ def _figure_lists(ranks: list[RankFigures], get) -> dict[str, list[float]]:
     return out
 
 
-def _mode(values: list[str]) -> str:
+def _mode(values: list[str | None]) -> str:
+    """The most common verdict of the runs that have one (a side's median run, as
+    `load_runs_figures` decides it; every run given as figures with verdicts)."""
+    values = [v for v in values if v is not None]
+    if not values:
+        return "unknown (not decided)"
     counts = Counter(values)
     top = max(counts.values())
     winners = [v for v in values if counts[v] == top]
@@ -179,7 +197,9 @@ def _mode(values: list[str]) -> str:
         f"{winners[0]} ({top} of {len(values)} runs)")
 
 
-def _verdict(r: RankFigures) -> str:
+def _verdict(r: RankFigures) -> str | None:
+    if r.verdict is None:
+        return None
     return r.verdict + (f" (device: {r.device_verdict})" if r.device_verdict else "")
 
 
@@ -199,12 +219,16 @@ def _side_tasks(ranks: list[RankFigures], family: str) -> tuple[np.ndarray, np.n
 
 
 def _task_changes(base: list[RankFigures], new: list[RankFigures], alpha: float,
-                  thresholds: Thresholds) -> tuple[list[Change], int, tuple[int, int]]:
-    """The `TOP_TASKS` largest task changes (tasks paired by family and order), how many
-    tasks paired, and how many were only in base / only in new."""
+                  thresholds: Thresholds, top: int
+                  ) -> tuple[list[Change], list[Change], int, tuple[int, int]]:
+    """The `top` largest task changes (0: all; tasks paired by family and order), every
+    paired task a `task:` gate names (however small its change: a gate is never left
+    unevaluated), how many tasks paired, and how many were only in base / only in new."""
     fams = list(dict.fromkeys(f for r in base + new for f in r.task_ns))
+    rules = thresholds.task_rules()
     paired, only = 0, [0, 0]
     found: list[tuple[float, str, int, float]] = []     # (|delta|, family, k, on share)
+    named: list[tuple[float, str, int, float]] = []     # tasks a gate names
     for f in fams:
         b, _ = _side_tasks(base, f)
         n, n_on = _side_tasks(new, f)
@@ -214,23 +238,32 @@ def _task_changes(base: list[RankFigures], new: list[RankFigures], alpha: float,
         only[0] += int((~np.isnan(b)).sum()) - int(both.sum())
         only[1] += int((~np.isnan(n)).sum()) - int(both.sum())
         delta = np.where(both, n[:m] - b[:m], 0.0)
-        for k in np.argsort(-np.abs(delta), kind="stable")[:TOP_TASKS].tolist():
+        if rules:
+            named += [(abs(float(delta[k])), f, k, float(n_on[k]))
+                      for k in np.flatnonzero(both).tolist()
+                      if thresholds.pct(f"task:{f}#{k}") is not None]
+        order = np.argsort(-np.abs(delta), kind="stable")
+        for k in (order[:top] if top else order).tolist():
             if delta[k] != 0:
                 found.append((abs(float(delta[k])), f, k, float(n_on[k])))
     found.sort(key=lambda x: (-x[0], x[1], x[2]))
-    tasks = []
-    for _, f, k, share in found[:TOP_TASKS]:
-        def values(ranks: list[RankFigures], f=f, k=k) -> list[float]:
+
+    def change(f: str, k: int, share: float) -> Change:
+        def values(ranks: list[RankFigures]) -> list[float]:
             return [float(r.task_ns[f][k]) for r in ranks if k < len(r.task_ns.get(f, ()))]
 
         c = _change(f"task:{f}#{k}", values(base), values(new), alpha, thresholds)
         c.on_path_runs = (round(share * len(new)), len(new))
-        tasks.append(c)
-    return tasks, paired, (only[0], only[1])
+        return c
+
+    tasks = [change(f, k, share) for _, f, k, share in (found[:top] if top else found)]
+    shown = {c.name: c for c in tasks}
+    gated = [shown.get(f"task:{f}#{k}") or change(f, k, share) for _, f, k, share in named]
+    return tasks, gated, paired, (only[0], only[1])
 
 
 def _rank_diff(label: str, base: list[RankFigures], new: list[RankFigures], alpha: float,
-               thresholds: Thresholds) -> RankDiff:
+               thresholds: Thresholds, top: int = TOP_TASKS) -> RankDiff:
     def changes(get, prefix: str, gated: list[Change]) -> list[Change]:
         b, n = _figure_lists(base, get), _figure_lists(new, get)
         out = []
@@ -262,8 +295,8 @@ def _rank_diff(label: str, base: list[RankFigures], new: list[RankFigures], alph
     path = changes(lambda r: r.path, "path:", gated)
     e2e = changes(lambda r: r.end_to_end, "e2e:", gated)
 
-    tasks, paired, unpaired = _task_changes(base, new, alpha, thresholds)
-    gated += [c for c in tasks if c.threshold_pct is not None]
+    tasks, gated_tasks, paired, unpaired = _task_changes(base, new, alpha, thresholds, top)
+    gated += gated_tasks
     return RankDiff(label, makespan, _mode([_verdict(r) for r in base]),
                     _mode([_verdict(r) for r in new]), families, family_tasks, family_path,
                     path, e2e, tasks, paired, unpaired, gated)
@@ -293,10 +326,20 @@ def _rank_of(run: RunFigures, label: str, i: int, by_label: bool) -> RankFigures
 def diff_runs(base: list[RunFigures], new: list[RunFigures], *,
               thresholds: Thresholds | None = None, alpha: float = DEFAULT_ALPHA,
               threshold_pct: float = DEFAULT_THRESHOLD_PCT,
-              min_ms: float = DEFAULT_MIN_MS) -> RunDiff:
+              min_ms: float = DEFAULT_MIN_MS, top: int = TOP_TASKS) -> RunDiff:
     """Compare the runs of `base` with those of `new` (see the module docstring);
-    `threshold_pct` and `min_ms` are the compile stages' rule (`diff.diff_profiles`)."""
+    `threshold_pct` and `min_ms` are the compile stages' rule (`diff.diff_profiles`);
+    `top`: the task changes kept (0: all; a task a gate names is always evaluated).
+    `GateError` when the gate cannot be evaluated as asked: some runs have a device
+    capture and others not, or a `--fail-above` pattern names no figure."""
     thresholds = thresholds or Thresholds()
+    with_capture = [bool(r.ranks) for r in base + new]
+    if any(with_capture) and not all(with_capture):
+        missing = [r.source for r, has in zip(base + new, with_capture) if not has]
+        raise GateError(f"{missing[0]}: no device capture (dfx_outputs/), while other runs "
+                        f"have one{f' ({len(missing)} runs lack one)' if len(missing) > 1 else ''}"
+                        ": the device gate cannot compare it (compare the runs' compile "
+                        "profiles, their report/ dirs, for the compile stages alone)")
     notes: list[str] = []
     compile_diff = None
     b_prof = [r.profile for r in base if r.profile is not None]
@@ -312,14 +355,17 @@ def diff_runs(base: list[RunFigures], new: list[RunFigures], *,
         for i, label in enumerate(labels):
             b = [_rank_of(run, label, i, by_label) for run in base]
             n = [_rank_of(run, label, i, by_label) for run in new]
-            ranks.append(_rank_diff(label, b, n, alpha, thresholds))
+            ranks.append(_rank_diff(label, b, n, alpha, thresholds, top))
         modes = {r.timing for run in base + new for r in run.ranks}
         if len(modes) > 1:
             notes.append("the runs' device times were made differently ("
                          + ", ".join(sorted(str(m) for m in modes)) + "): the comparison "
                          "mixes modelled and measured time")
-    elif any(r.ranks for r in base + new):
-        notes.append("not every run has a device capture: device figures not compared")
+    unmatched = thresholds.unmatched()
+    if unmatched and ranks:
+        raise GateError(f"--fail-above {unmatched[0]}: names no figure of these runs (figures "
+                        "are makespan, family:NAME, path:compute AIV, path:stall dispatch, "
+                        "e2e:CATEGORY, task:FAMILY#K; `--format json` lists them)")
     return RunDiff([r.source for r in base], [r.source for r in new], alpha, thresholds,
                    ranks, compile_diff, notes)
 

@@ -99,8 +99,8 @@ def _rank_text(d: RunDiff, r: RankDiff, top: int) -> list[str]:
     mark = "  REGRESSION" if m.regression else ""
     lines = [(f"{r.label}: device makespan {_t(m.base_median)} -> {_t(m.new_median)} "
              f"({_pct(m)}){mark}"), f"  change {_interval(d, m)}{_gate(m)}"]
-    lines.append(f"  verdict: {r.base_verdict} -> {r.new_verdict}" if r.verdict_changed
-                 else f"  verdict: {r.new_verdict} (unchanged)")
+    lines.append(f"  verdict (median run): {r.base_verdict} -> {r.new_verdict}"
+                 if r.verdict_changed else f"  verdict (median run): {r.new_verdict} (unchanged)")
     if r.path:
         lines.append("  critical path's composition:")
         rows = [("base", "new", "change", "", "part")]
@@ -168,13 +168,15 @@ def format_markdown(d: RunDiff, top: int = 10) -> str:
                    else f"{r.new_verdict} (unchanged)")
         lines += [f"#### {r.label}", "",
                   (f"Device makespan **{_t(m.base_median)} → {_t(m.new_median)}** "
-                   f"({_pct(m)}); change {_interval(d, m)}{_gate(m)}. Verdict: {verdict}."), "",
+                   f"({_pct(m)}); change {_interval(d, m)}{_gate(m)}"
+                   f"{'  REGRESSION' if m.regression else ''}. Verdict (median run): {verdict}."), "",
                   "| figure | base | new | change | |", "|---|---:|---:|---:|---|"]
         for c in [c for c in r.path if c.delta]:
             lines.append(_md_change_row(c, "path: " + c.name.split(":", 1)[1]))
-        for c in [c for c in r.families if c.delta][:top]:
+        fams = [c for c in r.families if c.delta]
+        for c in fams[:top] if top else fams:
             lines.append(_md_change_row(c, "family `" + c.name.split(":", 1)[1] + "`"))
-        for c in r.tasks[:top]:
+        for c in r.tasks[:top] if top else r.tasks:
             lines.append(_md_change_row(c, "task `" + c.name.split(":", 1)[1] + "`"))
         lines.append("")
     if d.compile is not None:

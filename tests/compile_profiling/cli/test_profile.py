@@ -178,7 +178,7 @@ def test_diff_of_one_run_per_side_decides_nothing_and_says_so(work_dir, tmp_path
 
 def test_diff_of_runs_of_the_same_profile_finds_nothing(work_dir, capsys):
     trace = work_dir / "report" / "trace.json"
-    code, out, _ = cli(capsys, "diff", *[work_dir] * 5, "--", *[trace] * 5)
+    code, out, _ = cli(capsys, "diff", *[work_dir / "report"] * 5, "--", *[trace] * 5)
     assert code == 0
     assert out.splitlines()[3].startswith("0 regression(s) (slower, with 99% confidence, by "
                                           "more than 10% and 1 ms)")
@@ -231,7 +231,7 @@ def test_diff_json_and_markdown(work_dir, tmp_path, capsys):
 
 
 def test_diff_lists_new_and_vanished_stages(work_dir, compile_dir, capsys):
-    code, out, _ = cli(capsys, "diff", compile_dir, work_dir, "--format", "json")
+    code, out, _ = cli(capsys, "diff", compile_dir, work_dir / "report", "--format", "json")
     doc = json.loads(out)
     status = {s["key"]: s["status"] for s in doc["stages"]}
     assert status["compile"] == "new" and status["passes"] == "vanished"
@@ -648,3 +648,13 @@ def test_a_bug_exits_70_never_1_which_diff_means_as_a_regression(monkeypatch, ca
     err = capsys.readouterr().err
     assert "RuntimeError: boom" in err
     assert err.rstrip().splitlines()[-1].startswith("pypto-profile: internal error")
+
+
+def test_diff_of_a_whole_run_against_a_profile_alone_fails_closed(work_dir, compile_dir,
+                                                                  capsys):
+    """A work dir with a device capture against a compile profile: the device gate cannot
+    compare them, so the diff refuses (exit 2, one line naming the path without a capture
+    and how to compare the compile stages alone), never passes on the compile stages."""
+    code, out, err = cli(capsys, "diff", compile_dir, work_dir)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert err.startswith(f"{compile_dir}: no device capture") and "report/ dirs" in err

@@ -273,3 +273,85 @@ def test_records_under_the_older_name_are_a_whole_run(runs, tmp_path):
                          str(tmp_path / "d.txt")])
     assert code == 0
     assert "r0: device makespan" in (tmp_path / "d.txt").read_text()
+
+
+# ------------------------------------------------------------------ the gate fails closed
+
+def _copy_runs(runs: list[str], dest) -> list:
+    import shutil
+
+    out = []
+    for i, r in enumerate(runs):
+        d = dest / f"run{i}"
+        shutil.copytree(r, d)
+        out.append(d)
+    return out
+
+
+def test_a_run_without_its_capture_is_refused_not_passed(runs, capsys, tmp_path):
+    """Five new runs, one of them without dfx_outputs/ but with a compile profile: the
+    device gate cannot compare it, so the comparison fails closed (exit 2, one line naming
+    the run), never "0 regressions"."""
+    import shutil
+
+    new = _copy_runs(runs["more_work"], tmp_path)
+    shutil.rmtree(new[2] / "dfx_outputs")
+    (new[2] / "report").mkdir(exist_ok=True)           # a compile profile: still a run
+    (new[2] / "report" / "pipeline_profile.json").write_text(json.dumps(
+        {"schema_version": 1, "total_seconds": 0.5, "stages": [
+            {"name": "compile", "seconds": 0.5, "start_ns": 0, "end_ns": 500_000_000,
+             "children": []}]}))
+    for argv in ([*runs["base"][:5], "--", *new], [*runs["base"][:5], "--", tmp_path]):
+        code, out, err = _cli(capsys, *argv)
+        assert code == 2 and out == ""
+        assert err.count("\n") == 1 and "run2: no device capture (dfx_outputs/)" in err
+    # the comparison page says the same, and is not written
+    page = tmp_path / "page.html"
+    assert profile_main(["html", *runs["base"][:5], "--", *map(str, new), "-o",
+                         str(page)]) == 2
+    assert "run2: no device capture" in capsys.readouterr().err
+    assert not page.exists()
+
+
+@pytest.mark.parametrize("pattern", ["path:compute_AIV=10", "bogus=0", "family:nope*=5"])
+def test_a_gate_pattern_that_names_no_figure_is_refused(runs, capsys, pattern):
+    code, out, err = _cli(capsys, *runs["base"][:5], "--", *runs["more_work"],
+                          "--fail-above", pattern)
+    name = pattern.rpartition("=")[0]
+    assert code == 2 and out == ""
+    assert err.startswith(f"pypto-profile: --fail-above {name}: names no figure")
+
+
+def test_top_0_lists_every_changed_task_and_a_task_gate_is_always_evaluated(runs, capsys):
+    """`--top 0` is all: the JSON holds every changed task (more than 10). A `task:` gate
+    on a task outside the `--top` shown is still evaluated: a gate of 0 % on every branch
+    task fails the comparison although `--top 1` shows one task."""
+    code, out, _ = _cli(capsys, *runs["base"][:5], "--", *runs["more_work"], "--top", "0",
+                        "--format", "json")
+    (rank,) = json.loads(out)["ranks"]
+    assert len(rank["tasks"]) > 10
+    code, out, _ = _cli(capsys, *runs["base"][:5], "--", *runs["more_work"], "--top", "1",
+                        "--fail-above", "makespan=1000", "--fail-above", "task:branch#*=0",
+                        "--format", "json")
+    doc = json.loads(out)
+    (rank,) = doc["ranks"]
+    assert len(rank["tasks"]) == 1 and code == 1
+    gated = [g for g in doc["regressions"] if g["figure"].startswith("task:branch#")]
+    assert len(gated) > 1
+
+
+def test_a_second_separator_is_refused(runs, capsys):
+    code, out, err = _cli(capsys, runs["base"][0], "--", runs["base"][1], "--",
+                          runs["base"][2])
+    assert code == 2 and out == "" and "diff takes one `--`" in err
+
+
+def test_a_parquet_dataset_among_a_directory_of_runs_is_refused_not_skipped(runs, capsys,
+                                                                             tmp_path):
+    new = _copy_runs(runs["more_work"], tmp_path / "new")
+    shutil_dataset = tmp_path / "new" / "merged"
+    shutil_dataset.mkdir()
+    (shutil_dataset / "tasks.parquet").write_bytes(b"PAR1")
+    code, out, err = _cli(capsys, *runs["base"][:5], "--", tmp_path / "new")
+    assert code == 2 and out == "" and "merged: a Parquet dataset" in err
+    assert len(new) == 5
