@@ -23,6 +23,8 @@ from pypto.ir_core.nodes import Assign, Call, EvalStmt, For, Function, Return, S
 from pypto.ir_core.types import TileType
 
 AICORE_HZ = 1_800_000_000      # the core clock the cycles count in
+MAX_MODELLED_CYCLES = 60 * AICORE_HZ   # a minute of one core: a modelled run holds the host
+#                                        at most that long (runtime.modelled_time.MAX_HOLD_S)
 MTE_LATENCY, MTE_BYTES = 32, 64
 CUBE_LATENCY, FRACTAL = 32, 16
 VEC_LATENCY, VEC_BYTES = 8, 256

@@ -28,6 +28,21 @@ class ParamSpec:
     direction: str  # "in" | "out" | "inout" | "scalar"
 
 
+def _modelled_cycles(path: str, kernel: dict) -> int | None:
+    """A kernel's `modelled_cycles` (None: not stated), a whole number of AICore cycles from
+    1 to `MAX_MODELLED_CYCLES` (a minute of one core: `MAX_HOLD_S`, the longest a modelled
+    run holds the host)."""
+    from pypto.codegen.cost_model import MAX_MODELLED_CYCLES
+
+    v = kernel.get("modelled_cycles")
+    if v is None:
+        return None
+    if not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= MAX_MODELLED_CYCLES:
+        raise CompileError(f"{path}: kernel {kernel.get('name')!r}: modelled_cycles must be a "
+                           f"whole number of cycles from 1 to {MAX_MODELLED_CYCLES}, got {v!r}")
+    return v
+
+
 @dataclass
 class CompiledKernel:
     func_id: int
@@ -109,7 +124,7 @@ def load_compiled(output_dir: str | os.PathLike) -> LoadedProgram:
                           f"_pypto_compiled_{uid}_{config['program']}_{k['name']}")
             kernels[k["name"]] = CompiledKernel(k["func_id"], k["name"], k["core_type"],
                                                 _params(k["params"]), getattr(mod, k["name"]),
-                                                k.get("modelled_cycles"))
+                                                _modelled_cycles(path, k))
         orch = config["orchestration"]
         mod = _import(os.path.join(output_dir, orch["executable"]),
                       f"_pypto_compiled_{uid}_{config['program']}_orchestration")

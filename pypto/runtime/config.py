@@ -254,8 +254,10 @@ class RunConfig:
             raise RuntimeConfigError("timing_jitter applies to modelled time only: set "
                                      "device_timing='modelled' or leave timing_jitter at 0")
         s = self.timing_seed
-        if s is not None and (not isinstance(s, int) or isinstance(s, bool)):
-            raise RuntimeConfigError(f"timing_seed must be an int or None, got {s!r}")
+        if s is not None and (not isinstance(s, int) or isinstance(s, bool) or s < 0):
+            # Python's random seeds -1 and 1 alike: a negative seed would repeat another's
+            raise RuntimeConfigError(f"timing_seed must be a non-negative int or None, "
+                                     f"got {s!r}")
         self.scheduler_costs = _scheduler_costs(self.scheduler_costs, self.device_timing)
         if not isinstance(self.compile_options, dict):
             raise RuntimeConfigTypeError(f"compile_options must be a dict, got "

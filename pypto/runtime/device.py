@@ -31,7 +31,7 @@ import numpy as np
 from pypto.compile_profiling.schedule.rules import DEFAULT_STEP_NS, core_layout
 from pypto.errors import PyptoError
 from pypto.runtime.device_clock import ANCHOR_POSITIONS, DeviceCounter, sample_anchors
-from pypto.runtime.modelled_time import ScheduleCosts, simulate, task_ticks
+from pypto.runtime.modelled_time import MAX_HOLD_S, ScheduleCosts, simulate, task_ticks
 from pypto.runtime.task_graph import CORE_TYPES, TaskGraph
 
 log = logging.getLogger(__name__)
@@ -264,6 +264,13 @@ class SimulatedDevice:
         sched = simulate(layout.core_types, layout.core_to_thread, layout.num_sched_threads,
                          tasks, ticks, costs, device_orchestrator=not host_mode)
         period = 1_000_000_000 // freq
+        if sched.end * period > MAX_HOLD_S * 1_000_000_000:
+            longest = max(range(len(tasks)), key=lambda i: cycles[i])
+            raise DeviceExecutionError(
+                f"the modelled schedule lasts {sched.end * period / 1e9:.1f} s of device time, "
+                f"and a modelled run holds the host that long, at most {MAX_HOLD_S} s: lower "
+                f"the kernels' modelled cycles (the longest: {tasks[longest].kernel_name!r}, "
+                f"{cycles[longest]} cycles)")
         epoch = self.counter.epoch_ns
         base = epoch + -(-(runner_start - epoch) // period) * period
 

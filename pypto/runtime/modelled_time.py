@@ -28,8 +28,13 @@ from pypto.compile_profiling.schedule.rules import (
     ticks_of,
 )
 
-__all__ = ["COMPLETE_NS", "DISPATCH_NS", "LAUNCH_NS", "POLL_NS", "SUBMIT_NS", "Schedule",
-           "ScheduleCosts", "simulate", "task_ticks"]
+__all__ = ["COMPLETE_NS", "DISPATCH_NS", "LAUNCH_NS", "MAX_HOLD_S", "POLL_NS", "SUBMIT_NS",
+           "Schedule", "ScheduleCosts", "simulate", "task_ticks"]
+
+# A modelled run holds the host as long as the device would have run (the capture's device
+# time then lies inside the host's runner span, as a real run's does). A schedule longer
+# than this is refused with one line rather than slept through.
+MAX_HOLD_S = 60
 
 
 def task_ticks(cycles: list[int], core_hz: int, freq_hz: int, jitter: float = 0.0,

@@ -143,7 +143,7 @@ def test_a_kernel_without_modelled_cycles_is_one_clear_error(tmp_path):
     ({"device_timing": "virtual"}, "device_timing must be one of measured, modelled"),
     ({"timing_jitter": 0.1}, "applies to modelled time only"),
     ({"device_timing": "modelled", "timing_jitter": 2}, "a fraction from 0 to 1"),
-    ({"device_timing": "modelled", "timing_seed": "x"}, "timing_seed must be an int"),
+    ({"device_timing": "modelled", "timing_seed": "x"}, "timing_seed must be a non-negative int"),
 ])
 def test_bad_timing_settings_are_refused(kw, words):
     with pytest.raises(RuntimeConfigError, match=words):
@@ -161,3 +161,49 @@ def test_the_cost_model_counts_bytes_and_ops():
     tile = 128 * 128 * 4
     load = MTE_LATENCY + tile // MTE_BYTES
     assert kernel_cycles(kernel_add) == 2 * load + (VEC_LATENCY + tile // VEC_BYTES) + load
+
+
+@pytest.mark.parametrize("value", ["abc", [1, 2], -5, 0, 1.5, 1e30, 2**63 - 1, True])
+def test_modelled_cycles_outside_whole_cycles_within_the_bound_are_one_line(tmp_path, value):
+    """A compiled program's `modelled_cycles` is a whole number of AICore cycles from 1 to
+    MAX_MODELLED_CYCLES (a minute of one core): anything else is one CompileError naming
+    the file and the kernel, never a TypeError, an OverflowError or a silent 1 tick."""
+    import examples.vector_dag as vdag
+    from pypto import ir
+    from pypto.codegen import load_compiled
+    from pypto.codegen.cost_model import MAX_MODELLED_CYCLES
+    from pypto.codegen.driver import CONFIG_FILE
+    from pypto.errors import CompileError
+
+    out = ir.compile(vdag.VectorDAG, output_dir=str(tmp_path / "c"))
+    cfg = tmp_path / "c" / CONFIG_FILE
+    doc = json.loads(cfg.read_text())
+    name = doc["kernels"][0]["name"]
+    doc["kernels"][0]["modelled_cycles"] = value
+    cfg.write_text(json.dumps(doc))
+    with pytest.raises(CompileError) as e:
+        load_compiled(out)
+    assert str(e.value) == (f"{cfg}: kernel {name!r}: modelled_cycles must be a whole number "
+                            f"of cycles from 1 to {MAX_MODELLED_CYCLES}, got {value!r}")
+    doc["kernels"][0]["modelled_cycles"] = MAX_MODELLED_CYCLES     # the bound itself: taken
+    cfg.write_text(json.dumps(doc))
+    assert load_compiled(out).kernels[name].modelled_cycles == MAX_MODELLED_CYCLES
+
+
+def test_a_schedule_longer_than_the_hold_bound_is_refused_not_slept_through(tmp_path):
+    """Branch kernels of 30 s each on 2 cores: 8 of them take 120 s of device time, past
+    MAX_HOLD_S. The run fails at once with one line naming the longest kernel."""
+    from pypto.runtime.modelled_time import MAX_HOLD_S
+
+    config = RunConfig(work_dir=str(tmp_path / "w"), device_timing="modelled",
+                       num_aiv_cores=2)
+    r = run(fan_program(8, branch=30 * 1_800_000_000), fan_specs(),
+            functools.partial(fan_golden, 8), config)
+    assert not r.passed
+    assert "the modelled schedule lasts" in r.error and f"at most {MAX_HOLD_S} s" in r.error
+    assert "'branch', 54000000000 cycles" in r.error
+
+
+def test_a_negative_seed_is_refused_it_would_repeat_another():
+    with pytest.raises(RuntimeConfigError, match="timing_seed must be a non-negative int"):
+        RunConfig(device_timing="modelled", timing_jitter=0.1, timing_seed=-1)
