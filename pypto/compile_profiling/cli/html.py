@@ -29,10 +29,12 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
+    from pypto.compile_profiling.foundation.streams import stream_of
     from pypto.compile_profiling.profile_data.load import load_profile
     from pypto.compile_profiling.profile_tool.html import profile_html
 
-    if args.output != "-" and not args.output.lower().endswith(HTML_SUFFIXES):
+    if args.output != "-" and not args.output.lower().endswith(HTML_SUFFIXES) and \
+            stream_of(args.output) is None:          # a stream the user names: written to
         raise OutputPathError(args.output, "html writes an HTML page; name the output "
                                            ".html or .htm (.html.gz to compress), or - for "
                                            "stdout")

@@ -22,7 +22,6 @@ import logging
 import math
 import os
 import shlex
-import shutil
 import signal
 import sys
 import tempfile
@@ -30,7 +29,13 @@ import threading
 import time
 
 from pypto.about import tool_command
-from pypto.compile_profiling.cli.stdout import PrintVersion, check_open, reader_gone, writing
+from pypto.compile_profiling.cli.stdout import (
+    PrintVersion,
+    check_open,
+    reader_gone,
+    write_all,
+    writing,
+)
 from pypto.compile_profiling.foundation.input_files import guarding_inputs, note_input_dirs
 from pypto.compile_profiling.foundation.terminal import wrap
 from pypto.compile_profiling.viewer.perfetto_ui import (
@@ -315,17 +320,39 @@ def _size(n: int) -> str:
     return f"{n / 1e6:.1f} MB" if n >= 1e6 else f"{n / 1e3:.1f} kB"
 
 
-def _write_to_stdout(timeline, fmt: str, write_timeline, state: dict) -> int:
-    """`-o -`: render to a private temp file first (nothing half-written reaches stdout when
-    rendering fails), then copy it to stdout (`cli.stdout`: a reader that went away raises
+def _write_to_stream(timeline, fmt: str, write_timeline, state: dict, output: str) -> int:
+    """`-o -` (or a stream named: `/dev/stderr`, `/dev/fd/N`, a device): render to a
+    private temp file first (nothing half-written reaches the stream when rendering fails),
+    then copy it in whole writes (`cli.stdout`: a reader that went away raises
     `BrokenPipeError`, any other write error `ProfileWriteError`); return its size."""
+    from pypto.compile_profiling.foundation.streams import stream_of, write_through
+
     with tempfile.TemporaryDirectory(prefix="pypto-merge-") as tmp:
         path = os.path.join(tmp, "merged")
         size = write_timeline(timeline, path, fmt)
         state["stdout_started"] = True
-        with writing() as out, open(path, "rb") as f:
-            shutil.copyfileobj(f, out.buffer, 1 << 20)
+        target = None if output == "-" else stream_of(output)
+        with open(path, "rb") as f:
+            if target is None:
+                with writing() as out:
+                    out.flush()
+                    while piece := f.read(1 << 20):
+                        write_all(out.fileno(), piece)
+                return size
+            try:
+                with write_through(output, target) as fd:
+                    while piece := f.read(1 << 20):
+                        write_all(fd, piece)
+            except BrokenPipeError:
+                raise
+            except OSError as e:
+                raise ProfileWriteError(f"{output}: cannot write: {e.strerror or e}") from None
     return size
+
+
+def _where(output: str, to_stream: bool) -> str:
+    """`to stdout`, `to /dev/stderr` (a stream, written through), or the file's name."""
+    return "to stdout" if output == "-" else f"to {output}" if to_stream else output
 
 
 def _identity(path: str) -> tuple | None:
@@ -404,6 +431,10 @@ def _main(argv: list[str] | None, state: dict) -> int:
         state["output"] = args.per_rank
         state["before"] = _identity(args.per_rank)
         return _per_rank(args, state)
+    from pypto.compile_profiling.foundation.streams import stream_of
+
+    if args.output != "-" and stream_of(args.output) == 1:   # /dev/stdout: as `-o -`
+        args.output = "-"
     to_stdout = args.output == "-"
     state["before"] = None if to_stdout else _identity(args.output)
     state["output"] = args.output
@@ -492,7 +523,10 @@ BRIEF_WARNING_LINES = 3    # of the first warning in the short summary (-v: ever
 
 
 def _merge(args, state: dict, server) -> int:
-    to_stdout = args.output == "-"
+    from pypto.compile_profiling.foundation.streams import stream_of
+
+    # `-o -` or another stream (`/dev/stderr`, `/dev/fd/N`, a device): written through
+    to_stdout = args.output == "-" or stream_of(args.output) is not None
     _log_setup()
     from pypto.compile_profiling.foundation.atomic_io import check_output_path
     from pypto.compile_profiling.timeline import format_for_path, write_timeline
@@ -523,18 +557,17 @@ def _merge(args, state: dict, server) -> int:
         if to_stdout:
             print("-: Parquet tables are a directory, not a stream (give -o DIR)", file=err)
             return EXIT_INPUT
-    elif not to_stdout:
-        try:
-            check_output_path(args.output)   # a FIFO, device, directory...: before reading
-            if args.analyze is not None:
-                if os.path.abspath(args.analyze) == os.path.abspath(args.output):
-                    raise OutputPathError(args.analyze, "--analyze would write the report "
-                                                        "over the merged trace: give it its "
-                                                        "own file")
-                check_output_path(args.analyze)
-        except ProfileWriteError as e:
-            print(str(e), file=err)
-            return EXIT_INPUT if isinstance(e, OutputPathError) else EXIT_WRITE
+    try:
+        if not to_stdout and fmt != "parquet":
+            check_output_path(args.output)   # a FIFO, directory...: before reading
+        if args.analyze is not None and stream_of(args.analyze) is None:
+            if not to_stdout and os.path.abspath(args.analyze) == os.path.abspath(args.output):
+                raise OutputPathError(args.analyze, "--analyze would write the report over "
+                                                    "the merged trace: give it its own file")
+            check_output_path(args.analyze)
+    except ProfileWriteError as e:
+        print(str(e), file=err)
+        return EXIT_INPUT if isinstance(e, OutputPathError) else EXIT_WRITE
     progress = StepProgress(err if err.isatty() else None)
     t0 = time.perf_counter()
     options = {"offset_us": args.offset_us, "output": None if to_stdout else args.output,
@@ -549,9 +582,9 @@ def _merge(args, state: dict, server) -> int:
             result = merge_traces(args.inputs, progress=progress, align=args.align,
                                   keep_for_analysis=bool(args.analyze), **options)
         tl = result.timeline
-        progress(f"writing {'to stdout' if to_stdout else args.output}")
+        progress(f"writing {_where(args.output, to_stdout)}")
         if to_stdout:
-            size = _write_to_stdout(tl, fmt, write_timeline, state)
+            size = _write_to_stream(tl, fmt, write_timeline, state, args.output)
         elif fmt == "archive":
             from pypto.compile_profiling.timeline.write_archive import write_trace_archive
 
@@ -580,7 +613,7 @@ def _merge(args, state: dict, server) -> int:
         kind = {"json": "Chrome JSON", "perfetto": "Perfetto protobuf",
                 "parquet": "Parquet tables",
                 "archive": "a ZIP of the two runs' Perfetto protobuf traces"}[fmt]
-        print(f"wrote {'to stdout' if to_stdout else args.output} ({kind}, "
+        print(f"wrote {_where(args.output, to_stdout)} ({kind}, "
               f"{_size(size)}) in {elapsed:.1f} s", file=err)
         print(f"  {tl.slice_count} slices, {tl.flow_count} flows, "
               f"{sum(len(c.ts_ns) for c in tl.counters)} counter samples, "

@@ -1,6 +1,8 @@
-"""Where a `pypto-profile` command's result goes: stdout, or a file written atomically
-(gzip for `.gz`) that is never one of the command's inputs and never a special file; a
-file written is named on stderr (`wrote <file> (<n> bytes)`)."""
+"""Where a `pypto-profile` command's result goes: stdout, a stream the user names
+(`/dev/stdout`, `/dev/stderr`, `/dev/fd/N`, a device: written through, never replaced), or
+a file written atomically (gzip for `.gz`) that is never one of the command's inputs and
+never another special file; a file written is named on stderr (`wrote <file> (<n>
+bytes)`)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,8 @@ import stat
 import sys
 from collections.abc import Callable, Iterator
 
-from pypto.compile_profiling.cli.stdout import write_text, writing
+from pypto.compile_profiling.cli.stdout import write_all, write_text, writing
+from pypto.compile_profiling.foundation.streams import stream_of, write_through
 from pypto.errors import OutputPathError, ProfileWriteError
 
 
@@ -29,9 +32,19 @@ def output_stream(path: str | None, inputs: list[str]) -> Iterator[Callable[[str
     once, as `cli.stdout` writes), or to a temp file beside `path` renamed over it when the
     block ends without an error (gzip when it ends in `.gz`). Refused before anything is
     written: a path that exists and is not a regular file, or that is one of the inputs."""
-    if path is None or path == "-":
+    target = None if path is None or path == "-" else stream_of(path)
+    if path is None or path == "-" or target == 1:
         with writing() as out:     # as pypto-merge-traces -o -: cli.stdout
             yield lambda text: write_text(out, text)
+        return
+    if target is not None:         # /dev/stderr, /dev/fd/N, a device: written through
+        try:
+            with write_through(path, target) as fd:
+                yield lambda text: write_all(fd, text.encode("utf-8"))
+        except BrokenPipeError:
+            raise
+        except OSError as e:
+            raise ProfileWriteError(f"{path}: cannot write: {e.strerror or e}") from None
         return
     from pypto.compile_profiling.foundation.atomic_io import atomic_writer
 

@@ -28,8 +28,8 @@ from typing import TextIO
 
 from pypto.errors import ProfileWriteError
 
-__all__ = ["CHUNK", "EXIT_PIPE", "PrintVersion", "check_open", "reader_gone", "write_text",
-           "writing"]
+__all__ = ["CHUNK", "EXIT_PIPE", "PrintVersion", "check_open", "reader_gone", "write_all",
+           "write_text", "writing"]
 
 EXIT_PIPE = 128 + signal.SIGPIPE   # 141: what a shell reports for a tool stopped by SIGPIPE
 CHUNK = 1 << 16                    # bytes per write(2): a pipe's buffer
@@ -68,6 +68,12 @@ def write_text(out: TextIO, text: str) -> None:
         out.write(text)
         return
     out.flush()
+    write_all(fd, data)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """`data` to `fd` in pieces of at most CHUNK bytes, each written whole (a short write is
+    continued; a closed pipe is BrokenPipeError, never a partial write taken as done)."""
     view = memoryview(data)
     while view:
         n = os.write(fd, view[:CHUNK])

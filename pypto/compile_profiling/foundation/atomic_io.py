@@ -53,6 +53,11 @@ def check_output_path(path: str | os.PathLike) -> None:
     """Raise `OutputPathError` when something an atomic write must not replace is at `path`:
     anything but a regular file or a symlink (which is replaced, its target left alone), or
     a file this command read (`input_files.guarding_inputs`)."""
+    from pypto.compile_profiling.foundation.streams import stream_of
+
+    if stream_of(path) is not None:       # a stream is written through, never replaced
+        raise OutputPathError(path, "is a stream (standard output or error, a descriptor or "
+                                    "a device): not replaced by a file")
     try:
         mode = os.lstat(path).st_mode
     except FileNotFoundError:

@@ -854,8 +854,7 @@ def _mknod_null(p: Path) -> None:
     os.mknod(p, 0o666 | stat.S_IFCHR, os.makedev(1, 3))   # a /dev/null of our own
 
 
-NOT_REGULAR = {"fifo": _fifo, "socket": _socket, "directory": lambda p: p.mkdir(),
-               "char_device": _mknod_null}
+NOT_REGULAR = {"fifo": _fifo, "socket": _socket, "directory": lambda p: p.mkdir()}
 
 
 @pytest.mark.parametrize("kind", _xfail("test_output_that_is_not_a_regular_file_is_refused",
@@ -871,6 +870,22 @@ def test_output_that_is_not_a_regular_file_is_refused(sources, kind):
         assert err.count("\n") == 1 and err.startswith(f"{out}: "), err
         assert "regular file" in err
         assert os.lstat(out).st_mode == mode, "the special file was replaced"
+        assert temp_leftovers(work) == []
+
+
+def test_an_output_that_is_a_character_device_is_written_through(sources):
+    """A character device (a /dev/null of our own) is a stream, as `-o -` is: the trace is
+    written into it, and the node is still the device afterwards, never a file renamed
+    over it."""
+    files, _, _ = sources["records_estimated"]
+    with workspace(files) as work:
+        out = work / "out" / "merged.json"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        _mknod_null(out)
+        code, err = run_main(work / "in" / "cap", "-o", out)
+        assert code == 0 and "Traceback" not in err, err
+        assert f"wrote to {out} (Chrome JSON" in err
+        assert stat.S_ISCHR(os.lstat(out).st_mode), "the device was replaced"
         assert temp_leftovers(work) == []
 
 
