@@ -24,7 +24,7 @@ from pypto.compile_profiling.analysis.verdict import (
     engine_label,
     ms_range,
 )
-from pypto.compile_profiling.foundation.terminal import wrap
+from pypto.compile_profiling.foundation.terminal import printable, wrap
 from pypto.compile_profiling.foundation.units import duration
 from pypto.compile_profiling.trace_merge.containment import fmt_ns
 
@@ -544,7 +544,9 @@ def format_analysis(result: RunAnalysis, fmt: str = "text", *, top: int = 10) ->
             o.line(w)
         o.cut(len(d["warnings"]), len(warnings), "warnings")
     o.lines += ["", GUIDE if not o.md else f"*{GUIDE}*"]
-    return "\n".join(o.lines).lstrip("\n") + "\n"
+    # a kernel or path name never moves the cursor or forges a line (markdown: the table
+    # cells and code spans are escaped as they are made)
+    return "\n".join(map(printable, o.lines)).lstrip("\n") + "\n"
 
 
 def _plain(v):

@@ -37,7 +37,7 @@ from pypto.compile_profiling.cli.stdout import (
     writing,
 )
 from pypto.compile_profiling.foundation.input_files import guarding_inputs, note_input_dirs
-from pypto.compile_profiling.foundation.terminal import wrap
+from pypto.compile_profiling.foundation.terminal import printable, wrap
 from pypto.compile_profiling.viewer.perfetto_ui import (
     DEFAULT_PORT,
     PERFETTO_UI,
@@ -601,13 +601,13 @@ def _merge(args, state: dict, server) -> int:
     elapsed = time.perf_counter() - t0
     if args.verbose:
         for line in result.summary("" if args.kernels else " (all {n}: --kernels)"):
-            print(line, file=err)
+            print(printable(line), file=err)
     elif not args.quiet:
         for line in result.brief():
-            print("\n".join(wrap(line)), file=err)
+            print("\n".join(wrap(printable(line))), file=err)
     if args.kernels:               # asked for by name: listed under -q too
         for line in result.kernel_lines:
-            print(line, file=err)
+            print(printable(line), file=err)
     if not args.quiet:
         lanes = len(tl.tracks)
         kind = {"json": "Chrome JSON", "perfetto": "Perfetto protobuf",
@@ -622,10 +622,10 @@ def _merge(args, state: dict, server) -> int:
             print(f"wrote the analysis of its captures to {args.analyze}", file=err)
     if args.quiet or args.verbose:
         for w in result.warnings:
-            print(f"warning: {w}", file=err)
+            print(printable(f"warning: {w}"), file=err)
     elif result.warnings:          # the short summary: how many, the first one, where the rest are
         n, first = len(result.warnings), result.warnings[0]
-        for line in wrap(f"{n} warning{'s' * (n != 1)} (-v shows them all): {first}",
+        for line in wrap(printable(f"{n} warning{'s' * (n != 1)} (-v shows them all): {first}"),
                          most=BRIEF_WARNING_LINES):
             print(line, file=err)
     if server is not None and fmt != "parquet":  # the same server as `pypto-profile open`

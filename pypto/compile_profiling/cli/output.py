@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Iterator
 
 from pypto.compile_profiling.cli.stdout import write_all, write_text, writing
-from pypto.compile_profiling.foundation.streams import stream_of, write_through
+from pypto.compile_profiling.foundation.streams import stream_of, utf8, write_through
 from pypto.errors import OutputPathError, ProfileWriteError
 
 
@@ -40,7 +40,7 @@ def output_stream(path: str | None, inputs: list[str]) -> Iterator[Callable[[str
     if target is not None:         # /dev/stderr, /dev/fd/N, a device: written through
         try:
             with write_through(path, target) as fd:
-                yield lambda text: write_all(fd, text.encode("utf-8"))
+                yield lambda text: write_all(fd, utf8(text))
         except BrokenPipeError:
             raise
         except OSError as e:
@@ -62,7 +62,7 @@ def output_stream(path: str | None, inputs: list[str]) -> Iterator[Callable[[str
         gz = path.endswith(".gz")
         sink = gzip.GzipFile(filename="", fileobj=raw, mode="wb", mtime=0) if gz else raw
         try:
-            yield lambda text: sink.write(text.encode("utf-8"))
+            yield lambda text: sink.write(utf8(text))
         finally:
             if sink is not raw:
                 sink.close()

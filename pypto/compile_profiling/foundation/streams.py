@@ -16,7 +16,7 @@ import stat
 import sys
 from collections.abc import Iterator
 
-__all__ = ["DEVICE", "stream_of", "write_through"]
+__all__ = ["DEVICE", "shown", "stream_of", "utf8", "write_through"]
 
 DEVICE = "device"              # a character device (`/dev/null`, a terminal): opened, written
 _STD = {"/dev/stdin": 0, "/dev/stdout": 1, "/dev/stderr": 2}
@@ -64,3 +64,21 @@ def write_through(path: str | os.PathLike, target: int | str) -> Iterator[int]:
             if stream is not None and stream.fileno() == target:
                 stream.flush()
     yield int(target)
+
+
+def utf8(text: str) -> bytes:
+    """`text` encoded as UTF-8, undecodable path bytes as U+FFFD (`shown`)."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return shown(text).encode("utf-8")
+
+
+def shown(text: str) -> str:
+    """`text` as valid Unicode to print or store: a path's undecodable bytes (Python holds
+    them as lone surrogates, PEP 383) become U+FFFD, where encoding them would fail."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return text

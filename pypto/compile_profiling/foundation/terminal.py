@@ -9,10 +9,27 @@ from __future__ import annotations
 import re
 import textwrap
 
-__all__ = ["COLUMNS", "wrap"]
+__all__ = ["COLUMNS", "md_code", "printable", "wrap"]
 
 COLUMNS = 100
 _UNIT = re.compile(r"(\d) (%|ns|us|ms|s|kB|MB|GB)(?=\W|$)")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """`text` with its control characters written as escapes (`\\n`, `\\x1b`): a name
+    read from a capture never moves the cursor, clears the screen, sets the title or
+    forges a line of the output."""
+    if not _CONTROL.search(text):
+        return text
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+
+
+def md_code(name: str) -> str:
+    """`name` as a Markdown code span that stays one: a backtick in it cannot close the
+    span (it becomes `'`), a `|` cannot open a table column, control characters are
+    escaped."""
+    return "`" + printable(name).replace("`", "'").replace("|", "\\|") + "`"
 
 
 def wrap(line: str, width: int = COLUMNS, hang: int = 4, most: int | None = None

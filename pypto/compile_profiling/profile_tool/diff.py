@@ -31,7 +31,7 @@ import json
 import statistics
 from dataclasses import dataclass
 
-from pypto.compile_profiling.foundation.terminal import wrap
+from pypto.compile_profiling.foundation.terminal import md_code, printable, wrap
 from pypto.compile_profiling.profile_data.model import Profile
 from pypto.compile_profiling.profile_data.view import view_rows
 from pypto.compile_profiling.profile_tool.rank_bound import lower_bound, min_runs
@@ -230,7 +230,7 @@ def format_text(d: ProfileDiff) -> str:
     if len(rows) > 1:
         lines.append(f"(at least: the slowdown with {_confidence(d)} confidence, from the "
                      "runs' spread; '-': too few runs)")
-    return "\n".join(x for ln in lines for x in wrap(ln)) + "\n"
+    return "\n".join(x for ln in lines for x in wrap(printable(ln))) + "\n"
 
 
 def format_markdown(d: ProfileDiff) -> str:
@@ -244,8 +244,7 @@ def format_markdown(d: ProfileDiff) -> str:
              f"| stage | base | new | change | at least ({_confidence(d)}) | |",
              "|---|---:|---:|---:|---:|---|"]
 
-    def esc(key: str) -> str:
-        return "`" + key.replace("`", "'").replace("|", "\\|") + "`"
+    esc = md_code
 
     for c in _listed(d):
         note = "⚠️ regression" if c.regression else ""

@@ -14,6 +14,7 @@ import io
 import json
 from dataclasses import dataclass, field
 
+from pypto.compile_profiling.foundation.terminal import printable
 from pypto.compile_profiling.profile_data.model import Profile, walk
 from pypto.compile_profiling.profile_data.view import self_ns
 from pypto.compile_profiling.trace_merge.kernel_totals import (
@@ -139,10 +140,11 @@ def format_kernels(rows: list[KernelRow], fmt: str) -> str:
     if fmt == "markdown":
         lines = ["| " + " | ".join(HEADERS) + " |", "|---|---:|---:|---|---:|---|---:|---:|---:|"]
         for cells in table:
-            lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+            lines.append("| " + " | ".join(printable(c).replace("|", "\\|") for c in cells)
+                         + " |")
         return "\n".join(lines) + "\n"
     # text: fits a terminal, so the nested stages are summed up in one line under the table
-    table = [_cells(r, nested_column=False) for r in rows]
+    table = [[printable(c) for c in _cells(r, nested_column=False)] for r in rows]
     widths = [max(len(h), *(len(c[i]) for c in table)) if table else len(h)
               for i, h in enumerate(TEXT_HEADERS)]
     left = {0, 4}
@@ -150,5 +152,6 @@ def format_kernels(rows: list[KernelRow], fmt: str) -> str:
     for cells in [TEXT_HEADERS, *table]:
         out.append("  ".join(c.ljust(widths[i]) if i in left else c.rjust(widths[i])
                              for i, c in enumerate(cells)).rstrip())
-    return "\n".join(out) + "\n" + _nested_line(rows)
+    nested = _nested_line(rows)
+    return "\n".join(out) + "\n" + (printable(nested[:-1]) + "\n" if nested else "")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import textwrap
 
-from pypto.compile_profiling.foundation.terminal import COLUMNS, wrap
+from pypto.compile_profiling.foundation.terminal import COLUMNS, md_code, printable, wrap
 from pypto.compile_profiling.profile_tool import diff as stage_diff
 from pypto.compile_profiling.profile_tool.rank_bound import min_runs
 from pypto.compile_profiling.profile_tool.run_diff import Change, RankDiff, RunDiff, decision
@@ -149,7 +149,7 @@ def format_text(d: RunDiff, top: int = 10) -> str:
         lines += ["", "Compile stages:"]
         lines += ["  " + x for x in stage_diff.format_text(d.compile).splitlines()[2:] if x]
     lines += [x for n in d.notes for x in wrap(f"note: {n}")]
-    return "\n".join(x for ln in lines for x in wrap(ln)) + "\n"
+    return "\n".join(x for ln in lines for x in wrap(printable(ln))) + "\n"
 
 
 def _md_change_row(c: Change, label: str) -> str:
@@ -172,12 +172,12 @@ def format_markdown(d: RunDiff, top: int = 10) -> str:
                    f"{'  REGRESSION' if m.regression else ''}. Verdict (median run): {verdict}."), "",
                   "| figure | base | new | change | |", "|---|---:|---:|---:|---|"]
         for c in [c for c in r.path if c.delta]:
-            lines.append(_md_change_row(c, "path: " + c.name.split(":", 1)[1]))
+            lines.append(_md_change_row(c, "path: " + printable(c.name.split(":", 1)[1])))
         fams = [c for c in r.families if c.delta]
         for c in fams[:top] if top else fams:
-            lines.append(_md_change_row(c, "family `" + c.name.split(":", 1)[1] + "`"))
+            lines.append(_md_change_row(c, "family " + md_code(c.name.split(":", 1)[1])))
         for c in r.tasks[:top] if top else r.tasks:
-            lines.append(_md_change_row(c, "task `" + c.name.split(":", 1)[1] + "`"))
+            lines.append(_md_change_row(c, "task " + md_code(c.name.split(":", 1)[1])))
         lines.append("")
     if d.compile is not None:
         lines += [x.replace("### Compile profile", "#### Compile stages", 1)

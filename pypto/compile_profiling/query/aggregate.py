@@ -18,9 +18,10 @@ search, and says what it skipped (directories on other file systems, unreadable 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -165,12 +166,41 @@ def aggregate(paths: list[str | os.PathLike], *, progress=None,
     import duckdb
     import pyarrow as pa
 
-    from pypto.compile_profiling.query.presets import slice_arg_fields
     from pypto.compile_profiling.query.run import run_query
-    from pypto.compile_profiling.query.tables import lock, open_run
+    from pypto.compile_profiling.query.tables import lock
 
     runs = find_runs(paths, progress=progress, search=search)
     parts = []
+    with _ctrl_c_as_keyboard_interrupt(duckdb):
+        _read_runs(runs, parts, progress)
+    con = duckdb.connect()
+    con.register("instances", pa.concat_tables(parts))
+    lock(con, [])
+    return run_query(con, _AGGREGATE), len(runs)
+
+
+@contextlib.contextmanager
+def _ctrl_c_as_keyboard_interrupt(duckdb) -> Iterator[None]:
+    """Ctrl-C inside a DuckDB call comes out as DuckDB's own error (`InterruptException`,
+    `RuntimeError: Query interrupted`, `InvalidInputException: ... KeyboardInterrupt`):
+    raised as the `KeyboardInterrupt` it is, which the CLI ends with 130."""
+    try:
+        yield
+    except duckdb.InterruptException:
+        raise KeyboardInterrupt from None
+    except (RuntimeError, duckdb.Error) as e:
+        if "interrupt" in str(e).lower():
+            raise KeyboardInterrupt from None
+        raise
+
+
+def _read_runs(runs: list, parts: list, progress) -> None:
+    """Each run's stage, pass and kernel instances, as Arrow tables into `parts`."""
+    import pyarrow as pa
+
+    from pypto.compile_profiling.query.presets import slice_arg_fields
+    from pypto.compile_profiling.query.tables import open_run
+
     for n, run in enumerate(runs):
         if progress is not None:
             progress(f"reading run {n + 1}/{len(runs)}: {run}")
@@ -181,7 +211,3 @@ def aggregate(paths: list[str | os.PathLike], *, progress=None,
         table = con.sql(sql).to_arrow_table()
         parts.append(table.append_column("run", pa.array([n] * len(table), pa.int64())))
         con.close()
-    con = duckdb.connect()
-    con.register("instances", pa.concat_tables(parts))
-    lock(con, [])
-    return run_query(con, _AGGREGATE), len(runs)

@@ -30,6 +30,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
+from pypto.compile_profiling.foundation.terminal import printable
 from pypto.errors import QueryError, QueryTimeout
 
 __all__ = ["BATCH_ROWS", "FORMATS", "QueryResult", "QueryTimeout", "fit_text", "format_result",
@@ -225,8 +226,8 @@ def _cell(v) -> str:
             return str(v)
         return f"{v:.6g}" if v and abs(v) < 1e-3 else f"{v:.3f}"
     if isinstance(v, (dict, list)):
-        return json.dumps(v, ensure_ascii=False, default=str)
-    return str(v)
+        return printable(json.dumps(v, ensure_ascii=False, default=str))
+    return printable(str(v))
 
 
 class _Renderer:

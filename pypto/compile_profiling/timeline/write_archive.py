@@ -13,8 +13,13 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from pypto.compile_profiling.foundation.atomic_io import atomic_writer, check_output_path
+from pypto.compile_profiling.foundation.atomic_io import (
+    atomic_writer,
+    check_output_path,
+    ensure_dir,
+)
 from pypto.compile_profiling.timeline.model import Timeline
+from pypto.errors import ProfileWriteError
 
 __all__ = ["write_trace_archive"]
 
@@ -26,8 +31,12 @@ def write_trace_archive(parts: dict[str, Timeline], path: str | os.PathLike) -> 
 
     target = Path(path)
     check_output_path(target)
-    parent = target.parent if str(target.parent) else Path(".")
-    with tempfile.TemporaryDirectory(dir=parent, prefix=".pypto-archive-") as tmp:
+    parent = ensure_dir(target.parent if str(target.parent) else Path("."))
+    try:
+        tmp_dir = tempfile.TemporaryDirectory(dir=parent, prefix=".pypto-archive-")
+    except OSError as e:        # as the other writers say it: the directory, and why
+        raise ProfileWriteError(f"{parent}: cannot write here: {e.strerror or e}") from None
+    with tmp_dir as tmp:
         files = []
         for name, timeline in parts.items():
             part = Path(tmp) / f"{name}.pftrace"

@@ -254,6 +254,13 @@ class _Tables(dict):
         self.setdefault(name, []).append((rank, table))
 
 
+def _shown(text: str | None) -> str | None:
+    """A path as text Arrow can store (undecodable bytes as U+FFFD: `streams.shown`)."""
+    from pypto.compile_profiling.foundation.streams import shown
+
+    return None if text is None else shown(text)
+
+
 def timeline_tables(timeline: Timeline, *, shard: int = 0) -> dict[str, list]:
     """The timeline as Arrow tables: {table name: [(rank, pa.Table), ...]}, a slice block
     or more per rank partition (rank None: rows of no rank). See the module docstring."""
@@ -337,13 +344,14 @@ def _emit(timeline: Timeline, out, shard: int) -> None:
     split("capture", [c.get("rank") for c in captures], {
         "id": pa.array([base + c["capture"] for c in captures], pa.int64()),
         "device": pa.array([c.get("device") for c in captures], pa.int64()),
-        "label": pa.array([c.get("label") for c in captures], pa.string()),
-        "directory": pa.array([c.get("directory") for c in captures], pa.string()),
+        "label": pa.array([_shown(c.get("label")) for c in captures], pa.string()),
+        "directory": pa.array([_shown(c.get("directory")) for c in captures], pa.string()),
         "alignment": pa.array([c.get("alignment") for c in captures], pa.string()),
         "method": pa.array([c.get("method") for c in captures], pa.string()),
         "uncertainty_ns": pa.array([c.get("uncertainty_ns") for c in captures], pa.int64()),
         "clock_freq_hz": pa.array([c.get("clock_freq_hz") for c in captures], pa.int64()),
-        "files": pa.array([c.get("files", []) for c in captures], pa.list_(pa.string())),
+        "files": pa.array([[_shown(f) for f in c.get("files", [])] for c in captures],
+                          pa.list_(pa.string())),
     })
     kernels = [(c.get("rank"), base + c["capture"], int(k), name) for c in captures
                for k, name in (c.get("kernels") or {}).items()]

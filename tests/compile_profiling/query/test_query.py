@@ -260,3 +260,46 @@ def test_a_search_follows_no_symlinked_directory(tmp_path):
     shutil.copytree(FIXTURES / "tmr_vector_example_l1", tree / "mine")
     search = Search()
     assert find_runs([tree], search=search) == [tree / "mine"]
+
+
+@pytest.mark.parametrize("raised", ["interrupt", "runtime", "invalid_input"])
+def test_ctrl_c_inside_aggregates_duckdb_reads_ends_with_130(work_dir, monkeypatch, capsys,
+                                                            raised):
+    """Ctrl-C while DuckDB reads a run comes out as DuckDB's own error; `aggregate` ends
+    with 130 and one line, as `query` does, never a traceback."""
+    import duckdb
+
+    from pypto.compile_profiling.query import tables
+
+    error = {"interrupt": duckdb.InterruptException("INTERRUPT Error: Interrupted!"),
+             "runtime": RuntimeError("Query interrupted"),
+             "invalid_input": duckdb.InvalidInputException(
+                 "Invalid Input Error: Python exception occurred: KeyboardInterrupt")}[raised]
+
+    def open_run(paths):
+        raise error
+
+    monkeypatch.setattr(tables, "open_run", open_run)
+    code, out, err = cli(capsys, "aggregate", work_dir)
+    assert code == 130 and out == ""
+    assert err.strip().splitlines()[-1] == "interrupted" and "Traceback" not in err
+
+
+def test_a_run_under_a_path_that_is_not_utf8_is_queried_and_drawn(work_dir, tmp_path,
+                                                                   capsys):
+    """A directory name with a byte that is not UTF-8: Python holds it as a lone surrogate,
+    which Arrow and a UTF-8 file cannot store; it is shown as U+FFFD, and every command
+    works (as analyze, kernels, merge and diff did)."""
+    import os
+    import shutil
+
+    odd = os.path.join(os.fsencode(tmp_path), b"run\xff")
+    shutil.copytree(work_dir, os.fsdecode(odd))
+    path = os.fsdecode(odd)
+    code, out, err = cli(capsys, "query", "--preset", "kernels", path)
+    assert code == 0 and "Traceback" not in err and out.strip()
+    code, out, err = cli(capsys, "query", "select directory from capture", path)
+    assert code == 0 and "run\ufffd" in out
+    page = tmp_path / "page.html"
+    code, _, err = cli(capsys, "html", path, "-o", str(page))
+    assert code == 0 and "run\ufffd" in page.read_text(encoding="utf-8")

@@ -4,6 +4,7 @@ Perfetto UI without import errors."""
 
 from __future__ import annotations
 
+import os
 import zipfile
 
 import numpy as np
@@ -98,6 +99,25 @@ def test_a_zip_takes_no_format(two_runs, tmp_path, capsys):
     code = merge_main(["--compare", *map(str, two_runs), "-o", str(tmp_path / "x.zip"),
                        "--format", "json"])
     assert code == 2 and "leave --format out" in capsys.readouterr().err
+
+
+def test_a_zip_into_a_missing_directory_is_made_and_an_unwritable_one_is_one_line(
+        two_runs, tmp_path, capsys):
+    """As the .pftrace and .json writers do: a missing directory is created; one that
+    cannot be written is one line naming it and exit 1, never a traceback."""
+    out = tmp_path / "new" / "dir" / "both.zip"
+    assert merge_main(["--compare", *map(str, two_runs), "-o", str(out), "-q"]) == 0
+    assert zipfile.ZipFile(out).namelist()
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    if os.access(locked, os.W_OK):                   # root writes anywhere: make it a file
+        locked.rmdir()
+        locked.write_text("")
+    capsys.readouterr()
+    code = merge_main(["--compare", *map(str, two_runs), "-o", str(locked / "both.zip"), "-q"])
+    err = capsys.readouterr().err
+    assert code in (1, 2) and err.count("\n") == 1 and "Traceback" not in err
+    assert str(locked) in err
 
 
 @pytest.mark.perfetto_ui
