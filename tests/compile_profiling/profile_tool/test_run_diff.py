@@ -14,7 +14,11 @@ from runtime_support import FAN_CYCLES, fan_golden, fan_program, fan_specs
 
 from pypto.compile_profiling.cli.profile import main as profile_main
 from pypto.compile_profiling.profile_tool.run_diff import Thresholds, decision, diff_runs
-from pypto.compile_profiling.profile_tool.run_figures import load_run_figures
+from pypto.compile_profiling.profile_tool.run_figures import (
+    RankFigures,
+    RunFigures,
+    load_run_figures,
+)
 from pypto.runtime import RunConfig, run
 
 JITTER = 0.05
@@ -355,3 +359,75 @@ def test_a_parquet_dataset_among_a_directory_of_runs_is_refused_not_skipped(runs
     code, out, err = _cli(capsys, *runs["base"][:5], "--", tmp_path / "new")
     assert code == 2 and out == "" and "merged: a Parquet dataset" in err
     assert len(new) == 5
+
+
+# ------------------------------------------------------------------ the gate's rules by hand
+
+def _figs(makespans: list[float], label: str = "r0") -> list[RunFigures]:
+    """Runs of one rank with only a makespan (ns): what the makespan gate reads."""
+    return [RunFigures(f"run{i}", None, [RankFigures(label, m, None, None, {}, {}, {}, {},
+                                                      {}, {}, {})])
+            for i, m in enumerate(makespans)]
+
+
+def _gate(base, new, pct):
+    d = diff_runs(_figs(base), _figs(new), thresholds=Thresholds(makespan_pct=pct))
+    return d.ranks[0].makespan
+
+
+def test_the_gate_compares_the_intervals_lower_end_with_the_threshold_of_the_base():
+    """5 runs of 100 ns against 5 of 120: every pairwise change is +20, so the interval is
+    +20 .. +20. The floor is the threshold's percent of the *base* median (100): 15 % and
+    18 % (floors 15, 18) fail; 20 % (floor 20: 'more than', not 'at least') passes, and so
+    would 18 % of the new median (21.6)."""
+    c = _gate([100.0] * 5, [120.0] * 5, 15)
+    assert (c.lower, c.upper, c.regression) == (20.0, 20.0, True)
+    assert _gate([100.0] * 5, [120.0] * 5, 18).regression
+    assert not _gate([100.0] * 5, [120.0] * 5, 20).regression
+    # two of five new runs slower by 40: the change is 0 .. +40, its lower end 0 is below
+    # any floor, so the gate passes although the upper end is far above it
+    c = _gate([100.0] * 5, [100.0, 100.0, 100.0, 140.0, 140.0], 15)
+    assert (c.lower, c.upper, c.regression) == (0.0, 40.0, False)
+
+
+def test_on_the_critical_path_means_in_most_new_runs():
+    from pypto.compile_profiling.profile_tool.run_diff import Change
+
+    assert Change("task:x#0", [], [], on_path_runs=(3, 5)).on_path is True
+    assert Change("task:x#0", [], [], on_path_runs=(2, 4)).on_path is False   # half: not most
+    assert Change("task:x#0", [], [], on_path_runs=(0, 5)).on_path is False
+
+
+def test_the_path_figures_are_per_engine_sums_in_ns_of_a_real_capture():
+    """rank_figures of a real capture: the path's compute per engine adds every path task
+    of that engine, its stall parts are the analysis's cycles in ns, and a family's core
+    time adds its blocks (an SPMD task's 48), not its task's span."""
+    from simpler_fixtures import FIXTURES
+
+    from pypto.compile_profiling.analysis import analyze
+    from pypto.compile_profiling.profile_tool.run_figures import rank_figures
+
+    for case in ("hbg_bgemm_l4_depgen", "tmr_spmd_paged_attention_b1_s128_l4_depgen"):
+        (r,) = analyze([FIXTURES / case], with_overhead=False).ranks
+        f = rank_figures(r)
+        ns = 1e9 / r.freq_hz
+        obs = r.observed
+        compute = sum(v for k, v in f.path.items() if k.startswith("compute "))
+        assert compute == pytest.approx(obs.compute_total * ns, rel=1e-12)
+        for part, cycles in obs.stall_by_part().items():
+            assert f.path[f"stall {part}"] == pytest.approx(cycles * ns, rel=1e-12)
+        tt = r.tasks
+        blocks = float((tt.row_end - tt.row_start).sum()) * ns
+        assert sum(f.family_core_ns.values()) == pytest.approx(blocks, rel=1e-12)
+    assert int(tt.blocks.sum()) == 48 and blocks > float((tt.end - tt.start).sum()) * ns
+
+
+def test_the_verdict_is_decided_on_each_sides_median_run(runs):
+    """Of three runs given in any order, only the one whose makespan is the middle one
+    carries a verdict (the others are left undecided, their replays saved)."""
+    from pypto.compile_profiling.profile_tool.run_figures import load_runs_figures
+
+    figs = load_runs_figures(runs["base"][:3])
+    spans = [f.ranks[0].makespan_ns for f in figs]
+    middle = sorted(range(3), key=lambda i: (spans[i], i))[1]
+    assert [f.ranks[0].verdict is not None for f in figs] == [i == middle for i in range(3)]
