@@ -73,11 +73,12 @@ def _parser() -> argparse.ArgumentParser:
                "chip_swimlane_records.json, rank<r>/ leaves); each command's --help says "
                "which it takes. Exit status: 0 ok; 1 regression (diff), not fetched in time "
                "(open --timeout) or output not written; 2 bad input or refused output path; "
-               "130 interrupted.")
+               "70 a bug in this tool; 130 interrupted.")
     p.add_argument("--version", action=PrintVersion)
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS.values():
         command.add_parser(sub)
+    p.commands = sub.choices             # each command's parser, for its own usage line
     return p
 
 
@@ -121,9 +122,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with guarding_inputs(_input_paths(args, new_paths)):   # no output replaces an input
             return COMMANDS[args.command].run(args)
-    except Usage as e:
-        parser.print_usage(sys.stderr)
-        print(f"{PROG}: error: {e}", file=sys.stderr)
+    except Usage as e:                  # the command's own usage, not the tool's
+        parser.commands.get(args.command, parser).print_usage(sys.stderr)
+        print(f"{PROG} {args.command}: error: {e}", file=sys.stderr)
         return EXIT_INPUT
     except (TraceInputError, OutputPathError, Refused) as e:
         print(str(e), file=sys.stderr)

@@ -133,11 +133,18 @@ def _text(value: object, path, where: str, default: str | None = None) -> str:
     return value
 
 
-def _number(value: object, path, where: str, minimum: float | None = None) -> float:
+MAX_SECONDS = 1e9       # about 31 years, as the merge's readers bound a time (1e15 us)
+
+
+def _number(value: object, path, where: str, minimum: float | None = None,
+            maximum: float | None = None) -> float:
     if type(value) not in (int, float) or not math.isfinite(value):
         raise TraceInputError(path, f"{where}: expected a finite number, got {value!r}"[:200])
     if minimum is not None and value < minimum:
         raise TraceInputError(path, f"{where}: {value} is below {minimum}")
+    if maximum is not None and abs(value) > maximum:
+        raise TraceInputError(path, f"{where}: {value:g} is beyond {maximum:g} (not a time "
+                                    "a profile can hold)")
     return value
 
 
@@ -167,7 +174,7 @@ def _from_profile_json(doc: dict, path) -> Profile:
             if not isinstance(d, dict):
                 raise TraceInputError(path, f"{w}: expected an object")
             name = _text(d.get("name"), path, f"{w}.name")
-            sec = _number(d.get("seconds"), path, f"{w}.seconds", 0)
+            sec = _number(d.get("seconds"), path, f"{w}.seconds", 0, MAX_SECONDS)
             start, end = d.get("start_ns"), d.get("end_ns")
             is_open = d.get("open") is True
             if type(start) is int and (type(end) is int or (end is None and is_open)):
@@ -196,7 +203,7 @@ def _from_profile_json(doc: dict, path) -> Profile:
     if total is None:
         total_ns = _span(roots)
     else:
-        total_ns = round(_number(total, path, "total_seconds", 0) * 1e9)
+        total_ns = round(_number(total, path, "total_seconds", 0, MAX_SECONDS) * 1e9)
     return Profile(str(path), roots, total_ns, timed, meta)
 
 
@@ -245,8 +252,8 @@ def _from_trace(events: list, other: object, path) -> Profile:
             continue
         w = f"traceEvents[{i}]"
         name = _text(ev.get("name"), path, f"{w}.name")
-        ts = _number(ev.get("ts"), path, f"{w}.ts")
-        dur = _number(ev.get("dur", 0), path, f"{w}.dur", 0)
+        ts = _number(ev.get("ts"), path, f"{w}.ts", None, MAX_SECONDS * 1e6)
+        dur = _number(ev.get("dur", 0), path, f"{w}.dur", 0, MAX_SECONDS * 1e6)
         pid = _int(ev.get("pid"), path, f"{w}.pid", 0)
         tid = _int(ev.get("tid"), path, f"{w}.tid", 0)
         args = ev.get("args")
@@ -281,7 +288,7 @@ def _from_trace(events: list, other: object, path) -> Profile:
         if total is None and len(compiled) == 1:   # a merged trace of one compile profile
             total, where = compiled[0]["total_seconds"], "otherData.sources[].total_seconds"
         if total is not None:
-            total_ns = round(_number(total, path, where, 0) * 1e9)
+            total_ns = round(_number(total, path, where, 0, MAX_SECONDS) * 1e9)
         meta = {k: other[k] for k in ("host", "pid", "pypto_version", "clock") if k in other}
     return Profile(str(path), roots, total_ns, True, meta, other_slices=others)
 

@@ -326,17 +326,24 @@ def join_origin(w: HostWindow, cap: CaptureWindows) -> Join:
         if name in w.phases and name in cap.windows:
             narrow(*w.phases[name], *cap.windows[name], name)
     narrow(0, w.device_wall_ns, *cap.extent, "device_wall")
-    if "aicpu" in cap.windows:          # each slot lies within the AICPU's dispatches/finishes
-        first, last = cap.windows["aicpu"]
-        for slot, (ts, dur) in sorted(w.slots.items()):
-            lo = max(lo, first - Fraction(ts * f, NS_PER_S))
-            hi = min(hi, last - Fraction((ts + dur) * f, NS_PER_S))
-            sources.append(f"{SLOT}{slot}")
     if lo > hi:
         width = (lo - hi) * NS_PER_S / f
         raise NotOneRun(f"the device windows they report do not overlap ({', '.join(sources)} "
                         f"miss each other by {fmt_ns(width)})")
     ruled_out = []
+    if "aicpu" in cap.windows:          # each slot lies within the AICPU's dispatches/finishes
+        first, last = cap.windows["aicpu"]
+        for slot, (ts, dur) in sorted(w.slots.items()):
+            s_lo = max(lo, first - Fraction(ts * f, NS_PER_S))
+            s_hi = min(hi, last - Fraction((ts + dur) * f, NS_PER_S))
+            if s_lo > s_hi:             # as any other constraint that leaves no placement
+                miss = (s_lo - s_hi) * NS_PER_S / f
+                ruled_out.append(f"task slot {slot} ({fmt_ns(dur)}): it misses the AICPU's "
+                                 f"records by {fmt_ns(miss)} where {', '.join(sources)} "
+                                 "place them: not used")
+                continue
+            lo, hi = s_lo, s_hi
+            sources.append(f"{SLOT}{slot}")
     if w.wall_cycles_problem is not None:
         ruled_out.append(f"{w.wall_cycles_problem}: not used")
     elif w.wall_cycles is not None:

@@ -658,3 +658,25 @@ def test_diff_of_a_whole_run_against_a_profile_alone_fails_closed(work_dir, comp
     code, out, err = cli(capsys, "diff", compile_dir, work_dir)
     assert code == 2 and out == "" and err.count("\n") == 1
     assert err.startswith(f"{compile_dir}: no device capture") and "report/ dirs" in err
+
+
+def test_a_commands_usage_mistake_prints_that_commands_usage(capsys):
+    assert main(["diff", "only-one"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: pypto-profile diff ")
+    assert err.rstrip().splitlines()[-1].startswith("pypto-profile diff: error: diff takes")
+
+
+@pytest.mark.parametrize("where", ["seconds", "total_seconds"])
+def test_a_time_no_profile_can_hold_is_one_line_not_a_300_digit_total(work_dir, tmp_path,
+                                                                      capsys, where):
+    doc = json.loads((work_dir / "report" / "pipeline_profile.json").read_text())
+    if where == "seconds":
+        doc["stages"][0]["seconds"] = 1e294
+    else:
+        doc["total_seconds"] = 1e294
+    bad = tmp_path / "pipeline_profile.json"
+    bad.write_text(json.dumps(doc))
+    assert main(["show", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"{bad}: ") and "beyond 1e+09" in err

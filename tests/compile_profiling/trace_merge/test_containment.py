@@ -850,9 +850,17 @@ def test_a_task_slot_lies_within_the_aicpus_dispatches_and_finishes():
     w = cycles_window(None, slots={2: (300, 150)})
     j = join_origin(w, capture((1000, 1500), aicpu=(1000, 1500)))
     assert (j.lo, j.hi) == (700, 1000) and j.sources == ("device_wall", "task_slot_2")
-    with pytest.raises(NotOneRun, match="task_slot_2"):
-        join_origin(cycles_window(None, slots={2: (0, 900)}),
+    # a slot that leaves no placement is dropped and named, as every other constraint
+    # that would: never the whole merge refused
+    j = join_origin(cycles_window(None, slots={2: (0, 900)}),
                     capture((1000, 1500), aicpu=(1000, 1500)))
+    assert (j.lo, j.hi) == (500, 1000) and j.sources == ("device_wall",)
+    assert j.ruled_out == (("task slot 2 (900 ns): it misses the AICPU's records by 400 ns "
+                           "where device_wall place them: not used"),)
+    # the other slots still narrow it
+    j = join_origin(cycles_window(None, slots={2: (0, 900), 3: (300, 150)}),
+                    capture((1000, 1500), aicpu=(1000, 1500)))
+    assert (j.lo, j.hi) == (700, 1000) and j.sources == ("device_wall", "task_slot_3")
 
 
 @pytest.mark.parametrize("attrs, cycles, device_id, problem", [
