@@ -250,7 +250,8 @@ def _tiled(plan: Plan, capture_plan: CapturePlan, dev, tt: TaskTable, path: Obse
     totals["device compute"] += int(d[what == COMPUTE].sum())
     for part in DEVICE_STALLS:
         totals[f"device stall: {part}"] += int(d[what == PARTS.index(part)].sum())
-    segments.append(Segment(f"device: observed path ({len(path.tasks)} tasks)", "device",
+    n = len(path.tasks)
+    segments.append(Segment(f"device: observed path ({n} task{'s' * (n != 1)})", "device",
                             dev_start, dev_end))
     if dev.status is not PlacementStatus.CALIBRATED:
         notes.append(f"the device side is not calibrated ({dev.label}): where host time "
