@@ -131,8 +131,12 @@ class CompileProfiler:
     @staticmethod
     def current() -> CompileProfiler | None:
         """The innermost active profiler of this thread, or None (as upstream: the process-wide
-        profiler counts once `get_active_profiler()` has bound it to this thread)."""
-        return _active_get()
+        profiler counts once `get_active_profiler()` has bound it to this thread, and no
+        longer once it was dropped: `refresh_from_environment()` with the variable off)."""
+        prof = _active_get()
+        if prof is not None and prof._from_environment and prof is not _process_profiler:
+            return None
+        return prof
 
     # -- recording (hot path) ---------------------------------------------------------------
     def stage(self, name: str, args: dict | None = None, cat: str | None = None) -> LiveStage:
@@ -529,7 +533,7 @@ class _CurrentSlot:
 
     @property
     def current(self) -> CompileProfiler | None:
-        return _active_get()
+        return CompileProfiler.current()
 
     @current.setter
     def current(self, prof: CompileProfiler | None) -> None:

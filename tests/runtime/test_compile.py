@@ -144,6 +144,9 @@ def test_environment_variable_activates_recording(tmp_path, monkeypatch):
     finally:
         monkeypatch.delenv("PYPTO_COMPILE_PROFILING")
         assert refresh_from_environment() is None
+    # the dropped process-wide profiler no longer counts as this thread's (it stayed bound,
+    # and a later test's `with CompileProfiler()` found it current after its own exit)
+    assert CompileProfiler.current() is None
 
 
 def test_compile_rejects_non_programs():
