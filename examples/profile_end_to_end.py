@@ -78,10 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     for line in merged.summary_lines:
         if isinstance(line, KernelBrief):
             print(f"  {line.label}: most device time: {line.top}")
-            hint = f"{profile_cmd} kernels {shlex.quote(str(work_dir))}"
-            head = f"  all {line.kernels} kernels: "
-            # a command to paste is printed whole: on a line of its own when it is long
-            print(head + hint if len(head + hint) <= 100 else f"{head.rstrip()}\n    {hint}")
+            print(f"  all {line.kernels} kernels: {profile_cmd} kernels "
+                  f"{shlex.quote(str(work_dir))}")
         elif line.startswith("linked "):
             print(line)
     for path in outputs:
