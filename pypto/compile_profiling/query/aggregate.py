@@ -13,7 +13,9 @@ kernels by name with their device time from the records' cycles.
 The search of a tree is bounded: it stays on the file system of the PATH it starts from
 (so `/` does not walk into /proc, /sys, /dev or other mounts), follows no symlinked
 directory, answers Ctrl-C at once, reports its progress every `PROGRESS_S` seconds on a long
-search, and says what it skipped (directories on other file systems, unreadable ones).
+search, and says what it skipped (directories on other file systems, unreadable ones, and
+runs found in a tree that cannot be read: named with the reason; a run given by name that
+cannot be read is refused).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from pathlib import Path
 from pypto.compile_profiling.query import require
 from pypto.compile_profiling.query.presets import AICORE, STAGE_PATHS, with_path
 from pypto.compile_profiling.query.run import QueryResult
-from pypto.errors import TraceInputError
+from pypto.errors import PyptoError, TraceInputError
 
 __all__ = ["PROGRESS_S", "Search", "aggregate", "find_runs"]
 
@@ -86,6 +88,8 @@ class Search:
     directories: int = 0
     other_fs: list[str] = field(default_factory=list)
     unreadable: list[str] = field(default_factory=list)
+    found: set[Path] = field(default_factory=set)       # runs found inside a tree
+    bad_runs: list[str] = field(default_factory=list)   # found ones that did not read: why
 
     def skipped_lines(self) -> list[str]:
         out = []
@@ -95,6 +99,11 @@ class Search:
                 shown = ", ".join(found[:3]) + (", ..." if len(found) > 3 else "")
                 out.append(f"skipped {len(found)} director{'y' if len(found) == 1 else 'ies'} "
                            f"{what}: {shown}")
+        if self.bad_runs:
+            n = len(self.bad_runs)
+            out.append(f"skipped {n} run{'' if n == 1 else 's'} found in a tree that cannot "
+                       "be read:" + "".join(f"\n  {why}" for why in self.bad_runs[:3])
+                       + (f"\n  ... and {n - 3} more" if n > 3 else ""))
         return out
 
 
@@ -151,6 +160,7 @@ def find_runs(paths: list[str | os.PathLike], *, progress: Callable[[str], None]
             continue
         found: list[Path] = []
         _search(root, found, seen, say, clock)
+        seen.found.update(found)
         if not found:
             raise TraceInputError(root, "no runs here (expected work dirs, report dirs, "
                                         "profiles, capture directories or Parquet datasets)")
@@ -169,14 +179,18 @@ def aggregate(paths: list[str | os.PathLike], *, progress=None,
     from pypto.compile_profiling.query.run import run_query
     from pypto.compile_profiling.query.tables import lock
 
+    search = search if search is not None else Search()
     runs = find_runs(paths, progress=progress, search=search)
     parts = []
     with _ctrl_c_as_keyboard_interrupt(duckdb):
-        _read_runs(runs, parts, progress)
+        _read_runs(runs, parts, progress, search)
+    if not parts:
+        raise TraceInputError(Path(paths[0]), "none of the runs found here can be read: "
+                                              + "; ".join(search.bad_runs[:3]))
     con = duckdb.connect()
     con.register("instances", pa.concat_tables(parts))
     lock(con, [])
-    return run_query(con, _AGGREGATE), len(runs)
+    return run_query(con, _AGGREGATE), len(parts)
 
 
 @contextlib.contextmanager
@@ -194,8 +208,10 @@ def _ctrl_c_as_keyboard_interrupt(duckdb) -> Iterator[None]:
         raise
 
 
-def _read_runs(runs: list, parts: list, progress) -> None:
-    """Each run's stage, pass and kernel instances, as Arrow tables into `parts`."""
+def _read_runs(runs: list, parts: list, progress, search: Search) -> None:
+    """Each run's stage, pass and kernel instances, as Arrow tables into `parts`. A run found
+    inside a tree that cannot be read is skipped and named in `search` (one damaged dataset
+    under `/` does not stop the rest); a run given by name is refused."""
     import pyarrow as pa
 
     from pypto.compile_profiling.query.presets import slice_arg_fields
@@ -204,10 +220,17 @@ def _read_runs(runs: list, parts: list, progress) -> None:
     for n, run in enumerate(runs):
         if progress is not None:
             progress(f"reading run {n + 1}/{len(runs)}: {run}")
-        con = open_run([run])
+        try:
+            con = open_run([run])
+        except PyptoError as e:
+            if run not in search.found:
+                raise
+            search.bad_runs.append(str(e))
+            continue
         fields = slice_arg_fields(con)
         kernels = {"core_id", "task_id", "kernel_id", "start_cycles", "end_cycles"} <= fields
         sql = with_path(_INSTANCES if kernels else _STAGES_ONLY, fields)
         table = con.sql(sql).to_arrow_table()
-        parts.append(table.append_column("run", pa.array([n] * len(table), pa.int64())))
+        run_no = len(parts)
+        parts.append(table.append_column("run", pa.array([run_no] * len(table), pa.int64())))
         con.close()

@@ -5,7 +5,7 @@
   `pypto-merge-traces --per-rank` output directory): DuckDB reads the files where they
   are (`read_parquet(..., union_by_name = true)`), nothing is loaded up front. Each file is
   checked first (a regular file, a Parquet footer that reads, the columns its table always
-  has; the files its manifest lists all there): a damaged dataset, or somebody else's
+  has, each holding its kind of value; the files its manifest lists all there): a damaged dataset, or somebody else's
   Parquet, is one line naming the file;
 - anything else: a merge's inputs (capture directories, work dirs, compile traces,
   profiles), read and placed by `merge_traces`, its timeline as Arrow tables in memory.
@@ -53,6 +53,7 @@ def check_dataset(directory: Path) -> dict[str, list[Path]]:
     from pypto.compile_profiling.foundation.owned_dir import read_manifest
     from pypto.compile_profiling.timeline.write_parquet import (
         DATASET_MARKER,
+        TABLE_COLUMN_KINDS,
         TABLE_COLUMNS,
         TABLES,
     )
@@ -79,8 +80,26 @@ def check_dataset(directory: Path) -> dict[str, list[Path]]:
             if missing:
                 raise TraceInputError(f, f"not a {name} table of a pypto dataset (no column "
                                          f"{', '.join(missing)})")
+            for column, kind in TABLE_COLUMN_KINDS[name].items():
+                held = _kind(schema.field(column).type)
+                if held not in (kind, "null") and (kind, held) != ("float", "int"):
+                    raise TraceInputError(f, f"its {name} column {column} holds "
+                                             f"{schema.field(column).type}, where a pypto "
+                                             f"dataset has {kind} values")
         out[name] = files
     return out
+
+
+def _kind(arrow_type) -> str:
+    """"int", "float", "string", "bool", "null" or the type's own name."""
+    import pyarrow.types as t
+
+    for kind, test in (("int", t.is_integer), ("float", t.is_floating),
+                       ("string", lambda x: t.is_string(x) or t.is_large_string(x)),
+                       ("bool", t.is_boolean), ("null", t.is_null)):
+        if test(arrow_type):
+            return kind
+    return str(arrow_type)
 
 
 def _register_dataset(con, directory: Path) -> list[str]:

@@ -36,8 +36,8 @@ from pypto.compile_profiling.timeline.json_values import dumps_strict
 from pypto.compile_profiling.timeline.model import ArgColumn, SliceBlock, Timeline
 from pypto.errors import ProfileWriteError
 
-__all__ = ["DATASET_MARKER", "DATASET_TITLE", "TABLES", "TABLE_COLUMNS", "is_dataset_file", "partition_name",
-           "read_parquet_dataset", "timeline_tables", "write_parquet_dataset", "write_tables"]
+__all__ = ["DATASET_MARKER", "DATASET_TITLE", "TABLES", "TABLE_COLUMNS", "TABLE_COLUMN_KINDS",
+           "is_dataset_file", "partition_name", "read_parquet_dataset", "timeline_tables", "write_parquet_dataset", "write_tables"]
 
 TABLES = ("process", "thread", "slice", "flow", "counter_track", "counter", "capture",
           "kernel", "metadata")
@@ -55,6 +55,18 @@ TABLE_COLUMNS = {
     "capture": ("rank", "id", "device", "label"),
     "kernel": ("rank", "capture_id", "kernel_id", "name"),
     "metadata": ("rank", "name", "value"),
+}
+# what kind of value each of those columns holds (a reader refuses a file that disagrees, naming
+# it, before DuckDB fails on the mix without a file name): "int", "float" (ints read too),
+# "string", "bool"; every other column is "int" but these
+COLUMN_KINDS = {
+    "name": "string", "args": "string", "category": "string", "unit": "string",
+    "label": "string", "value": "string", "estimated": "bool", "is_thread": "bool",
+}
+TABLE_COLUMN_KINDS = {
+    table: {c: ("float" if (table, c) == ("counter", "value") else COLUMN_KINDS.get(c, "int"))
+            for c in cols}
+    for table, cols in TABLE_COLUMNS.items()
 }
 JSON_ARGS = b"pypto.json_args"        # schema metadata: arg keys whose values are JSON text
 SHARD_BITS, SLICE_SHARD_BITS = 32, 40

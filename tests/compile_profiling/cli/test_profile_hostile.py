@@ -304,6 +304,14 @@ def _damage(dataset: Path, tmp_path: Path, how: str) -> tuple[Path, Path]:
         import pyarrow.parquet as pq
 
         pq.write_table(pa.table({"a": [1, 2]}), part)
+    elif how == "a wrong column type":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(part)
+        at = table.schema.get_field_index("slice_out")
+        pq.write_table(table.set_column(at, "slice_out",
+                                        table["slice_out"].cast(pa.string())), part)
     elif how == "listed but gone":
         part.unlink()
         return d, part
@@ -318,6 +326,7 @@ def _damage(dataset: Path, tmp_path: Path, how: str) -> tuple[Path, Path]:
     ("not parquet", "not a readable Parquet file"),
     ("a table missing", "is listed in the dataset's manifest but missing"),
     ("somebody else's parquet", "not a flow table of a pypto dataset (no column"),
+    ("a wrong column type", "its flow column slice_out holds string, where a pypto dataset"),
     ("listed but gone", "is listed in the dataset's manifest but missing"),
     ("a fifo", "FIFO"),
 ])

@@ -249,6 +249,32 @@ def test_a_search_stays_on_its_file_system_says_so_and_reports_progress(monkeypa
     assert line.startswith(f"skipped {len(search.other_fs)} director")
 
 
+def test_a_run_in_a_tree_that_cannot_be_read_is_skipped_and_named(work_dir, tmp_path,
+                                                                   capsys):
+    """`aggregate /` meets somebody's damaged run: the others still count, the damaged one is
+    named with its reason; given by name, the same run is refused (exit 2, one line)."""
+    tree = tmp_path / "runs"
+    shutil.copytree(work_dir / "report", tree / "a" / "report")
+    bad = tree / "b" / "trace.json"
+    bad.parent.mkdir(parents=True)
+    bad.write_text('{"traceEvents": [')
+    code, out, err = cli(capsys, "aggregate", tree)
+    assert code == 0, err
+    lines = err.splitlines()
+    assert lines[0] == "note: skipped 1 run found in a tree that cannot be read:", lines
+    assert lines[1].startswith(f"  {bad}: truncated JSON")
+    assert lines[2] == "note: 1 run(s)"
+    assert "compile/passes/ConstantFolding" in out
+    code, out, err = cli(capsys, "aggregate", bad)
+    assert code == 2 and len(err.splitlines()) == 1 and err.startswith(f"{bad}: truncated JSON")
+    (tree / "a" / "report" / "trace.json").write_text("{")
+    for p in (tree / "a" / "report").iterdir():
+        if p.name != "trace.json":
+            p.unlink()
+    code, out, err = cli(capsys, "aggregate", tree)
+    assert code == 2 and "none of the runs found here can be read" in err, err
+
+
 def test_a_search_follows_no_symlinked_directory(tmp_path):
     from pypto.compile_profiling.query.aggregate import Search, find_runs
 
