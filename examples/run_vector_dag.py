@@ -43,8 +43,10 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(result.work_dir)
     print(f"{'PASS' if result.passed else 'FAIL'}: vector DAG in {result.execution_time:.3f}s"
           + ("" if result.passed else f" - {result.error}"))
-    print(f"compile profile : {work / 'report' / 'pipeline_profile.txt'}")
-    print(f"host trace      : {work / 'report' / 'trace.json'}")
+    for label, f in (("compile profile ", work / "report" / "pipeline_profile.txt"),
+                     ("host trace      ", work / "report" / "trace.json")):
+        if f.is_file():      # a failed write (a full disk) is in the error above
+            print(f"{label}: {f}")
     for f in sorted((work / "dfx_outputs").glob("*.json")):
         print(f"device ({f.name.split('.')[0]}): {f}")
     return 0 if result.passed else 1

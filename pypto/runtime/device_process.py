@@ -24,6 +24,7 @@ from pypto.compile_profiling.foundation.owned_dir import (
     replace_owned,
     stage_beside,
     write_manifest,
+    writing_into,
 )
 from pypto.compile_profiling.trace_merge.read_simpler import file_kind
 from pypto.errors import PyptoError
@@ -111,15 +112,16 @@ def _write_dfx(run: Any, program: Any, s: DeviceSettings) -> list[str]:
     target = Path(s.dfx_dir)
     stage = stage_beside(target)
     try:
-        names = [p.name for p in write_dfx_outputs(
-            run, stage, level=s.level, dep_gen=s.dep_gen, case_name=s.case_name,
-            kernels=program.kernels, not_simulated=s.not_simulated,
-            orchestration_name=getattr(program, "orchestration_name", None))]
-        names.append(write_host_log(run, stage, getattr(program, "name", None) or s.case_name,
-                                    device_id=s.device_id, queue=s.host_log_queue).name)
-        write_manifest(stage, DFX_MANIFEST, "pypto simulated device: the DFX outputs of one run")
-        replace_owned(stage, target, DFX_MANIFEST, _ours, "a simulated run's dfx_outputs",
-                      unmarked=True)
+        with writing_into(stage, target):
+            names = [p.name for p in write_dfx_outputs(
+                run, stage, level=s.level, dep_gen=s.dep_gen, case_name=s.case_name,
+                kernels=program.kernels, not_simulated=s.not_simulated,
+                orchestration_name=getattr(program, "orchestration_name", None))]
+            names.append(write_host_log(run, stage, getattr(program, "name", None) or s.case_name,
+                                        device_id=s.device_id, queue=s.host_log_queue).name)
+            write_manifest(stage, DFX_MANIFEST, "pypto simulated device: the DFX outputs of one run")
+            replace_owned(stage, target, DFX_MANIFEST, _ours, "a simulated run's dfx_outputs",
+                          unmarked=True)
     finally:
         if stage.exists():
             shutil.rmtree(stage, ignore_errors=True)

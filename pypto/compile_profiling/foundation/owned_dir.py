@@ -17,19 +17,20 @@ and a process that is gone; `clean_stale` returns what it removed, for the calle
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import secrets
 import shutil
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from pypto.compile_profiling.foundation.atomic_io import pid_running
 from pypto.errors import OutputPathError, ProfileWriteError
 
-__all__ = ["OLD_MARK", "STAGE_MARK", "check_replaceable", "clean_stale", "read_manifest",
-           "replace_owned", "stage_beside", "write_manifest"]
+__all__ = ["OLD_MARK", "STAGE_MARK", "check_replaceable", "clean_stale", "naming_output",
+           "read_manifest", "replace_owned", "stage_beside", "write_manifest", "writing_into"]
 
 log = logging.getLogger(__name__)
 
@@ -139,6 +140,28 @@ def stage_beside(target: Path) -> Path:
     except OSError as e:
         raise ProfileWriteError(f"{target.parent}: cannot write here: {e.strerror or e}") from e
     return stage
+
+
+@contextlib.contextmanager
+def writing_into(stage: Path, target: Path) -> Iterator[None]:
+    """While a staged tree is written: a failure (disk full, a permission) names the output
+    the user asked for, never our staging directory, which is gone by the time they read it."""
+    try:
+        yield
+    except (ProfileWriteError, OSError) as e:
+        raise naming_output(e, stage, target) from e
+
+
+def naming_output(e: ProfileWriteError | OSError, stage: Path | None, target: Path
+                  ) -> ProfileWriteError:
+    """`e`, a failure while writing into `stage`, as the one line that names `target`."""
+    if isinstance(e, OutputPathError):
+        return e
+    if isinstance(e, ProfileWriteError):
+        return ProfileWriteError(str(e).replace(str(stage), str(target)) if stage else str(e))
+    where = e.filename if isinstance(e.filename, str) and stage else None
+    where = where.replace(str(stage), str(target)) if where else str(target)
+    return ProfileWriteError(f"{where}: cannot write: {e.strerror or e}")
 
 
 def replace_owned(stage: Path, target: Path, manifest: str, legacy: Callable[[str], bool],

@@ -50,6 +50,7 @@ import numpy as np
 
 from pypto.compile_profiling.foundation.owned_dir import (
     check_replaceable,
+    naming_output,
     replace_owned,
     stage_beside,
     write_manifest,
@@ -524,8 +525,8 @@ def merge_per_rank(inputs: list[str | os.PathLike], out_dir: str | os.PathLike, 
         write_manifest(stage / "tables", DATASET_MARKER, DATASET_TITLE)
         write_manifest(stage, OUTPUT_MARKER, _OUTPUT_TITLE)
         replace_owned(stage, out, OUTPUT_MARKER, _ours, _WHAT)
-    except OSError as e:
-        raise ProfileWriteError(f"{out}: cannot write: {e.strerror or e}") from e
+    except (ProfileWriteError, OSError) as e:
+        raise naming_output(e, stage, out) from e
     except KeyboardInterrupt:
         interrupted = True
         raise

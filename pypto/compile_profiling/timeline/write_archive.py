@@ -18,6 +18,7 @@ from pypto.compile_profiling.foundation.atomic_io import (
     check_output_path,
     ensure_dir,
 )
+from pypto.compile_profiling.foundation.owned_dir import writing_into
 from pypto.compile_profiling.timeline.model import Timeline
 from pypto.errors import ProfileWriteError
 
@@ -36,7 +37,7 @@ def write_trace_archive(parts: dict[str, Timeline], path: str | os.PathLike) -> 
         tmp_dir = tempfile.TemporaryDirectory(dir=parent, prefix=".pypto-archive-")
     except OSError as e:        # as the other writers say it: the directory, and why
         raise ProfileWriteError(f"{parent}: cannot write here: {e.strerror or e}") from None
-    with tmp_dir as tmp:
+    with tmp_dir as tmp, writing_into(Path(tmp), target):
         files = []
         for name, timeline in parts.items():
             part = Path(tmp) / f"{name}.pftrace"

@@ -31,10 +31,10 @@ from pypto.compile_profiling.foundation.owned_dir import (
     replace_owned,
     stage_beside,
     write_manifest,
+    writing_into,
 )
 from pypto.compile_profiling.timeline.json_values import dumps_strict
 from pypto.compile_profiling.timeline.model import ArgColumn, SliceBlock, Timeline
-from pypto.errors import ProfileWriteError
 
 __all__ = ["DATASET_MARKER", "DATASET_TITLE", "TABLES", "TABLE_COLUMNS", "TABLE_COLUMN_KINDS",
            "is_dataset_file", "partition_name", "read_parquet_dataset", "timeline_tables", "write_parquet_dataset", "write_tables"]
@@ -560,11 +560,10 @@ def write_parquet_dataset(timeline: Timeline, directory: str | os.PathLike) -> i
     check_replaceable(target, DATASET_MARKER, is_dataset_file, what)
     stage = stage_beside(target)
     try:
-        size = write_tables(timeline, stage)
-        write_manifest(stage, DATASET_MARKER, DATASET_TITLE)
-        replace_owned(stage, target, DATASET_MARKER, is_dataset_file, what)
-    except OSError as e:
-        raise ProfileWriteError(f"{target}: cannot write: {e.strerror or e}") from e
+        with writing_into(stage, target):
+            size = write_tables(timeline, stage)
+            write_manifest(stage, DATASET_MARKER, DATASET_TITLE)
+            replace_owned(stage, target, DATASET_MARKER, is_dataset_file, what)
     finally:
         if stage.exists():
             shutil.rmtree(stage, ignore_errors=True)

@@ -4,7 +4,10 @@ capture, with a compile trace around it; nesting (depth, parent) is the one the 
 
 from __future__ import annotations
 
+import errno
+import io
 import json
+import os
 import shutil
 
 import pyarrow.parquet as pq
@@ -153,3 +156,39 @@ def test_a_tabled_column_with_absent_rows_reads_back_null():
                                               {"k": None, "list": None},
                                               {"k": "x", "list": '[1,"b"]'}]
     assert json.loads(got.schema.metadata[JSON_ARGS]) == ["list"]
+
+
+@pytest.mark.parametrize("how", ["dataset", "per-rank", "archive"])
+def test_a_full_disk_names_the_output_never_our_staging(how, tmp_path, monkeypatch, capsys):
+    """Outputs written as a tree (a dataset, a `--per-rank` directory, a ZIP of parts) are
+    staged beside the target; a full disk must name what the user asked for, since the
+    staging directory is gone when they read the line."""
+    from pypto.compile_profiling.cli.merge_traces import main as merge_main
+
+    real_fdopen = os.fdopen
+
+    class Full(io.RawIOBase):
+        def writable(self):
+            return True
+
+        def write(self, data):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    def full_fdopen(fd, mode="r", *args, **kwargs):
+        if "w" in mode:
+            os.close(fd)
+            return io.BufferedWriter(Full()) if "b" in mode else io.TextIOWrapper(
+                io.BufferedWriter(Full()))
+        return real_fdopen(fd, mode, *args, **kwargs)
+
+    case = str(FIXTURES / "tmr_vector_example_l4_depgen")
+    out = tmp_path / {"dataset": "ds", "per-rank": "pr", "archive": "c.zip"}[how]
+    argv = {"dataset": [case, "-o", str(out), "--format", "parquet"],
+            "per-rank": [case, "--per-rank", str(out)],
+            "archive": ["--compare", case, case, "-o", str(out)]}[how]
+    monkeypatch.setattr(os, "fdopen", full_fdopen)
+    assert merge_main([*argv, "-q"]) == 1      # a write that failed (2: a usage mistake)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(str(out)), err
+    assert "No space left on device" in err[0] and ".pypto-" not in err[0], err
+    assert sorted(p.name for p in tmp_path.iterdir()) == []      # nothing left behind
