@@ -219,6 +219,7 @@ class _TraceServer:
 
     def __init__(self, web_dist: Path):
         self._files: dict[str, Path] = {}
+        self._cut: dict[str, int] = {}  # url path -> bytes sent before the connection drops
         self._sent: dict[str, int] = {}  # url path -> HTTP status of the last finished request
         self.unknown_requests: list[str] = []  # /traces/ paths asked for but never registered
         self._lock = threading.Lock()
@@ -260,8 +261,10 @@ class _TraceServer:
         # The browser often drops connections (e.g. after fetching enough); not worth a traceback.
         logger.debug("http: request from %s failed: %r", client_address, sys.exc_info()[1])
 
-    def register(self, path: Path) -> str:
-        """Make `path` downloadable; returns its URL path (unique per call)."""
+    def register(self, path: Path, cut_after: int | None = None) -> str:
+        """Make `path` downloadable; returns its URL path (unique per call). `cut_after`: send
+        that many bytes, then drop the connection (a download that fails, as a browser's
+        does past its blob limit)."""
         with self._lock:
             # Names with URL-special characters would be mangled inside the UI's `#!/?url=`.
             name = (
@@ -271,6 +274,8 @@ class _TraceServer:
             )
             url_path = f"{TRACE_URL_PREFIX}{len(self._files)}/{name}"
             self._files[url_path] = path
+            if cut_after is not None:
+                self._cut[url_path] = cut_after
         return url_path
 
     def status_of(self, url_path: str) -> int | None:
@@ -294,8 +299,15 @@ class _TraceServer:
         handler.send_header("Content-Length", str(size))
         handler.send_header("Cache-Control", "no-store")
         handler.end_headers()
+        with self._lock:
+            cut = self._cut.get(url_path)
         with path.open("rb") as src:
-            shutil.copyfileobj(src, handler.wfile)
+            if cut is None:
+                shutil.copyfileobj(src, handler.wfile)
+            else:
+                handler.wfile.write(src.read(cut))
+                handler.wfile.flush()
+                handler.close_connection = True
         with self._lock:
             self._sent[url_path] = 200
 
@@ -663,11 +675,14 @@ class PerfettoUI:
         except Exception:
             logger.debug("closing a failed UI page failed", exc_info=True)
 
-    def load(self, path: str | os.PathLike[str], timeout_s: float | None = None) -> LoadedTrace:
-        """Open `path` (.json Chrome trace or .pftrace) in the UI; raises TraceLoadError.
+    def load(self, path: str | os.PathLike[str], timeout_s: float | None = None,
+             cut_after: int | None = None) -> LoadedTrace:
+        """Open `path` (.json Chrome trace or .pftrace) in the UI; raises TraceLoadError, at
+        once when the UI says it failed (an `alert`, e.g. a download it could not finish).
 
         Reuses a booted page when one is free (or frees the oldest trace's page once
-        `max_open` traces are open); only a page's first load boots the UI.
+        `max_open` traces are open); only a page's first load boots the UI. `cut_after`:
+        the server drops the download after that many bytes (`_TraceServer.register`).
         """
         if self._browser is None or self._server is None:
             raise PerfettoUIUnavailable("PerfettoUI not started (use it as a context manager)")
@@ -677,7 +692,7 @@ class PerfettoUI:
         timeout_s = self.load_timeout_s if timeout_s is None else timeout_s
 
         server = self._server
-        url_path = server.register(path)
+        url_path = server.register(path, cut_after)
         origin = server.origin
         ui_page = self._page_for_load()
         console: list[str] = []
@@ -747,6 +762,12 @@ class PerfettoUI:
                 if text not in seen_modals:
                     seen_modals.add(text)
                     dialogs.append(text)
+            alerts = [d for d in dialogs if d.startswith("alert: ")]
+            if alerts:                    # the UI gave up (and went back to its home page)
+                raise TraceLoadError(
+                    _failure(path, f"the UI could not load it: {alerts[0]}", state, console,
+                             dialogs)
+                )
             status = server.status_of(url_path)
             if len(server.unknown_requests) > known_unknown:
                 asked = server.unknown_requests[known_unknown]
