@@ -59,6 +59,10 @@ class TraceInputError(PyptoError):
         return type(self), (self.path, self.problem)
 
 
+class CutError(PyptoError, ValueError):
+    """A cut (`--window`, `--ranks`) that the run cannot give: a rank it does not hold."""
+
+
 class GateError(PyptoError, ValueError):
     """A comparison's gate cannot be evaluated as asked (a run without the device capture
     the others have, a `--fail-above` pattern that names no figure): it fails closed."""

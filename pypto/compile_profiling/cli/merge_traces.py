@@ -45,6 +45,7 @@ from pypto.compile_profiling.viewer.perfetto_ui import (
     port_number,
 )
 from pypto.errors import (
+    CutError,
     MissingDependencyError,
     OutputPathError,
     ProfileWriteError,
@@ -92,11 +93,29 @@ def _names(known: tuple[str, ...], what: str):
     return parse
 
 
+def _window(text: str) -> tuple[int | None, int | None]:
+    from pypto.compile_profiling.timeline.cut import parse_window
+
+    try:
+        return parse_window(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _ranks(text: str) -> frozenset[int]:
+    from pypto.compile_profiling.timeline.cut import parse_ranks
+
+    try:
+        return parse_ranks(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def _merge_error(e: PyptoError, target, err) -> int:
     """One line on `err` for an error of a merge writing `target`, and its exit status: an
     input, output-path or missing-extra error as it says itself (it names its file), 2; a
     failed write, 1; any other with `target` in front, 2."""
-    if isinstance(e, (TraceInputError, OutputPathError, MissingDependencyError)):
+    if isinstance(e, (TraceInputError, OutputPathError, MissingDependencyError, CutError)):
         print(str(e), file=err)
         return EXIT_INPUT
     if isinstance(e, ProfileWriteError):
@@ -182,6 +201,14 @@ def _parser() -> argparse.ArgumentParser:
                    help="kinds of arrows to draw, comma-separated, or all / none (default: "
                         "all; an arrow is drawn only when the views at both its ends are): "
                         + _choices(FLOW_HELP))
+    p.add_argument("--window", type=_window, metavar="START:END",
+                   help="draw only this part of the run: times after the trace's first event, "
+                        "as the Perfetto UI's time axis shows them, each with a unit (10s:20s, "
+                        ":500ms, 2s:); a slice that overlaps it is drawn whole. The summary "
+                        "says what was kept of what")
+    p.add_argument("--ranks", type=_ranks, metavar="LIST",
+                   help="draw only these ranks' captures (0,3,5-7), with the compile and host "
+                        "side")
     p.add_argument("--open", action="store_true",
                    help=f"serve OUT on 127.0.0.1 and open it in {PERFETTO_UI}; stops once the "
                         "file was fetched, or on Ctrl-C (as `pypto-profile open OUT`)")
@@ -416,6 +443,9 @@ def _main(argv: list[str] | None, state: dict) -> int:
     if args.per_rank is None and (args.scheduler or args.merge_shards or args.workers):
         parser.error("--scheduler, --workers and --merge-shards go with --per-rank")
     if args.per_rank is not None:
+        if args.window or args.ranks:
+            parser.error("--window and --ranks cut one merged file (-o OUT); --per-rank writes "
+                         "every rank whole")
         if args.open or args.format:
             parser.error("--per-rank writes Parquet tables and protobuf shards: no --format "
                          "or --open")
@@ -496,6 +526,9 @@ def _check_compare(parser, args) -> None:
         return
     if args.inputs:
         parser.error("--compare BASE NEW takes the two runs; give no other INPUT")
+    if args.window or args.ranks:
+        parser.error("--window and --ranks cut one run's merge; --compare lines up two whole "
+                     "runs")
     if args.analyze:
         parser.error("--analyze reports one run's captures; to compare two runs: "
                      "pypto-profile diff BASE NEW")
@@ -572,7 +605,13 @@ def _merge(args, state: dict, server) -> int:
     t0 = time.perf_counter()
     options = {"offset_us": args.offset_us, "output": None if to_stdout else args.output,
                "views": args.views, "flows": args.flows,
-               "derived_views": _derived_views(args.views)}
+               "derived_views": _derived_views(args.views),
+               "for_viewer": fmt in ("json", "perfetto", "archive")}
+    if args.window or args.ranks:
+        from pypto.compile_profiling.timeline.cut import Cut
+
+        start, end = args.window or (None, None)
+        options["cut"] = Cut(start, end, args.ranks)
     try:
         if args.compare:
             from pypto.compile_profiling.trace_merge.side_by_side import compare_runs
@@ -620,6 +659,12 @@ def _merge(args, state: dict, server) -> int:
               f"{len(tl.processes)} processes, {lanes} lanes", file=err)
         if args.analyze:
             print(f"wrote the analysis of its captures to {args.analyze}", file=err)
+    if not to_stdout and fmt in ("json", "perfetto"):     # before the user waits for the UI
+        from pypto.compile_profiling.viewer.ui_limits import too_big_for_ui
+
+        too_big = too_big_for_ui(args.output, size, merged_here=True)
+        if too_big:
+            print("\n".join(wrap(printable(f"warning: {too_big}"))), file=err)
     if args.quiet or args.verbose:
         for w in result.warnings:
             print(printable(f"warning: {w}"), file=err)

@@ -65,6 +65,11 @@ def serve_trace(server, *, open_browser: bool = True, timeout_s: float | None = 
     from pypto.compile_profiling.viewer.perfetto_ui import DEFAULT_PORT
 
     try:
+        from pypto.compile_profiling.viewer.ui_limits import too_big_for_ui
+
+        too_big = too_big_for_ui(str(trace.path), trace.size, merged_here=False)
+        if too_big:                # before the user waits for a download that cannot end
+            print(f"warning: {too_big}", file=err, flush=True)
         ui_url = server.ui_url
         print(ui_url or server.trace_url, file=out, flush=True)
         until = "Ctrl-C" if server.ui_dir is not None else "it is fetched (Ctrl-C to stop)"

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from pypto.compile_profiling.foundation.gc_pause import gc_paused
 
 if TYPE_CHECKING:  # not loaded here: `--help` reads `views` without NumPy (0.30 -> 0.13 s CPU)
+    from pypto.compile_profiling.timeline.cut import Cut
     from pypto.compile_profiling.timeline.model import Timeline
     from pypto.compile_profiling.trace_merge.plan import Plan
 
@@ -41,6 +42,9 @@ class MergeResult:
     # plan's `DeviceRows`, so `analysis.analyze_plan(plan, rows=rows)` reads nothing again
     plan: Plan | None = None
     rows: dict | None = None
+    # what the merge drew differently from the whole run (a cut, the defaults at scale):
+    # printed under both the brief and the full summary
+    notes: list[str] = field(default_factory=list)
 
     def brief(self, most: int = 5) -> list[str]:
         """What was merged, in a few lines: the sources by kind, then per capture (at most
@@ -67,17 +71,17 @@ class MergeResult:
                 out.append(f"    read {os.path.basename(s['path'])}, not {ignored} beside it")
         if len(caps) > most:
             out.append(f"  ... {len(caps) - most} more captures (-v lists every source)")
-        return out
+        return out + self.notes
 
     def summary(self, more_kernels: str = "") -> list[str]:
         """`summary_lines`, with `more_kernels.format(n=<its kernels>)` after each capture's
         kernel line that names only some of them: where the rest are, in the printer's
         words (`pypto-merge-traces`: `" (all {n}: --kernels)"`)."""
         if not more_kernels:
-            return list(self.summary_lines)
+            return list(self.summary_lines) + self.notes
         return [line + more_kernels.format(n=line.kernels)
                 if getattr(line, "kernels", 0) > getattr(line, "named", 0) else line
-                for line in self.summary_lines]
+                for line in self.summary_lines] + self.notes
 
 
 def merge_traces(inputs: Iterable[str | os.PathLike], *, offset_us: float | None = None,
@@ -87,7 +91,9 @@ def merge_traces(inputs: Iterable[str | os.PathLike], *, offset_us: float | None
                  flows: Iterable[str] | None = None,
                  align: str = "clock",
                  derived_views: Callable | None = None,
-                 keep_for_analysis: bool = False) -> MergeResult:
+                 keep_for_analysis: bool = False,
+                 cut: Cut | None = None,
+                 for_viewer: bool = False) -> MergeResult:
     """Read every input, place each source on one host CLOCK_MONOTONIC axis, lay them out.
 
     Raises `TraceInputError` (naming the file) for unreadable or invalid input, before
@@ -103,6 +109,10 @@ def merge_traces(inputs: Iterable[str | os.PathLike], *, offset_us: float | None
     `derived_views`: what draws `critical-path` and `overhead`
     (`pypto.compile_profiling.analysis.TIMELINE_VIEWS`); those two are drawn only when
     `views` names them (or is `all`), and asking for them without it is a `ValueError`.
+    `cut`: keep only a time window and/or some ranks (`timeline.cut`); ValueError for ranks
+    the run does not hold. `for_viewer`: the timeline is for the Perfetto UI, so past
+    `views.SCALE_TASKS` device tasks the views and arrows not named are the lighter
+    `AT_SCALE_*` defaults. Both say what they left out in `MergeResult.notes`.
     """
     from pypto.compile_profiling.trace_merge.views import (
         DERIVED_VIEWS,
@@ -134,9 +144,50 @@ def merge_traces(inputs: Iterable[str | os.PathLike], *, offset_us: float | None
         found = read_inputs(list(inputs), output=output)
         say("placing sources")
         plan = place(found, offset_us=offset_us, align=align)
+        notes: list[str] = []
+        if for_viewer and (views is None or flows is None):
+            selection = _at_scale(plan, selection, views is None, flows is None, notes)
         say("laying out")
         rows: dict | None = {} if keep_for_analysis else None
         timeline, summary, warnings, kernel_lines = lay_out(plan, selection, derived_views,
                                                             rows)
+        if cut is not None:
+            say("cutting")
+            from pypto.compile_profiling.timeline.cut import cut_timeline
+
+            timeline, lines = cut_timeline(timeline, cut)
+            notes += lines
     return MergeResult(timeline, summary, warnings, kernel_lines,
-                       plan if keep_for_analysis else None, rows)
+                       plan if keep_for_analysis else None, rows, notes)
+
+
+def _at_scale(plan: Plan, selection, default_views: bool, default_flows: bool,
+              notes: list[str]):
+    """`selection` with the lighter defaults past `SCALE_TASKS` device tasks (for the views
+    or arrows not named), and a note of what that leaves out; else `selection`."""
+    from pypto.compile_profiling.trace_merge.views import (
+        AT_SCALE_FLOWS,
+        AT_SCALE_VIEWS,
+        SCALE_TASKS,
+        Selection,
+    )
+
+    tasks = sum(len(cp.capture.records.aicore["task_id"]) for cp in plan.captures
+                if cp.capture.records is not None)
+    if tasks <= SCALE_TASKS:
+        return selection
+    views = selection.views & AT_SCALE_VIEWS if default_views else selection.views
+    flows = selection.flows & AT_SCALE_FLOWS if default_flows else selection.flows
+    left_views = sorted(selection.views - views)
+    left_flows = sorted(selection.flows - flows)
+    if not left_views and not left_flows:
+        return selection
+    left = []
+    if left_views:
+        left.append(f"views {', '.join(left_views)}")
+    if left_flows:
+        left.append(f"arrows {', '.join(left_flows)}")
+    notes.append(f"{tasks:,} device tasks (over {SCALE_TASKS:,}): drawn light, to open fast "
+                 f"in the Perfetto UI; left out: {'; '.join(left)}. --views all --flows all "
+                 "draws everything; --window START:END draws a part whole")
+    return Selection(views, flows)

@@ -83,6 +83,17 @@ DERIVED_VIEWS = (View.CRITICAL_PATH, View.OVERHEAD)
 FLOWS = tuple(FLOW_HELP)
 
 
+# A merge for the Perfetto UI (JSON or protobuf) of more device tasks than SCALE_TASKS, whose
+# views and arrows were not named, draws only AT_SCALE_VIEWS and AT_SCALE_FLOWS, and says so.
+# Why: the UI, not the merge, is what a user waits for at scale. 1M tasks in the offline UI
+# (docs/performance.md, benchmarks/bench_open.py): every view and arrow, 6.45M slices, 7.0M
+# arrows, 4.2M counter samples, load in about 2.5x the merge's own time; these, 1M slices and
+# 0.75M arrows, in about 1.3x. What they leave out is a `--window` or `--views all` away.
+SCALE_TASKS = 200_000
+AT_SCALE_VIEWS = frozenset({View.WORKER, View.UTILISATION, View.LIFECYCLE})
+AT_SCALE_FLOWS = frozenset({FlowKind.DEPENDENCY})
+
+
 @dataclass(frozen=True, slots=True)
 class Selection:
     """The views and arrow kinds to draw (default: all)."""
