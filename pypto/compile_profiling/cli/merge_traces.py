@@ -656,7 +656,8 @@ def _merge(args, state: dict, server) -> int:
               f"{_size(size)}) in {elapsed:.1f} s", file=err)
         print(f"  {tl.slice_count} slices, {tl.flow_count} flows, "
               f"{sum(len(c.ts_ns) for c in tl.counters)} counter samples, "
-              f"{len(tl.processes)} processes, {lanes} lanes", file=err)
+              f"{len(tl.processes)} process{'es' * (len(tl.processes) != 1)}, {lanes} "
+              f"lane{'s' * (lanes != 1)}", file=err)
         if args.analyze:
             print(f"wrote the analysis of its captures to {args.analyze}", file=err)
     if not to_stdout and fmt in ("json", "perfetto"):     # before the user waits for the UI

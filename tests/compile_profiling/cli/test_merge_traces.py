@@ -544,7 +544,8 @@ def test_the_default_summary_is_short_and_v_gives_the_detail(tmp_path, capsys):
     assert re.fullmatch(r"  \S+: \d+ tasks, makespan [\d.]+ [mun]?s; device time contained "
                         r"-[\d.]+ [mun]?s/\+[\d.]+ [mun]?s", lines[1]), lines[1]
     assert lines[2].startswith(f"wrote {out} (Chrome JSON, ")
-    assert re.fullmatch(r"  \d+ slices, \d+ flows, \d+ counter samples, \d+ processes, \d+ lanes",
+    assert re.fullmatch(r"  \d+ slices, \d+ flows, \d+ counter samples, \d+ process(es)?, "
+                        r"\d+ lanes?",
                         lines[3])
     # (a warning that opens with a path longer than the line starts on the next line)
     assert re.match(r"\d+ warnings? \(-v shows them all\):( |$)", lines[4])
