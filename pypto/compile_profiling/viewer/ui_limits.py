@@ -26,8 +26,8 @@ def too_big_for_ui(path: str, size: int, *, merged_here: bool) -> str | None:
     cut = ("--window START:END or --ranks LIST merge a part of it" if merged_here else
            "pypto-merge-traces INPUT... --window START:END (or --ranks LIST) merges a part")
     smaller = "" if path.endswith(".pftrace") else "; .pftrace is about 4x smaller than JSON"
-    return (f"{path} is {size / 2**20:,.1f} MiB, past the {FETCH_LIMIT_BYTES / 2**20:,.0f} MiB "
-            "(2 GiB) the Perfetto UI can download in a browser without a disk profile (a private window, automation; "
+    return (f"{path} is {size / 1e6:,.1f} MB ({size / 2**20:,.1f} MiB), past the "
+            f"{FETCH_LIMIT_BYTES / 2**20:,.0f} MiB (2 GiB) the Perfetto UI can download in a browser without a disk profile (a private window, automation; "
             "a normal one takes minutes and keeps a copy in its cache). Ways out: "
             f"{cut}{smaller}; Parquet (--format parquet) and pypto-profile query ask about the "
             "whole run; Perfetto's own native trace_processor --httpd TRACE serves it to "

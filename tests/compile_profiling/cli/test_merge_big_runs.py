@@ -195,8 +195,8 @@ def test_open_says_it_before_serving_a_trace_past_the_limit(tmp_path):
                         "--no-browser", "--port", str(free_port()), "--timeout", "0.2"],
                        capture_output=True, text=True, check=False, timeout=60)
     first = r.stderr.splitlines()[0]
-    assert first.startswith(f"warning: {big} is 2,048.0 MiB, past the 2,048 MiB (2 GiB) "
-                            "the Perfetto UI can download"), r.stderr
+    assert first.startswith(f"warning: {big} is 2,147.5 MB (2,048.0 MiB), past the 2,048 MiB "
+                            "(2 GiB) the Perfetto UI can download"), r.stderr
     assert "pypto-merge-traces INPUT... --window START:END (or --ranks LIST)" in first
     assert r.stdout.startswith("http://127.0.0.1:")      # then it serves, as asked
 
