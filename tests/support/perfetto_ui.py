@@ -798,7 +798,10 @@ class PerfettoUI:
                     page.keyboard.press("Escape")  # dismiss; the texts stay in `dialogs`
                 return
             if fetched and not state["trace"] and not state["loading"]:
-                if state["modals"] or any(c.startswith("page error") for c in console):
+                # a modal says why at once; a page error alone may be the first sign of a
+                # failed download whose alert comes next (polled above), so it waits for
+                # the alert within the stall grace
+                if state["modals"]:
                     raise TraceLoadError(
                         _failure(path, "the UI could not open the trace", state, console, dialogs)
                     )
