@@ -47,7 +47,7 @@ _CHILD = """
 import json, resource, sys, time
 sys.path.insert(0, sys.argv[1])
 from pypto.compile_profiling.foundation.gc_pause import gc_paused
-from pypto.compile_profiling.trace_merge.read_inputs import read_inputs
+from pypto.compile_profiling.trace_merge.read.read_inputs import read_inputs
 mode, capture = sys.argv[2], sys.argv[3]
 out = {}
 with gc_paused():
@@ -56,7 +56,7 @@ with gc_paused():
     out["read_s"] = time.process_time() - t
     if mode == "analyze":
         from pypto.compile_profiling.analysis import analyze_plan
-        from pypto.compile_profiling.trace_merge.place import place
+        from pypto.compile_profiling.trace_merge.place.placement import place
         t = time.process_time()
         plan = place(found)
         result = analyze_plan(plan)

@@ -32,7 +32,7 @@ TARGET = 1.5          # diff CPU / reading the runs once
 _READ = """
 import sys
 from pypto.compile_profiling.foundation.gc_pause import gc_paused
-from pypto.compile_profiling.trace_merge.read_inputs import read_inputs
+from pypto.compile_profiling.trace_merge.read.read_inputs import read_inputs
 with gc_paused():
     for path in sys.argv[2:]:
         read_inputs([path])

@@ -94,8 +94,8 @@ with open(out, "wb") as f:
 _READ = """
 import json, pickle, resource, sys
 from pypto.compile_profiling.foundation.gc_pause import gc_paused
-from pypto.compile_profiling.trace_merge.read_records import read_records
-from pypto.compile_profiling.trace_merge.read_simpler import discover_captures
+from pypto.compile_profiling.trace_merge.read.read_records import read_records
+from pypto.compile_profiling.trace_merge.read.read_simpler import discover_captures
 from pypto.compile_profiling.query.placement_read import placement_capture
 (files,) = discover_captures(sys.argv[2])
 with gc_paused():

@@ -35,7 +35,7 @@ mode, records, deps = sys.argv[1:4]
 gc.disable()      # as in the merge (stage_tree.gc_paused)
 t, c = time.perf_counter(), time.process_time()
 if mode == "readers":
-    from pypto.compile_profiling.trace_merge.read_simpler import read_deps, read_records
+    from pypto.compile_profiling.trace_merge.read.read_simpler import read_deps, read_records
     r = read_records(records)
     d = read_deps(deps)
     n = (len(r.aicore["task_id"]), len(d.task_id))

@@ -36,7 +36,7 @@ _CHILD = """
 import gc, json, sys, time
 sys.path.insert(0, sys.argv[2])
 gc.disable()      # as in the merge (gc_paused)
-from pypto.compile_profiling.trace_merge.read_run_log import read_run_log
+from pypto.compile_profiling.trace_merge.read.read_run_log import read_run_log
 t, c = time.perf_counter(), time.process_time()
 log = read_run_log(sys.argv[1])
 wall, cpu = time.perf_counter() - t, time.process_time() - c
@@ -49,7 +49,7 @@ import json, sys
 with open("/proc/self/status") as f:
     rss = next(int(ln.split()[1]) for ln in f if ln.startswith("VmHWM:")) / 1024
 sys.path.insert(0, sys.argv[1])
-import numpy, pypto.compile_profiling.trace_merge.read_run_log  # what the reader loads
+import numpy, pypto.compile_profiling.trace_merge.read.read_run_log  # what the reader loads
 with open("/proc/self/status") as f:
     loaded = next(int(ln.split()[1]) for ln in f if ln.startswith("VmHWM:")) / 1024
 print(json.dumps({"rss_mb": loaded}))

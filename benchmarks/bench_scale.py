@@ -131,7 +131,7 @@ def _load() -> str:
 
 _READS = """
 import sys, time
-from pypto.compile_profiling.trace_merge import read_simpler as rs
+from pypto.compile_profiling.trace_merge.read import read_simpler as rs
 from pypto.compile_profiling.query.placement_read import placement_capture
 files = rs.discover_captures(sys.argv[1])[0]
 for _ in range(2):

@@ -23,7 +23,7 @@ sys.path.insert(0, str(HERE.parent))
 from pypto.about import tool_command
 from pypto.compile_profiling.timeline import write_timeline
 from pypto.compile_profiling.trace_merge import merge_traces
-from pypto.compile_profiling.trace_merge.device_counters import KernelBrief
+from pypto.compile_profiling.trace_merge.lay_out.device_counters import KernelBrief
 from pypto.errors import PyptoError
 from pypto.runtime import RunConfig, run
 

@@ -16,7 +16,7 @@ from timeline_checks import check_matches_timeline, lane_of
 from pypto.compile_profiling.profile_timeline import write_profile_perfetto
 from pypto.compile_profiling.timeline import write_timeline
 from pypto.compile_profiling.trace_merge import merge_traces
-from pypto.compile_profiling.trace_merge.plan import fmt_interval
+from pypto.compile_profiling.trace_merge.place.plan import fmt_interval
 
 pytestmark = [pytest.mark.perfetto_ui,
               pytest.mark.skipif(not CASES, reason="no Simpler fixtures on this machine")]

@@ -26,7 +26,7 @@ from pypto.compile_profiling.foundation.owned_dir import (
     write_manifest,
     writing_into,
 )
-from pypto.compile_profiling.trace_merge.read_simpler import file_kind
+from pypto.compile_profiling.trace_merge.read.read_simpler import file_kind
 from pypto.errors import PyptoError
 from pypto.runtime.device import DeviceExecutionError, DeviceLayout, SimulatedDevice
 from pypto.runtime.host_log import write_host_log

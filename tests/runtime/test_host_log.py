@@ -163,7 +163,7 @@ def test_task_slots_are_the_tagged_tasks_dispatch_to_finish_cycle_for_cycle(tmp_
     two tasks, one merged window); the untagged task has none."""
     from runtime_support import SLOTTED_TAGS
 
-    from pypto.compile_profiling.trace_merge.read_records import read_records
+    from pypto.compile_profiling.trace_merge.read.read_records import read_records
 
     _, dfx = _device_run(tmp_path)
     spans = _log_spans(dfx)

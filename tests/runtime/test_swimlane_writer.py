@@ -20,8 +20,8 @@ from runtime_support import (
 from simpler_fixtures import FIXTURES
 from simpler_today import to_today
 
-from pypto.compile_profiling.trace_merge import clock_alignment as align
-from pypto.compile_profiling.trace_merge import read_simpler as readers
+from pypto.compile_profiling.trace_merge.place import clock_alignment as align
+from pypto.compile_profiling.trace_merge.read import read_simpler as readers
 from pypto.runtime import RunConfig, run
 
 HBG = FIXTURES / "hbg_vector_example_l4_depgen"

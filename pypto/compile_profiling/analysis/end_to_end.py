@@ -32,9 +32,9 @@ import numpy as np
 
 from pypto.compile_profiling.analysis.critical_path import PARTS, ObservedPath, StallPart
 from pypto.compile_profiling.analysis.tasks import TaskTable
-from pypto.compile_profiling.trace_merge.builder import KERNEL_CODEGEN_PREFIX
 from pypto.compile_profiling.trace_merge.kinds import PlacementStatus
-from pypto.compile_profiling.trace_merge.plan import DEVICE_EXECUTION, CapturePlan, Plan
+from pypto.compile_profiling.trace_merge.lay_out.builder import KERNEL_CODEGEN_PREFIX
+from pypto.compile_profiling.trace_merge.place.plan import DEVICE_EXECUTION, CapturePlan, Plan
 
 __all__ = ["CATEGORIES", "COMPUTE", "EndToEnd", "Segment", "device_segments", "end_to_end"]
 

@@ -40,10 +40,10 @@ from pypto.compile_profiling.analysis.verdict import (
     host_side,
     starved_on_path,
 )
-from pypto.compile_profiling.trace_merge.device_labels import task_displays
-from pypto.compile_profiling.trace_merge.device_rows import DeviceRows, device_rows
 from pypto.compile_profiling.trace_merge.kinds import PlacementStatus
-from pypto.compile_profiling.trace_merge.plan import CapturePlan, Plan
+from pypto.compile_profiling.trace_merge.lay_out.device_labels import task_displays
+from pypto.compile_profiling.trace_merge.lay_out.device_rows import DeviceRows, device_rows
+from pypto.compile_profiling.trace_merge.place.plan import CapturePlan, Plan
 from pypto.errors import TraceInputError
 
 __all__ = ["FamilyRow", "RankAnalysis", "RunAnalysis", "analyze", "analyze_capture",
@@ -334,8 +334,8 @@ def analyze(inputs: Iterable[str | os.PathLike], *, offset_us: float | None = No
     (`with_overhead`, `with_verdict`: as `analyze_capture`). Raises `TraceInputError` for bad input, or
     when no capture has swimlane records."""
     from pypto.compile_profiling.foundation.gc_pause import gc_paused
-    from pypto.compile_profiling.trace_merge.place import place
-    from pypto.compile_profiling.trace_merge.read_inputs import read_inputs
+    from pypto.compile_profiling.trace_merge.place.placement import place
+    from pypto.compile_profiling.trace_merge.read.read_inputs import read_inputs
 
     say = progress or (lambda _m: None)
     paths = [str(p) for p in inputs]

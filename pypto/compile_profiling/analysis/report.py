@@ -26,7 +26,7 @@ from pypto.compile_profiling.analysis.verdict import (
 )
 from pypto.compile_profiling.foundation.terminal import printable, wrap
 from pypto.compile_profiling.foundation.units import duration
-from pypto.compile_profiling.trace_merge.containment import fmt_ns
+from pypto.compile_profiling.trace_merge.place.containment import fmt_ns
 
 __all__ = ["ANSWER_LINES", "SCHEMA", "analysis_dict", "answer_lines", "format_analysis"]
 

@@ -17,9 +17,9 @@ from fractions import Fraction
 
 import numpy as np
 
-from pypto.compile_profiling.trace_merge.containment import NS_PER_S, NotOneRun, join_origin
-from pypto.compile_profiling.trace_merge.place_device import capture_windows
-from pypto.compile_profiling.trace_merge.plan import CapturePlan
+from pypto.compile_profiling.trace_merge.place.containment import NS_PER_S, NotOneRun, join_origin
+from pypto.compile_profiling.trace_merge.place.place_device import capture_windows
+from pypto.compile_profiling.trace_merge.place.plan import CapturePlan
 
 __all__ = ["TaskSlot", "task_slots"]
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pypto.compile_profiling.trace_merge.device_labels import kernel_name
-from pypto.compile_profiling.trace_merge.device_rows import DeviceRows
+from pypto.compile_profiling.trace_merge.lay_out.device_labels import kernel_name
+from pypto.compile_profiling.trace_merge.lay_out.device_rows import DeviceRows
 
 __all__ = ["TaskTable", "decimal_string_rank", "engine_name", "task_dispatch_finish",
            "task_submission", "task_table"]

@@ -24,7 +24,7 @@ from pypto.compile_profiling.timeline.model import (
     SliceBlock,
     intern,
 )
-from pypto.compile_profiling.trace_merge.builder import SEP, TimelineBuilder, device_args
+from pypto.compile_profiling.trace_merge.lay_out.builder import SEP, TimelineBuilder, device_args
 from pypto.compile_profiling.trace_merge.views import View
 
 __all__ = ["TIMELINE_VIEWS", "draw_views"]

@@ -26,7 +26,7 @@ def add_parser(sub) -> None:
 def run(args) -> int:
     from pypto.compile_profiling.profile_data.load import DFX_DIR, is_profile_location, load_profile
     from pypto.compile_profiling.profile_tool.kernels import format_kernels, kernel_rows
-    from pypto.compile_profiling.trace_merge.kernel_totals import work_dir_device_costs
+    from pypto.compile_profiling.trace_merge.lay_out.kernel_totals import work_dir_device_costs
 
     path = args.work_dir
     if is_profile_location(path):
@@ -62,7 +62,7 @@ def work_dir_kernels(profile, path: str):
 def _has_captures(path: str) -> bool:
     """A work dir's `dfx_outputs/`, or a capture directory itself (flat or `rank<r>/`)."""
     from pypto.compile_profiling.profile_data.load import DFX_DIR
-    from pypto.compile_profiling.trace_merge.read_simpler import RECORD_FILE_NAMES
+    from pypto.compile_profiling.trace_merge.read.read_simpler import RECORD_FILE_NAMES
 
     if os.path.isdir(os.path.join(path, DFX_DIR)):
         return True

@@ -614,7 +614,7 @@ def _merge(args, state: dict, server) -> int:
         options["cut"] = Cut(start, end, args.ranks)
     try:
         if args.compare:
-            from pypto.compile_profiling.trace_merge.side_by_side import compare_runs
+            from pypto.compile_profiling.trace_merge.lay_out.side_by_side import compare_runs
 
             result = compare_runs(*args.compare, at=args.align, progress=progress, **options)
         else:

@@ -12,7 +12,7 @@ from pypto.compile_profiling.foundation.units import unit_for
 from pypto.compile_profiling.profile_tool.html import PAGE_CSP, PAGE_STYLE
 from pypto.compile_profiling.profile_tool.run_diff import Change, RankDiff, RunDiff, decision
 from pypto.compile_profiling.profile_tool.run_diff_report import place_on_path, signed_ns
-from pypto.compile_profiling.trace_merge.containment import fmt_ns
+from pypto.compile_profiling.trace_merge.place.containment import fmt_ns
 
 __all__ = ["compare_html"]
 

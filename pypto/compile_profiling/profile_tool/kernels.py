@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pypto.compile_profiling.foundation.terminal import printable
 from pypto.compile_profiling.profile_data.model import Profile, walk
 from pypto.compile_profiling.profile_data.view import self_ns
-from pypto.compile_profiling.trace_merge.kernel_totals import (
+from pypto.compile_profiling.trace_merge.lay_out.kernel_totals import (
     DeviceKernelCost,
     work_dir_device_costs,
 )

@@ -14,7 +14,7 @@ from pypto.compile_profiling.foundation.terminal import COLUMNS, md_code, printa
 from pypto.compile_profiling.profile_tool import diff as stage_diff
 from pypto.compile_profiling.profile_tool.rank_bound import min_runs
 from pypto.compile_profiling.profile_tool.run_diff import Change, RankDiff, RunDiff, decision
-from pypto.compile_profiling.trace_merge.containment import fmt_ns
+from pypto.compile_profiling.trace_merge.place.containment import fmt_ns
 
 __all__ = ["SCHEMA", "format_run_diff", "place_on_path", "run_diff_dict", "signed_ns"]
 

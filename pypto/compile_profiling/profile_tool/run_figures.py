@@ -56,7 +56,7 @@ def _has_capture(p: Path) -> bool:
     """A records file under either name Simpler writes (`read_simpler.RECORD_FILE_NAMES`,
     the older `l2_swimlane_records` too), or a directory holding one: itself, its
     `rank<r>/d<k>/` leaves, or anywhere under its `dfx_outputs/`."""
-    from pypto.compile_profiling.trace_merge.read_simpler import RECORD_FILE_NAMES
+    from pypto.compile_profiling.trace_merge.read.read_simpler import RECORD_FILE_NAMES
 
     stems = tuple(n.removesuffix(".json") for n in RECORD_FILE_NAMES)
     if p.is_file():

@@ -71,7 +71,7 @@ from instances group by kind, name order by total_ms desc, kind, name
 def _is_run(p: Path) -> bool:
     from pypto.compile_profiling.profile_data.load import is_profile_location
     from pypto.compile_profiling.query.tables import dataset_dir
-    from pypto.compile_profiling.trace_merge.read_simpler import RECORD_FILE_NAMES
+    from pypto.compile_profiling.trace_merge.read.read_simpler import RECORD_FILE_NAMES
 
     if not p.is_dir():
         return p.is_file()

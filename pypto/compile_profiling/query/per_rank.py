@@ -3,9 +3,9 @@ Dask distributed.
 
 1. The driver reads what placement needs (`placement_read`, one Dask task per capture
    leaf: run logs, the records' metadata and time envelope) and the host inputs (compile
-   traces, profiles), and `trace_merge.place` decides every clock, as in one merge.
+   traces, profiles), and `trace_merge.place.placement` decides every clock, as in one merge.
 2. Each rank is then an independent task: it reads its capture leaves whole, lays them out
-   under the driver's placement (`trace_merge.layout.lay_out` of a plan holding only that
+   under the driver's placement (`trace_merge.lay_out.layout.lay_out` of a plan holding only that
    rank's captures) and writes its Parquet partition (`tables/<table>/rank=<r>/`) and its
    Perfetto protobuf shard (`shards/<shard>-r<r>.pftrace`). Shard 0 is the host inputs
    (compile stages) and the trace metadata; it is written last, by the driver.
@@ -202,8 +202,8 @@ def _rank_task(shard: int, label: str, rank, plans: list, template, sel,
     import dataclasses
 
     from pypto.compile_profiling.foundation.gc_pause import gc_paused
-    from pypto.compile_profiling.trace_merge import read_simpler as rs
-    from pypto.compile_profiling.trace_merge.layout import lay_out
+    from pypto.compile_profiling.trace_merge.lay_out.layout import lay_out
+    from pypto.compile_profiling.trace_merge.read import read_simpler as rs
 
     t0, c0 = time.perf_counter(), time.process_time()
     with gc_paused():
@@ -228,7 +228,7 @@ def _rank_task(shard: int, label: str, rank, plans: list, template, sel,
 def _split_inputs(inputs: list[str]) -> tuple[list[str], list]:
     """(host inputs for read_inputs, capture leaves) of the given paths."""
     from pypto.compile_profiling.foundation.input_files import stat_input
-    from pypto.compile_profiling.trace_merge import read_simpler as rs
+    from pypto.compile_profiling.trace_merge.read import read_simpler as rs
 
     host, leaves = [], []
     for raw in inputs:
@@ -350,7 +350,7 @@ IN_PROCESS_BYTES = 64 << 20
 
 def _input_bytes(leaves: list) -> int:
     """Bytes of the capture files the ranks will read."""
-    from pypto.compile_profiling.trace_merge.read_simpler import files_of
+    from pypto.compile_profiling.trace_merge.read.read_simpler import files_of
 
     total = 0
     for files in leaves:
@@ -444,10 +444,10 @@ def merge_per_rank(inputs: list[str | os.PathLike], out_dir: str | os.PathLike, 
     from pypto.compile_profiling.foundation.gc_pause import gc_paused
     from pypto.compile_profiling.query.placement_read import placement_capture
     from pypto.compile_profiling.timeline.write_parquet import DATASET_MARKER, DATASET_TITLE
-    from pypto.compile_profiling.trace_merge.layout import lay_out
-    from pypto.compile_profiling.trace_merge.layout_host import run_host_key
-    from pypto.compile_profiling.trace_merge.place import place
-    from pypto.compile_profiling.trace_merge.read_inputs import Inputs, read_inputs
+    from pypto.compile_profiling.trace_merge.lay_out.layout import lay_out
+    from pypto.compile_profiling.trace_merge.lay_out.layout_host import run_host_key
+    from pypto.compile_profiling.trace_merge.place.placement import place
+    from pypto.compile_profiling.trace_merge.read.read_inputs import Inputs, read_inputs
     from pypto.compile_profiling.trace_merge.views import (
         DERIVED_VIEWS,
         FLOWS,

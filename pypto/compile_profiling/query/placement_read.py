@@ -1,6 +1,6 @@
 """What placement needs of a capture leaf, and nothing more (the per-rank driver's read).
 
-`trace_merge.place` decides a capture's clock from its run log, its records' metadata
+`trace_merge.place.placement` decides a capture's clock from its run log, its records' metadata
 (frequency, clock anchors) and the time envelope of its device streams (earliest start,
 latest end of the AICore rows, the AICPU rows, the scheduler and orchestrator phases). This
 reads exactly that: the run log whole (small), an August records file with the row arrays
@@ -29,15 +29,15 @@ import msgspec
 import numpy as np
 
 from pypto.compile_profiling.foundation.input_files import open_input
-from pypto.compile_profiling.trace_merge import read_simpler as rs
-from pypto.compile_profiling.trace_merge import simpler_schema as schema
-from pypto.compile_profiling.trace_merge.json_pieces import (
+from pypto.compile_profiling.trace_merge.read import read_simpler as rs
+from pypto.compile_profiling.trace_merge.read import simpler_schema as schema
+from pypto.compile_profiling.trace_merge.read.json_pieces import (
     SEP_OBJECTS,
     SEP_ROWS,
     JsonPieces,
 )
-from pypto.compile_profiling.trace_merge.read_records import metadata_fields, read_metadata
-from pypto.compile_profiling.trace_merge.read_run_log import read_run_log
+from pypto.compile_profiling.trace_merge.read.read_records import metadata_fields, read_metadata
+from pypto.compile_profiling.trace_merge.read.read_run_log import read_run_log
 from pypto.errors import TraceInputError
 
 __all__ = ["placement_capture"]

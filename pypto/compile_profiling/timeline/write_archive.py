@@ -4,7 +4,7 @@ one our tests load them in), each file keeping its own processes.
 
 Why a ZIP beside the single merged trace: each run's trace stays a file of its own, to open
 alone or hand on, while the archive still opens as one timeline. The parts must not share
-process or thread ids (`trace_merge.side_by_side` moves the second run's)."""
+process or thread ids (`trace_merge.lay_out.side_by_side` moves the second run's)."""
 
 from __future__ import annotations
 

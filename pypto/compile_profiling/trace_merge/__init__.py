@@ -23,7 +23,7 @@ from pypto.compile_profiling.foundation.gc_pause import gc_paused
 if TYPE_CHECKING:  # not loaded here: `--help` reads `views` without NumPy (0.30 -> 0.13 s CPU)
     from pypto.compile_profiling.timeline.cut import Cut
     from pypto.compile_profiling.timeline.model import Timeline
-    from pypto.compile_profiling.trace_merge.plan import Plan
+    from pypto.compile_profiling.trace_merge.place.plan import Plan
 
 __all__ = ["MergeResult", "merge_traces"]
 
@@ -50,7 +50,7 @@ class MergeResult:
         """What was merged, in a few lines: the sources by kind, then per capture (at most
         `most`) its tasks, makespan and how sure its placement is. (`summary()`: every
         source in detail.)"""
-        from pypto.compile_profiling.trace_merge.containment import fmt_ns
+        from pypto.compile_profiling.trace_merge.place.containment import fmt_ns
 
         sources = self.timeline.metadata.get("sources", [])
         words = {"compile_trace": "compile trace", "pipeline_profile": "compile profile",
@@ -134,9 +134,9 @@ def merge_traces(inputs: Iterable[str | os.PathLike], *, offset_us: float | None
             raise ValueError(f"view {asked[0]!r} is drawn by pypto.compile_profiling.analysis: "
                              "pass derived_views=analysis.TIMELINE_VIEWS")
         selection = Selection(selection.views - frozenset(DERIVED_VIEWS), selection.flows)
-    from pypto.compile_profiling.trace_merge.layout import lay_out
-    from pypto.compile_profiling.trace_merge.place import place
-    from pypto.compile_profiling.trace_merge.read_inputs import read_inputs
+    from pypto.compile_profiling.trace_merge.lay_out.layout import lay_out
+    from pypto.compile_profiling.trace_merge.place.placement import place
+    from pypto.compile_profiling.trace_merge.read.read_inputs import read_inputs
 
     say = progress or (lambda _msg: None)
     with gc_paused():

@@ -586,8 +586,8 @@ def test_leaving_out_the_overhead_keeps_the_verdict_and_path(case):
     """What `pypto-profile diff` runs (`with_overhead=False`): the same verdict and path on
     every real capture; only the overhead figures (and their starvation evidence) are gone."""
     from pypto.compile_profiling.analysis import analyze_plan
-    from pypto.compile_profiling.trace_merge.place import place
-    from pypto.compile_profiling.trace_merge.read_inputs import read_inputs
+    from pypto.compile_profiling.trace_merge.place.placement import place
+    from pypto.compile_profiling.trace_merge.read.read_inputs import read_inputs
 
     plan = place(read_inputs([FIXTURES / case]))
     full = analyze_plan(plan).ranks

@@ -11,8 +11,8 @@ from simpler_fixtures import FIXTURES
 from pypto.compile_profiling.analysis import TIMELINE_VIEWS, analyze
 from pypto.compile_profiling.timeline import write_timeline
 from pypto.compile_profiling.trace_merge import merge_traces
-from pypto.compile_profiling.trace_merge.place import place
-from pypto.compile_profiling.trace_merge.read_inputs import read_inputs
+from pypto.compile_profiling.trace_merge.place.placement import place
+from pypto.compile_profiling.trace_merge.read.read_inputs import read_inputs
 
 
 @pytest.fixture(scope="module")

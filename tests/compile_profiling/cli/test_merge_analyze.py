@@ -34,7 +34,7 @@ def test_the_merge_reads_and_joins_each_capture_once(tmp_path, monkeypatch):
     """The analysis reuses the merge's plan and device rows: the records are read once, and
     the rows (AICore joined to AICPU) are made once, by the merge."""
     from pypto.compile_profiling.analysis import explain
-    from pypto.compile_profiling.trace_merge import read_inputs as module
+    from pypto.compile_profiling.trace_merge.read import read_inputs as module
 
     reads, joins = [], []
     read, join = module.read_inputs, explain.device_rows

@@ -766,8 +766,8 @@ def _as_user_without_root_powers():
     # what the merge imports lazily, imported while the installation is still readable
     import pypto.compile_profiling.timeline.json_rows
     import pypto.compile_profiling.timeline.write_json
-    import pypto.compile_profiling.trace_merge.layout
-    import pypto.compile_profiling.trace_merge.read_inputs
+    import pypto.compile_profiling.trace_merge.lay_out.layout
+    import pypto.compile_profiling.trace_merge.read.read_inputs
     import pypto.compile_profiling.trace_merge.views  # noqa: F401
 
     groups = os.getgroups()
@@ -1039,7 +1039,7 @@ def test_run_log_line_with_a_huge_token_parses_in_linear_time(tmp_path):
     token quadratic: 25 s). A ratio measured in one run, not a wall-clock limit."""
     import time
 
-    from pypto.compile_profiling.trace_merge.read_run_log import read_run_log
+    from pypto.compile_profiling.trace_merge.read.read_run_log import read_run_log
 
     head = "[STRACE] v=1 pid=1 tid=1 inv=1 hid=0 depth=0 name=x ts=100 dur=5 "
 

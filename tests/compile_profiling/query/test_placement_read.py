@@ -10,10 +10,10 @@ from simpler_fixtures import CASES, FIXTURES
 from simpler_today import to_today, write_today
 
 from pypto.compile_profiling.query.placement_read import placement_capture
-from pypto.compile_profiling.trace_merge.place import place
-from pypto.compile_profiling.trace_merge.place_device import capture_windows, stream_extents
-from pypto.compile_profiling.trace_merge.read_inputs import Inputs
-from pypto.compile_profiling.trace_merge.read_simpler import discover_captures, read_capture
+from pypto.compile_profiling.trace_merge.place.place_device import capture_windows, stream_extents
+from pypto.compile_profiling.trace_merge.place.placement import place
+from pypto.compile_profiling.trace_merge.read.read_inputs import Inputs
+from pypto.compile_profiling.trace_merge.read.read_simpler import discover_captures, read_capture
 
 RECORDS = "chip_swimlane_records.json"
 

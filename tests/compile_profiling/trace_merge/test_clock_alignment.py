@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 from simpler_fixtures import FIXTURES
 
-from pypto.compile_profiling.trace_merge import clock_alignment as ca
-from pypto.compile_profiling.trace_merge.read_run_log import read_run_log
-from pypto.compile_profiling.trace_merge.read_simpler import read_records
+from pypto.compile_profiling.trace_merge.place import clock_alignment as ca
+from pypto.compile_profiling.trace_merge.read import wall_anchor as wa
+from pypto.compile_profiling.trace_merge.read.read_run_log import read_run_log
+from pypto.compile_profiling.trace_merge.read.read_simpler import read_records
 
 HBG = ["hbg_vector_example_l4_depgen", "hbg_bgemm_l4_depgen", "hbg_benchmark_bgemm_case0_l4_depgen"]
 
@@ -141,9 +142,9 @@ def test_device_uptime_us_raw_unit_adds_a_microsecond_of_uncertainty():
 
 def test_wall_clock_offsets_between_hosts():
     hl = read_run_log(FIXTURES / "hbg_vector_example_l4_depgen" / "host_log.txt")
-    simpler = ca.wall_anchor_from_log(hl.clock_anchors[0])
+    simpler = wa.wall_anchor_from_log(hl.clock_anchors[0])
     # Our trace on another host whose monotonic clock is 5 s behind for the same wall time.
-    ours = ca.wall_anchor_from_other_data(
+    ours = wa.wall_anchor_from_other_data(
         {
             "clock_anchor": {
                 "monotonic_ns": simpler.mono_ns - 5_000_000_000 + 10,
@@ -157,8 +158,8 @@ def test_wall_clock_offsets_between_hosts():
     t = simpler.mono_ns + 123
     assert (t + off) + ours.wall_minus_mono_ns == t + simpler.wall_minus_mono_ns
     assert ca.monotonic_offset_ns(simpler, simpler) == 0
-    assert ca.wall_anchor_from_other_data({"clock_anchor": {"monotonic_ns": "1"}}) is None
-    assert ca.wall_anchor_from_other_data({}) is None
+    assert wa.wall_anchor_from_other_data({"clock_anchor": {"monotonic_ns": "1"}}) is None
+    assert wa.wall_anchor_from_other_data({}) is None
 
 
 # ------------------------------------------------------------------ hostile anchor samples
@@ -341,22 +342,22 @@ def test_describe_rounds_the_end_correction_to_a_thousandth_of_a_ns():
 
 
 def test_wall_anchors_from_a_trace_and_a_log():
-    a = ca.wall_anchor_from_other_data(
+    a = wa.wall_anchor_from_other_data(
         {"clock_anchor": {"monotonic_ns": 5, "wall_ns": 1_005, "pid": 42}}, "t.json")
-    assert a == ca.WallClockAnchor(5, 1_005, 42, "t.json") and a.wall_minus_mono_ns == 1_000
-    b = ca.wall_anchor_from_other_data({"clock_anchor": {"monotonic_ns": 5, "wall_ns": 7,
+    assert a == wa.WallClockAnchor(5, 1_005, 42, "t.json") and a.wall_minus_mono_ns == 1_000
+    b = wa.wall_anchor_from_other_data({"clock_anchor": {"monotonic_ns": 5, "wall_ns": 7,
                                                          "pid": "42"}})
-    assert b == ca.WallClockAnchor(5, 7, None, "")
+    assert b == wa.WallClockAnchor(5, 7, None, "")
     for bad in (None, [], {"clock_anchor": []}, {"clock_anchor": {"monotonic_ns": 5}},
                 {"clock_anchor": {"monotonic_ns": 5, "wall_ns": 7.0}},
                 {"clock_anchor": {"monotonic_ns": True, "wall_ns": 7}}):
-        assert ca.wall_anchor_from_other_data(bad) is None
+        assert wa.wall_anchor_from_other_data(bad) is None
 
     class LogAnchor:
         mono_ns, wall_ns, pid = 10, 30, 9
 
-    c = ca.wall_anchor_from_log(LogAnchor())
-    assert c == ca.WallClockAnchor(10, 30, 9, "[CLOCK_ANCHOR]")
+    c = wa.wall_anchor_from_log(LogAnchor())
+    assert c == wa.WallClockAnchor(10, 30, 9, "[CLOCK_ANCHOR]")
     # wall - mono is 1000 on a's host and 20 on c's: c's monotonic times + (20 - 1000)
     # are on a's axis, and the other way round + 980
     assert ca.monotonic_offset_ns(a, c) == 20 - 1_000 and ca.monotonic_offset_ns(c, a) == 980

@@ -18,7 +18,7 @@ from merge_inputs import CASES, ESTIMATED, FIXTURES, compile_trace_around
 
 from pypto.compile_profiling.cli.merge_traces import main as merge_main
 from pypto.compile_profiling.trace_merge import merge_traces
-from pypto.compile_profiling.trace_merge.containment import (
+from pypto.compile_profiling.trace_merge.place.containment import (
     CaptureWindows,
     HostWindow,
     NotOneRun,
@@ -26,9 +26,9 @@ from pypto.compile_profiling.trace_merge.containment import (
     host_windows,
     join_origin,
 )
-from pypto.compile_profiling.trace_merge.pairing import Candidate, PairingError, pair
-from pypto.compile_profiling.trace_merge.plan import fmt_interval
-from pypto.compile_profiling.trace_merge.read_run_log import RunLog, StraceSpan
+from pypto.compile_profiling.trace_merge.place.pairing import Candidate, PairingError, pair
+from pypto.compile_profiling.trace_merge.place.plan import fmt_interval
+from pypto.compile_profiling.trace_merge.read.read_run_log import RunLog, StraceSpan
 from pypto.errors import TraceInputError
 
 STRACE = re.compile(r"\[STRACE\] .*?name=(\S+) ts=(\d+) dur=(\d+)")
@@ -875,7 +875,7 @@ def test_a_task_slot_lies_within_the_aicpus_dispatches_and_finishes():
      "are not three counter readings"),
 ])
 def test_device_walls_attributes_are_read_or_named(tmp_path, attrs, cycles, device_id, problem):
-    from pypto.compile_profiling.trace_merge.read_run_log import read_run_log
+    from pypto.compile_profiling.trace_merge.read.read_run_log import read_run_log
 
     head = "[STRACE] v=1 pid=7 tid=7 inv=1 hid=ab "
     log = tmp_path / "host.7.log"

@@ -21,7 +21,7 @@ import msgspec
 import pytest
 from simpler_fixtures import CASES, FIXTURES
 
-from pypto.compile_profiling.trace_merge.json_pieces import JsonPieces, safe_strings
+from pypto.compile_profiling.trace_merge.read.json_pieces import JsonPieces, safe_strings
 from pypto.errors import TraceInputError
 
 HBG = FIXTURES / "hbg_benchmark_bgemm_case0_l4_depgen"
@@ -128,7 +128,7 @@ def test_a_host_phase_line_cut_by_the_real_window_anywhere():
 
 
 def test_the_real_reader_takes_the_shifted_host_phase_line(tmp_path):
-    from pypto.compile_profiling.trace_merge.read_run_log import read_host_phase_records
+    from pypto.compile_profiling.trace_merge.read.read_run_log import read_host_phase_records
 
     line = (HBG / "host_phase_records.jsonl").read_bytes().strip()
     p = tmp_path / "host_phase_records.jsonl"
@@ -138,7 +138,7 @@ def test_the_real_reader_takes_the_shifted_host_phase_line(tmp_path):
 
 
 def test_a_name_map_of_2000_kernels(tmp_path):
-    from pypto.compile_profiling.trace_merge.read_simpler import read_name_map
+    from pypto.compile_profiling.trace_merge.read.read_simpler import read_name_map
 
     names = {str(i): f"kernel_{i:04d}_matmul_tile_fused_add_relu" for i in range(2000)}
     p = tmp_path / "name_map_big.json"

@@ -522,7 +522,7 @@ def test_sublanes_follow_the_first_fit_definition(allow_nesting):
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    from pypto.compile_profiling.trace_merge.lanes import sublanes
+    from pypto.compile_profiling.trace_merge.lay_out.lanes import sublanes
 
     spans = st.lists(st.tuples(st.integers(0, 60), st.integers(0, 25)), max_size=40)
 

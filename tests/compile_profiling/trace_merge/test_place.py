@@ -1,4 +1,4 @@
-"""Which run's stage and host clock each capture is placed against (`trace_merge.place`), on
+"""Which run's stage and host clock each capture is placed against (`trace_merge.place.placement`), on
 small synthetic inputs written here: records at 1 GHz (a cycle is a ns), run logs and
 compile traces with chosen times, so every offset and bound is worked out by hand in the
 test. The rules: a capture's own run's `device_execution` stage (of several in one
@@ -18,12 +18,12 @@ import pytest
 from repo_paths import TEST_FIXTURES
 
 from pypto.compile_profiling.trace_merge import merge_traces
-from pypto.compile_profiling.trace_merge.clock_alignment import WallClockAnchor
-from pypto.compile_profiling.trace_merge.containment import fmt_ns
 from pypto.compile_profiling.trace_merge.kinds import PlacementStatus
-from pypto.compile_profiling.trace_merge.place import place
-from pypto.compile_profiling.trace_merge.plan import SAME_HOST_TOLERANCE_NS, DeviceClock
-from pypto.compile_profiling.trace_merge.read_inputs import read_inputs
+from pypto.compile_profiling.trace_merge.place.containment import fmt_ns
+from pypto.compile_profiling.trace_merge.place.placement import place
+from pypto.compile_profiling.trace_merge.place.plan import SAME_HOST_TOLERANCE_NS, DeviceClock
+from pypto.compile_profiling.trace_merge.read.read_inputs import read_inputs
+from pypto.compile_profiling.trace_merge.read.wall_anchor import WallClockAnchor
 from pypto.errors import TraceInputError
 
 GHZ = 1_000_000_000

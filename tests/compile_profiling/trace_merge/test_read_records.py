@@ -15,8 +15,8 @@ from simpler_fixtures import FIXTURES
 
 from pypto.compile_profiling.cli.merge_traces import main
 from pypto.compile_profiling.trace_merge import merge_traces
-from pypto.compile_profiling.trace_merge.read_records import read_records
-from pypto.compile_profiling.trace_merge.simpler_schema import MAX_CLOCK_NS, max_cycles
+from pypto.compile_profiling.trace_merge.read.read_records import read_records
+from pypto.compile_profiling.trace_merge.read.simpler_schema import MAX_CLOCK_NS, max_cycles
 from pypto.errors import TraceInputError
 
 GOLDEN_DIR = TEST_FIXTURES / "simpler_today" / "writer_golden"

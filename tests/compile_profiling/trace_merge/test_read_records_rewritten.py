@@ -12,7 +12,7 @@ from simpler_fixtures import CASES, FIXTURES
 from simpler_today import RUN_EPOCH, to_august, to_today, write_today
 
 from pypto.compile_profiling.trace_merge import merge_traces
-from pypto.compile_profiling.trace_merge.read_records import read_records
+from pypto.compile_profiling.trace_merge.read.read_records import read_records
 
 
 def _doc(case: str) -> dict:

@@ -16,11 +16,11 @@ import pytest
 from simpler_fixtures import CASES, FIXTURES
 
 from pypto.compile_profiling.foundation.input_files import read_input_bytes
-from pypto.compile_profiling.trace_merge import read_simpler as rs
-from pypto.compile_profiling.trace_merge.clock_alignment import build_clock_mapping
-from pypto.compile_profiling.trace_merge.json_pieces import SEP_OBJECTS, SEP_ROWS, JsonPieces
-from pypto.compile_profiling.trace_merge.lanes import sublanes
-from pypto.compile_profiling.trace_merge.read_run_log import (
+from pypto.compile_profiling.trace_merge.lay_out.lanes import sublanes
+from pypto.compile_profiling.trace_merge.place.clock_alignment import build_clock_mapping
+from pypto.compile_profiling.trace_merge.read import read_simpler as rs
+from pypto.compile_profiling.trace_merge.read.json_pieces import SEP_OBJECTS, SEP_ROWS, JsonPieces
+from pypto.compile_profiling.trace_merge.read.read_run_log import (
     read_host_phase_records,
     read_run_log,
 )
@@ -752,7 +752,7 @@ def test_two_records_files_in_one_capture_say_which_was_read(tmp_path):
 def test_host_log_drop_reports_keep_each_processs_latest_running_total(tmp_path):
     """Simpler reports growth at each quiescent boundary with a running total: the reader keeps
     the latest (largest) per process and never sums the reports; a bad report is one line."""
-    from pypto.compile_profiling.trace_merge.read_run_log import read_run_log
+    from pypto.compile_profiling.trace_merge.read.read_run_log import read_run_log
 
     def drops(pid, new, total, **reasons):
         why = " ".join(f"{k}={reasons.get(k, 0)}" for k in

@@ -17,7 +17,7 @@ import pytest
 from merge_inputs import CALIBRATED, CASES, FIXTURES
 
 from pypto.compile_profiling.trace_merge import merge_traces
-from pypto.compile_profiling.trace_merge.device_labels import kernel_name
+from pypto.compile_profiling.trace_merge.lay_out.device_labels import kernel_name
 
 CONVERTER_FLOW_NAMES = ("dependency", "dispatch", "complete", "submit→dispatch", "complete→ready")
 
