@@ -117,7 +117,10 @@ def test_a_merge_loads_only_the_merge_and_writes_no_profile_of_itself(tmp_path):
     loaded = json.loads(r.stdout.strip().splitlines()[-1])
     allowed = {"foundation", "timeline", "trace_merge"}
     outside = [m for m in loaded if m.startswith(PACKAGE + ".") and room(m) not in allowed]
-    assert outside == [f"{PACKAGE}.cli", f"{PACKAGE}.cli.merge_traces", f"{PACKAGE}.cli.stdout",
+    assert outside == [f"{PACKAGE}.cli", f"{PACKAGE}.cli.merge_arguments",
+                       f"{PACKAGE}.cli.merge_output",
+                       f"{PACKAGE}.cli.merge_per_rank", f"{PACKAGE}.cli.merge_traces",
+                       f"{PACKAGE}.cli.process", f"{PACKAGE}.cli.progress", f"{PACKAGE}.cli.stdout",
                        f"{PACKAGE}.viewer", f"{PACKAGE}.viewer.perfetto_ui",
                        f"{PACKAGE}.viewer.ui_limits"]     # is it past what the UI can load?
 

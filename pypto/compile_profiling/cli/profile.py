@@ -117,10 +117,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     args.new_paths = new_paths
+    from pypto.compile_profiling.cli.process import Terminated, sigterm_raises, stopped_by
     from pypto.compile_profiling.foundation.input_files import guarding_inputs
 
     try:
-        with guarding_inputs(_input_paths(args, new_paths)):   # no output replaces an input
+        # SIGTERM unwinds as Ctrl-C does: temp outputs removed, one line, 143
+        with sigterm_raises(), guarding_inputs(_input_paths(args, new_paths)):
             return COMMANDS[args.command].run(args)
     except Usage as e:                  # the command's own usage, not the tool's
         parser.commands.get(args.command, parser).print_usage(sys.stderr)
@@ -141,6 +143,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except Terminated as e:
+        name, code = stopped_by(e)
+        print(f"interrupted by {name}", file=sys.stderr)
+        return code
     except BrokenPipeError:  # `pypto-profile show ... | head`: quietly, as SIGPIPE would
         return reader_gone()
     except Exception:  # noqa: BLE001 - a bug: never exit 1, diff's "a regression"

@@ -358,7 +358,7 @@ def test_script_runs_from_a_copy_of_the_checkout_without_install(tmp_path):
 def test_progress_is_shown_only_for_slow_steps():
     import io
 
-    from pypto.compile_profiling.cli.merge_traces import PROGRESS_AFTER_S, StepProgress
+    from pypto.compile_profiling.cli.progress import PROGRESS_AFTER_S, StepProgress
 
     made = []
 
@@ -504,7 +504,7 @@ def test_progress_in_the_main_thread_is_an_alarm_not_a_thread():
     import signal
     import threading
 
-    from pypto.compile_profiling.cli.merge_traces import PROGRESS_AFTER_S, StepProgress
+    from pypto.compile_profiling.cli.progress import PROGRESS_AFTER_S, StepProgress
 
     assert threading.current_thread() is threading.main_thread()
     threads = threading.active_count()
