@@ -1,6 +1,7 @@
-"""`tests/` mirrors the package: a module's tests are in the folder of its package
-(`tests/compile_profiling/trace_merge/` for `pypto/compile_profiling/trace_merge/`), named
-after it, and what several tests share lives in `tests/support/` only."""
+"""`tests/` mirrors the package, both ways: a module's tests are in the folder of its package
+(`tests/compile_profiling/trace_merge/read/` for `pypto/compile_profiling/trace_merge/read/`),
+named after it, every package has such a folder, and what several tests share lives in
+`tests/support/` only."""
 
 from __future__ import annotations
 
@@ -22,6 +23,17 @@ def test_every_test_folder_is_a_package_of_pypto():
     for d in folders:
         rel = d.relative_to(TESTS_DIR)
         assert (REPO_ROOT / "pypto" / rel / "__init__.py").is_file(), f"tests/{rel}/"
+
+
+def test_every_package_of_pypto_has_its_test_folder():
+    """The other way round: each package (`foundation`, `profile_data`, `ir`, the merge's
+    `read/`, `place/`, `lay_out/` ...) has a folder of tests named as it is."""
+    missing = []
+    for init in (REPO_ROOT / "pypto").rglob("__init__.py"):
+        rel = init.parent.relative_to(REPO_ROOT / "pypto")
+        if rel.parts and not any((TESTS_DIR / rel).glob("test_*.py")):
+            missing.append(f"tests/{rel.as_posix()}/")
+    assert missing == []
 
 
 def test_helpers_live_in_support_and_tests_import_no_other_test_file():
