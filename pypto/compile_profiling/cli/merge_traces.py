@@ -268,7 +268,7 @@ def _merge_and_write(args, state: dict, fmt: str, to_stdout: bool, err):
         options["cut"] = Cut(start, end, args.ranks)
     try:
         if args.compare:
-            from pypto.compile_profiling.trace_merge.lay_out.side_by_side import compare_runs
+            from pypto.compile_profiling.trace_merge.compare import compare_runs
 
             result = compare_runs(*args.compare, at=args.align, progress=progress, **options)
         else:

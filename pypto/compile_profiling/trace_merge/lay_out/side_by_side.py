@@ -1,6 +1,7 @@
 """Two runs on one timeline, one above the other (`pypto-merge-traces --compare BASE NEW`).
 
-Each run is merged on its own (`merge_traces`); then the new run's times are moved so that
+Each run is merged on its own (`merge_traces`, by `trace_merge.compare.compare_runs`); then
+the new run's times are moved so that
 both start together at the chosen point, its process and thread ids are moved past the base
 run's (two runs of one process share pids), and every process is named `base: ...` or
 `new: ...`, the base run's first. The timelines are columns, so this costs one array
@@ -13,19 +14,11 @@ Alignment points:
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
 from pypto.compile_profiling.timeline.model import Timeline
 from pypto.compile_profiling.trace_merge.kinds import ALIGN_AT
 from pypto.errors import TraceInputError
 
-if TYPE_CHECKING:
-    from pypto.compile_profiling.trace_merge import MergeResult
-
-__all__ = ["ALIGN_AT", "ComparedRuns", "align_point", "compare_runs", "side_by_side"]
+__all__ = ["ALIGN_AT", "align_point", "side_by_side"]
 
 _CATS = {"device": ("aicore",), "compile": ("compile", "parse")}
 _WHAT = {"device": "device task (no AICore records)",
@@ -72,51 +65,3 @@ def side_by_side(base: Timeline, new: Timeline, *, at: str = "device",
     return Timeline(base.processes + new.processes, base.tracks + new.tracks,
                     base.blocks + new.blocks, base.flows + new.flows,
                     base.counters + new.counters, metadata)
-
-
-@dataclass
-class ComparedRuns:
-    """Both runs on one timeline (`timeline`), and each run's own merge (its timeline
-    already moved and renamed to match), in `MergeResult`'s words, each line prefixed."""
-
-    timeline: Timeline
-    runs: dict[str, MergeResult]
-
-    def _each(self, lines: Callable[[MergeResult], list[str]]) -> list[str]:
-        return [f"{label}: {line}" for label, r in self.runs.items() for line in lines(r)]
-
-    def brief(self, most: int = 5) -> list[str]:
-        return self._each(lambda r: r.brief(most))
-
-    def summary(self, more_kernels: str = "") -> list[str]:
-        return self._each(lambda r: r.summary(more_kernels))
-
-    @property
-    def warnings(self) -> list[str]:
-        return self._each(lambda r: r.warnings)
-
-    @property
-    def kernel_lines(self) -> list[str]:
-        return self._each(lambda r: r.kernel_lines)
-
-    @property
-    def parts(self) -> dict[str, Timeline]:
-        """Each run's timeline alone (for a trace archive)."""
-        return {label: r.timeline for label, r in self.runs.items()}
-
-
-def compare_runs(base: str | os.PathLike, new: str | os.PathLike, *, at: str = "device",
-                 progress: Callable[[str], None] | None = None, **merge_options
-                 ) -> ComparedRuns:
-    """Merge the run at `base` and the run at `new` (each what `merge_traces` takes as one
-    input: a work dir, dfx_outputs/, a capture...) and lay them `side_by_side`."""
-    from pypto.compile_profiling.trace_merge import merge_traces
-
-    say = progress or (lambda _m: None)
-    results = {}
-    for label, path in (("base", base), ("new", new)):
-        results[label] = merge_traces([path], progress=lambda m, lb=label: say(f"{lb}: {m}"),
-                                      **merge_options)
-    timeline = side_by_side(results["base"].timeline, results["new"].timeline, at=at,
-                            names=(str(base), str(new)))
-    return ComparedRuns(timeline, results)

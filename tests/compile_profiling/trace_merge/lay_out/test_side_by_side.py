@@ -13,7 +13,8 @@ import pytest
 from examples import compare_runs as example
 from pypto.compile_profiling.cli.merge_traces import main as merge_main
 from pypto.compile_profiling.trace_merge import merge_traces
-from pypto.compile_profiling.trace_merge.lay_out.side_by_side import align_point, compare_runs
+from pypto.compile_profiling.trace_merge.compare import compare_runs
+from pypto.compile_profiling.trace_merge.lay_out.side_by_side import align_point
 
 
 @pytest.fixture(scope="module")
