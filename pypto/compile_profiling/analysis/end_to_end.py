@@ -180,63 +180,16 @@ def _tiled(plan: Plan, capture_plan: CapturePlan, dev, tt: TaskTable, path: Obse
         int(dev.to_ns(np.array([dispatch_cycles], dtype=np.int64))[0])
     iv: list[tuple[float, int, int, int, str, str]] = []   # (layer, depth, s, e, name, cat)
     trace, host_clock = _compile_trace(plan, capture_plan)
-    host_off = capture_plan.host.offset_ns
     if trace is not None:
         _compile_intervals(trace, host_clock.offset_ns, capture_plan, kernel, iv)
     elif plan.traces:
         notes.append("several compile traces and none of this run's pid: compile stages "
                      "left out")
-    log = cap.run_log
-    if log is not None:
-        pid = capture_plan.run_pid
-        for sp in log.spans:
-            if sp.device_clock or (pid is not None and sp.pid != pid):
-                continue
-            cat = "launch" if sp.name.endswith("runner_run") else "host preparation"
-            iv.append((5, sp.depth, sp.ts_ns + host_off, sp.ts_ns + sp.dur_ns + host_off,
-                       sp.name, cat))
-    for batch in cap.host_phases:
-        names = np.array(batch.phase, dtype=object)
-        for name in dict.fromkeys(batch.phase):
-            sel = np.flatnonzero(names == name)
-            s0, e0 = batch.start_ns[sel] + host_off, batch.end_ns[sel] + host_off
-            if len(sel) > FOLD_OVER:
-                iv.append((4, 0, int(s0.min()), int(e0.max()), f"{name} x{len(sel)}",
-                           "host preparation"))
-            else:
-                iv.extend((4, 0, int(a), int(b), name, "host preparation")
-                          for a, b in zip(s0.tolist(), e0.tolist()))
     tid = int(tt.ids[first])
-    submit_end = None
-    rec = cap.records
-    for s in rec.host_orchestrator:
-        if not len(s.start):
-            continue
-        st, en = s.start + host_off, s.end + host_off
-        iv.append((3, 0, int(st.min()), int(en.max()),
-                   f"host orchestration ({len(st)} submits)", "host preparation"))
-        hit = _submit_of(s, tid)
-        if hit is not None:
-            iv.append((3, 1, int(st[hit]), int(en[hit]), f"submit({first_label})",
-                       "host preparation"))
-            submit_end = int(en[hit])
-    for s in rec.host_uploads:
-        if len(s.start):
-            iv.extend((3, 0, int(a + host_off), int(b + host_off), "H2D upload",
-                       "host preparation") for a, b in zip(s.start.tolist(), s.end.tolist()))
+    submit_end = _host_intervals(capture_plan, tid, first_label, iv)
     if submit_end is not None and disp_ns is not None:
         iv.append((6, 0, submit_end, disp_ns, f"awaiting dispatch ({first_label})", "launch"))
-    for s in rec.orchestrator:
-        if not len(s.start):
-            continue
-        st, en = dev.to_ns(s.start), dev.to_ns(s.end)
-        iv.append((2, 0, int(st.min()), int(en.max()), "device orchestration", "launch"))
-        hit = _submit_of(s, tid)
-        if hit is not None:
-            iv.append((1, 1, int(st[hit]), int(en[hit]), f"submit({first_label})", "launch"))
-            if disp_ns is not None:
-                iv.append((1, 0, int(en[hit]), disp_ns, (f"submitted → dispatched "
-                           f"({first_label})"), "launch"))
+    _device_orchestration_intervals(cap.records, dev, tid, first_label, disp_ns, iv)
     if disp_ns is not None:
         iv.append((0, 0, disp_ns, dev_start, f"dispatched → started ({first_label})", "launch"))
     if not iv:
@@ -259,6 +212,68 @@ def _tiled(plan: Plan, capture_plan: CapturePlan, dev, tt: TaskTable, path: Obse
                      "cover it")
     return EndToEnd(w0, dev_end, dev_start, segments, totals, first_label, kernel, dev.label,
                     dev.uncertainty_ns, dev.status is not PlacementStatus.CALIBRATED, notes)
+
+
+def _host_intervals(capture_plan: CapturePlan, tid: int, first_label: str, iv: list) -> int | None:
+    """The host side's intervals into `iv`: the run log's spans, host phases, the host
+    orchestrator's submits and uploads; -> the end of the first task's submit, if seen."""
+    cap = capture_plan.capture
+    host_off = capture_plan.host.offset_ns
+    log = cap.run_log
+    if log is not None:
+        pid = capture_plan.run_pid
+        for sp in log.spans:
+            if sp.device_clock or (pid is not None and sp.pid != pid):
+                continue
+            cat = "launch" if sp.name.endswith("runner_run") else "host preparation"
+            iv.append((5, sp.depth, sp.ts_ns + host_off, sp.ts_ns + sp.dur_ns + host_off,
+                       sp.name, cat))
+    for batch in cap.host_phases:
+        names = np.array(batch.phase, dtype=object)
+        for name in dict.fromkeys(batch.phase):
+            sel = np.flatnonzero(names == name)
+            s0, e0 = batch.start_ns[sel] + host_off, batch.end_ns[sel] + host_off
+            if len(sel) > FOLD_OVER:
+                iv.append((4, 0, int(s0.min()), int(e0.max()), f"{name} x{len(sel)}",
+                           "host preparation"))
+            else:
+                iv.extend((4, 0, int(a), int(b), name, "host preparation")
+                          for a, b in zip(s0.tolist(), e0.tolist()))
+    submit_end = None
+    rec = cap.records
+    for s in rec.host_orchestrator:
+        if not len(s.start):
+            continue
+        st, en = s.start + host_off, s.end + host_off
+        iv.append((3, 0, int(st.min()), int(en.max()),
+                   f"host orchestration ({len(st)} submits)", "host preparation"))
+        hit = _submit_of(s, tid)
+        if hit is not None:
+            iv.append((3, 1, int(st[hit]), int(en[hit]), f"submit({first_label})",
+                       "host preparation"))
+            submit_end = int(en[hit])
+    for s in rec.host_uploads:
+        if len(s.start):
+            iv.extend((3, 0, int(a + host_off), int(b + host_off), "H2D upload",
+                       "host preparation") for a, b in zip(s.start.tolist(), s.end.tolist()))
+    return submit_end
+
+
+def _device_orchestration_intervals(rec, dev, tid: int, first_label: str,
+                                    disp_ns: int | None, iv: list) -> None:
+    """The device orchestrator's intervals into `iv`, with the first task's submit and its
+    wait for dispatch."""
+    for s in rec.orchestrator:
+        if not len(s.start):
+            continue
+        st, en = dev.to_ns(s.start), dev.to_ns(s.end)
+        iv.append((2, 0, int(st.min()), int(en.max()), "device orchestration", "launch"))
+        hit = _submit_of(s, tid)
+        if hit is not None:
+            iv.append((1, 1, int(st[hit]), int(en[hit]), f"submit({first_label})", "launch"))
+            if disp_ns is not None:
+                iv.append((1, 0, int(en[hit]), disp_ns, (f"submitted → dispatched "
+                           f"({first_label})"), "launch"))
 
 
 def _submit_of(stream, task_id: int) -> int | None:

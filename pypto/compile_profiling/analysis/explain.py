@@ -215,32 +215,40 @@ def analyze_capture(plan: Plan, capture_plan: CapturePlan, rows: DeviceRows | No
                      "bound: where host time ends and device time begins is unknown")
     host = None
     if obs is not None and len(obs.tasks) and with_verdict:
-        first = obs.tasks[:1]
-        kernels, _, labels = ra.labels(first)
-        kernel = kernels[0] if kernels[0] != "unknown" else None
-        mine = np.flatnonzero((tt.row_task == first[0]) & has)
-        first_dispatch = None if not len(mine) else \
-            int(disp[mine[np.argmin(tt.row_start[mine])]])
-        ra.end_to_end = end_to_end(plan, capture_plan, tt, obs, labels[0], kernel,
-                                   first_dispatch)
+        _end_to_end_of(ra, plan, capture_plan, disp, has)
         host = _host_runs(ra)
     made = replay_input(tt, disp, fin, has, edges, rec, task_families(tt, names))
     if isinstance(made, str):
         ra.no_replay = made
     else:
         ra.replay = made
-    if with_verdict:
-        ra.verdict = decide(tt, obs, has_cpu=ra.has_cpu, has_deps=has_deps,
-                            replay_input=ra.replay, no_replay=ra.no_replay,
-                            static_cycles=static.length_cycles if static is not None
-                            else None, kept_edges=edges.kept, starvation=ra.starvation,
-                            host=host)
-    else:
-        ra.verdict = Verdict(kind=VerdictKind.UNKNOWN, rule="not decided (asked without "
-                             "the verdict)")
+    ra.verdict = _verdict_of(ra, host) if with_verdict else Verdict(
+        kind=VerdictKind.UNKNOWN, rule="not decided (asked without the verdict)")
     ra.slots = task_slots(capture_plan, task_disp, task_fin)
     _host_log_drops(ra, capture_plan)
     return ra
+
+
+def _verdict_of(ra: RankAnalysis, host) -> Verdict:
+    """The verdict: each candidate cause removed in a replay (`verdict.decide`)."""
+    static = ra.static
+    return decide(ra.tasks, ra.observed, has_cpu=ra.has_cpu, has_deps=ra.has_deps,
+                  replay_input=ra.replay, no_replay=ra.no_replay,
+                  static_cycles=static.length_cycles if static is not None else None,
+                  kept_edges=ra.edges.kept, starvation=ra.starvation, host=host)
+
+
+def _end_to_end_of(ra: RankAnalysis, plan: Plan, capture_plan: CapturePlan, disp: np.ndarray,
+                   has: np.ndarray) -> None:
+    """`ra.end_to_end`: the run tiled from its host side to the path's first task, cut at
+    that task's own dispatch."""
+    tt, obs = ra.tasks, ra.observed
+    first = obs.tasks[:1]
+    kernels, _, labels = ra.labels(first)
+    kernel = kernels[0] if kernels[0] != "unknown" else None
+    mine = np.flatnonzero((tt.row_task == first[0]) & has)
+    first_dispatch = None if not len(mine) else int(disp[mine[np.argmin(tt.row_start[mine])]])
+    ra.end_to_end = end_to_end(plan, capture_plan, tt, obs, labels[0], kernel, first_dispatch)
 
 
 def _host_log_drops(ra: RankAnalysis, capture_plan: CapturePlan) -> None:

@@ -88,6 +88,81 @@ def _verdict_dict(v: Verdict | None, freq_hz: int) -> dict | None:
             "evidence": list(v.evidence), "device": _verdict_dict(v.device, freq_hz)}
 
 
+def _observed_path_dict(r: RankAnalysis) -> dict:
+    """`rank_dict`'s observed critical path: compute, stalls by part, families, path."""
+    ns = r.ns
+    p = r.observed
+    by_part = p.stall_by_part()
+    check = p.compute_total + p.stall_total
+    sched = sum(by_part[k] for k in SCHEDULER_PARTS)
+    return {
+        "tasks": len(p.tasks), "compute_cycles": p.compute_total,
+        "compute_ns": round(ns(p.compute_total), 1), "compute_share": r.share(p.compute_total),
+        "stall_cycles": p.stall_total, "stall_ns": round(ns(p.stall_total), 1),
+        "stall_share": r.share(p.stall_total),
+        "scheduler_latency_ns": round(ns(sched), 1), "scheduler_latency_share": r.share(sched),
+        "stall_by_part": {str(k): {"cycles": v, "ns": round(ns(v), 1), "share": r.share(v)}
+                          for k, v in by_part.items()},
+        "held_by": {str(k): v for k, v in p.held_by_counts().items()},
+        "tiling": "exact" if check == r.makespan_cycles and p.exact else f"diff {check - r.makespan_cycles}",
+        "families": [{"family": f.family, "compute_ns": round(ns(f.compute_cycles), 1),
+                      "compute_share": r.share(f.compute_cycles),
+                      "stall_ns": round(ns(f.stall_cycles), 1), "tasks": f.tasks}
+                     for f in r.families()],
+        "path": _path_rows(r)}
+
+
+def _overhead_dict(r: RankAnalysis) -> dict:
+    """`rank_dict`'s overhead figures: starvation, head and tail, switches, scheduler."""
+    ns = r.ns
+    ov = r.overhead
+    sched_threads = ov.scheduler
+    avg_loop = ov.avg_loop_ns
+    on_path = {e: c for e, _, c in r.starvation}
+    return {
+        "engines": [{"engine": x.engine, "cores": x.cores, "starved_share": x.starved_share,
+                     "starved_on_path_ns": round(ns(on_path.get(x.engine, 0)), 1)}
+                    for x in ov.engines],
+        "all_engines_starved_share": ov.all_starved_share,
+        "some_engine_starved_share": ov.some_starved_share,
+        "head_overhead_ns": _dist(ov.head), "tail_overhead_ns": _dist(ov.tail),
+        "task_switches": [{"engine": w.engine, "cores": w.cores,
+                           "per_core_min_ns": round(w.per_core_min, 1),
+                           "per_core_mean_ns": round(w.per_core_mean, 1),
+                           "per_core_max_ns": round(w.per_core_max, 1), "events": w.events,
+                           "mean_event_ns": round(w.mean_event, 1)} for w in ov.switches],
+        "switch_bound_ns": None if ov.switch_bound_ns is None
+        else [round(x, 1) for x in ov.switch_bound_ns],
+        "fan_out": _dist(ov.fan_out, 2), "fan_in": _dist(ov.fan_in, 2),
+        "scheduler": [{"thread": t.thread, "loops": t.loops, "finishes": t.finishes,
+                       "tasks": t.tasks,
+                       "phase_ns": {k: round(v, 1) for k, v in t.phase_ns.items()},
+                       "nested": dict(t.nested), "busy_ns": round(t.busy_ns, 1),
+                       "idle_ns": round(t.idle_ns, 1), "total_ns": round(t.total_ns, 1),
+                       "pop_hit": t.pop_hit, "pop_miss": t.pop_miss} for t in sched_threads],
+        "avg_loop_ns": None if avg_loop is None else round(avg_loop, 1),
+        "tail_to_loop": None if avg_loop is None or ov.tail is None or not avg_loop
+        else round(ov.tail.mean / avg_loop, 2),
+        "notes": list(ov.notes)}
+
+
+def _end_to_end_dict(r: RankAnalysis) -> dict | None:
+    """`rank_dict`'s end-to-end tiling of the run, when there is one."""
+    e2e = r.end_to_end
+    return None if e2e is None else {
+        "start_ns": e2e.start_ns, "end_ns": e2e.end_ns, "wall_ns": e2e.wall_ns,
+        "wall_range_ns": list(e2e.ranges.get("wall", (e2e.wall_ns, e2e.wall_ns))),
+        "device_start_ns": e2e.device_start_ns,
+        "tiling": "exact" if e2e.exact else "inexact", "first_task": e2e.first_task,
+        "kernel": e2e.kernel, "clock": e2e.clock, "estimated": e2e.estimated,
+        "uncertainty_ns": None if e2e.uncertainty_ns is None else round(e2e.uncertainty_ns),
+        "categories": dict(e2e.totals),
+        "category_ranges": {c: list(e2e.ranges.get(c, (v, v))) for c, v in e2e.totals.items()},
+        "segments": [{"name": s.name, "category": s.category, "start_ns": s.start_ns,
+                      "dur_ns": s.dur_ns} for s in e2e.segments],
+        "notes": list(e2e.notes)}
+
+
 def rank_dict(r: RankAnalysis) -> dict:
     ms = r.makespan_cycles
     ns = r.ns
@@ -120,67 +195,9 @@ def rank_dict(r: RankAnalysis) -> dict:
                               "path": labels}
     else:
         out["static_path"] = None
-    p = r.observed
-    by_part = p.stall_by_part()
-    check = p.compute_total + p.stall_total
-    sched = sum(by_part[k] for k in SCHEDULER_PARTS)
-    out["observed_path"] = {
-        "tasks": len(p.tasks), "compute_cycles": p.compute_total,
-        "compute_ns": round(ns(p.compute_total), 1), "compute_share": r.share(p.compute_total),
-        "stall_cycles": p.stall_total, "stall_ns": round(ns(p.stall_total), 1),
-        "stall_share": r.share(p.stall_total),
-        "scheduler_latency_ns": round(ns(sched), 1), "scheduler_latency_share": r.share(sched),
-        "stall_by_part": {str(k): {"cycles": v, "ns": round(ns(v), 1), "share": r.share(v)}
-                          for k, v in by_part.items()},
-        "held_by": {str(k): v for k, v in p.held_by_counts().items()},
-        "tiling": "exact" if check == ms and p.exact else f"diff {check - ms}",
-        "families": [{"family": f.family, "compute_ns": round(ns(f.compute_cycles), 1),
-                      "compute_share": r.share(f.compute_cycles),
-                      "stall_ns": round(ns(f.stall_cycles), 1), "tasks": f.tasks}
-                     for f in r.families()],
-        "path": _path_rows(r)}
-    ov = r.overhead
-    sched_threads = ov.scheduler
-    avg_loop = ov.avg_loop_ns
-    on_path = {e: c for e, _, c in r.starvation}
-    out["overhead"] = {
-        "engines": [{"engine": x.engine, "cores": x.cores, "starved_share": x.starved_share,
-                     "starved_on_path_ns": round(ns(on_path.get(x.engine, 0)), 1)}
-                    for x in ov.engines],
-        "all_engines_starved_share": ov.all_starved_share,
-        "some_engine_starved_share": ov.some_starved_share,
-        "head_overhead_ns": _dist(ov.head), "tail_overhead_ns": _dist(ov.tail),
-        "task_switches": [{"engine": w.engine, "cores": w.cores,
-                           "per_core_min_ns": round(w.per_core_min, 1),
-                           "per_core_mean_ns": round(w.per_core_mean, 1),
-                           "per_core_max_ns": round(w.per_core_max, 1), "events": w.events,
-                           "mean_event_ns": round(w.mean_event, 1)} for w in ov.switches],
-        "switch_bound_ns": None if ov.switch_bound_ns is None
-        else [round(x, 1) for x in ov.switch_bound_ns],
-        "fan_out": _dist(ov.fan_out, 2), "fan_in": _dist(ov.fan_in, 2),
-        "scheduler": [{"thread": t.thread, "loops": t.loops, "finishes": t.finishes,
-                       "tasks": t.tasks,
-                       "phase_ns": {k: round(v, 1) for k, v in t.phase_ns.items()},
-                       "nested": dict(t.nested), "busy_ns": round(t.busy_ns, 1),
-                       "idle_ns": round(t.idle_ns, 1), "total_ns": round(t.total_ns, 1),
-                       "pop_hit": t.pop_hit, "pop_miss": t.pop_miss} for t in sched_threads],
-        "avg_loop_ns": None if avg_loop is None else round(avg_loop, 1),
-        "tail_to_loop": None if avg_loop is None or ov.tail is None or not avg_loop
-        else round(ov.tail.mean / avg_loop, 2),
-        "notes": list(ov.notes)}
-    e2e = r.end_to_end
-    out["end_to_end"] = None if e2e is None else {
-        "start_ns": e2e.start_ns, "end_ns": e2e.end_ns, "wall_ns": e2e.wall_ns,
-        "wall_range_ns": list(e2e.ranges.get("wall", (e2e.wall_ns, e2e.wall_ns))),
-        "device_start_ns": e2e.device_start_ns,
-        "tiling": "exact" if e2e.exact else "inexact", "first_task": e2e.first_task,
-        "kernel": e2e.kernel, "clock": e2e.clock, "estimated": e2e.estimated,
-        "uncertainty_ns": None if e2e.uncertainty_ns is None else round(e2e.uncertainty_ns),
-        "categories": dict(e2e.totals),
-        "category_ranges": {c: list(e2e.ranges.get(c, (v, v))) for c, v in e2e.totals.items()},
-        "segments": [{"name": s.name, "category": s.category, "start_ns": s.start_ns,
-                      "dur_ns": s.dur_ns} for s in e2e.segments],
-        "notes": list(e2e.notes)}
+    out["observed_path"] = _observed_path_dict(r)
+    out["overhead"] = _overhead_dict(r)
+    out["end_to_end"] = _end_to_end_dict(r)
     out["answer"] = answer_lines(out)
     out["task_slots"] = [_slot_dict(r, sl) for sl in r.slots]
     out["host_side_incomplete"] = ({str(pid): n for pid, n in r.host_log_dropped.items()}

@@ -37,52 +37,9 @@ def add_converted(
     n = len(slices)
     start = np.fromiter((s.start_ns for s in slices), dtype=np.int64, count=n) + off
     end = np.fromiter((s.end_ns for s in slices), dtype=np.int64, count=n) + off
-    by_lane: dict[tuple[int, int], list[int]] = {}
-    for i, s in enumerate(slices):
-        by_lane.setdefault((s.pid, s.tid), []).append(i)
-    tracks = []
-    tix = np.zeros(n, dtype=np.int32)
-    moved = 0
-    for key in sorted(by_lane):
-        idx = np.array(by_lane[key], dtype=np.int64)
-        name = conv.thread_names.get(key) or f"tid {key[1]}"
-        sort = conv.thread_sort.get(key, key[1])
-        sub = sublanes(start[idx], end[idx], allow_nesting=True)
-        first = len(tracks)
-        for k in range(int(sub.max()) + 1):
-            tracks.append(builder.lane(procs[key[0]], name if k == 0 else f"{name} (overlap {k})",
-                                 sort * 100 + k))
-        tix[idx] = first + sub
-        moved += int(np.count_nonzero(sub))
-    by_cat: dict[str, list[int]] = {}
-    for i, s in enumerate(slices):
-        by_cat.setdefault(s.cat, []).append(i)
-    where: list[tuple[SliceBlock, int]] = [None] * n  # type: ignore[list-item]
-    for cat, idx in by_cat.items():
-        sel = np.array(idx, dtype=np.int64)
-        names, name_ix = intern([slices[i].name for i in idx])
-        block = SliceBlock(cat, tracks, tix[sel], start[sel], end[sel] - start[sel], names,
-                           name_ix, [], [slices[i].args for i in idx])
-        builder.tl.blocks.append(block)
-        for r, i in enumerate(idx):
-            where[i] = (block, r)
-    groups: dict[tuple, tuple[SliceBlock, SliceBlock, list[int], list[int]]] = {}
-    for fl in conv.flows:
-        (sb, sr), (db, dr) = where[fl.src], where[fl.dst]
-        g = groups.setdefault((fl.name, fl.cat, sb, db), (sb, db, [], []))
-        g[2].append(sr)
-        g[3].append(dr)
-    for (name, cat, _, _), (sb, db, srows, drows) in groups.items():
-        builder.tl.flows.append(
-            FlowBlock(
-                name,
-                cat or name,
-                sb,
-                np.array(srows, dtype=np.int64),
-                db,
-                np.array(drows, dtype=np.int64),
-            )
-        )
+    tracks, tix, moved = _lanes(builder, conv, procs, start, end)
+    where = _blocks(builder, slices, tracks, tix, start, end)
+    _flows(builder, conv, where)
     for c in conv.counters:
         builder.tl.counters.append(CounterTrack(procs[c.pid], c.name, c.ts_ns + off, c.values))
     if moved:
@@ -98,3 +55,59 @@ def add_converted(
     builder.sources.append({"path": conv.path, "kind": SourceKind.MERGED_SWIMLANE,
                       "alignment": f"{dev.status}: {dev.how}", "estimated": True,
                       "uncertainty_ns": dev.uncertainty_ns})
+
+
+def _lanes(builder: TimelineBuilder, conv, procs: dict, start: np.ndarray, end: np.ndarray):
+    """A lane per (pid, tid) of the converted trace, split into sub-lanes where its slices
+    do not nest; -> (tracks, each slice's track index, slices moved to a sub-lane)."""
+    slices = conv.slices
+    by_lane: dict[tuple[int, int], list[int]] = {}
+    for i, s in enumerate(slices):
+        by_lane.setdefault((s.pid, s.tid), []).append(i)
+    tracks = []
+    tix = np.zeros(len(slices), dtype=np.int32)
+    moved = 0
+    for key in sorted(by_lane):
+        idx = np.array(by_lane[key], dtype=np.int64)
+        name = conv.thread_names.get(key) or f"tid {key[1]}"
+        sort = conv.thread_sort.get(key, key[1])
+        sub = sublanes(start[idx], end[idx], allow_nesting=True)
+        first = len(tracks)
+        for k in range(int(sub.max()) + 1):
+            tracks.append(builder.lane(procs[key[0]], name if k == 0 else f"{name} (overlap {k})",
+                                 sort * 100 + k))
+        tix[idx] = first + sub
+        moved += int(np.count_nonzero(sub))
+    return tracks, tix, moved
+
+
+def _blocks(builder: TimelineBuilder, slices, tracks, tix: np.ndarray, start: np.ndarray,
+            end: np.ndarray) -> list[tuple[SliceBlock, int]]:
+    """A block per category; -> where each slice went (its block and row)."""
+    by_cat: dict[str, list[int]] = {}
+    for i, s in enumerate(slices):
+        by_cat.setdefault(s.cat, []).append(i)
+    where: list[tuple[SliceBlock, int]] = [None] * len(slices)  # type: ignore[list-item]
+    for cat, idx in by_cat.items():
+        sel = np.array(idx, dtype=np.int64)
+        names, name_ix = intern([slices[i].name for i in idx])
+        block = SliceBlock(cat, tracks, tix[sel], start[sel], end[sel] - start[sel], names,
+                           name_ix, [], [slices[i].args for i in idx])
+        builder.tl.blocks.append(block)
+        for r, i in enumerate(idx):
+            where[i] = (block, r)
+    return where
+
+
+def _flows(builder: TimelineBuilder, conv, where: list[tuple[SliceBlock, int]]) -> None:
+    """The converted trace's arrows, a block per (name, category, source and target
+    block)."""
+    groups: dict[tuple, tuple[SliceBlock, SliceBlock, list[int], list[int]]] = {}
+    for fl in conv.flows:
+        (sb, sr), (db, dr) = where[fl.src], where[fl.dst]
+        g = groups.setdefault((fl.name, fl.cat, sb, db), (sb, db, [], []))
+        g[2].append(sr)
+        g[3].append(dr)
+    for (name, cat, _, _), (sb, db, srows, drows) in groups.items():
+        builder.tl.flows.append(FlowBlock(name, cat or name, sb, np.array(srows, dtype=np.int64),
+                                          db, np.array(drows, dtype=np.int64)))

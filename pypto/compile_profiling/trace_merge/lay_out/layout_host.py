@@ -167,6 +167,16 @@ def add_run_log(builder: TimelineBuilder, capture_plan: CapturePlan, warnings: l
             f"{log.path}: this capture's run log, of {len(choice.left_out) + 1} beside it "
             f"({choice.how}); not drawn: "
             + "; ".join(f"{os.path.basename(p)} ({why})" for p, why in choice.left_out))
+    builder.sources.append(_run_log_source(log, host_clock, warnings))
+    if log.clock_anchors:
+        builder.tl.metadata.setdefault("simpler_clock_anchors", []).extend(
+            {"pid": a.pid, "mono_ns": a.mono_ns, "wall_ns": a.wall_ns, "source": log.path}
+            for a in log.clock_anchors)
+
+
+def _run_log_source(log, host_clock, warnings: list[str]) -> dict:
+    """The run log's entry in the trace's sources; a process whose host logger dropped
+    records is marked incomplete there and warned about."""
     source = {"path": log.path, "kind": SourceKind.RUN_LOG, "alignment": host_clock.how,
               "offset_ns": host_clock.offset_ns}
     if log.host_log_drops:
@@ -179,11 +189,7 @@ def add_run_log(builder: TimelineBuilder, capture_plan: CapturePlan, warnings: l
                             f"records ([HOSTLOG_DROPS] line {d.line}{': ' + why if why else ''})"
                             ": its host side is incomplete (spans, and figures from them, "
                             "may be missing)")
-    builder.sources.append(source)
-    if log.clock_anchors:
-        builder.tl.metadata.setdefault("simpler_clock_anchors", []).extend(
-            {"pid": a.pid, "mono_ns": a.mono_ns, "wall_ns": a.wall_ns, "source": log.path}
-            for a in log.clock_anchors)
+    return source
 
 
 def add_host_phases(builder: TimelineBuilder, capture_plan: CapturePlan, warnings: list[str]) -> None:
