@@ -441,11 +441,8 @@ def merge_per_rank(inputs: list[str | os.PathLike], out_dir: str | os.PathLike, 
                    progress=None) -> PerRankResult:
     """Merge `inputs` rank by rank into `out_dir` (see the module docstring)."""
     require("pyarrow", "duckdb")         # and distributed, when a cluster is used
-    from pypto.compile_profiling.foundation.gc_pause import gc_paused
     from pypto.compile_profiling.query.placement_read import placement_capture
     from pypto.compile_profiling.timeline.write_parquet import DATASET_MARKER, DATASET_TITLE
-    from pypto.compile_profiling.trace_merge.lay_out.layout import lay_out
-    from pypto.compile_profiling.trace_merge.lay_out.layout_host import run_host_key
     from pypto.compile_profiling.trace_merge.place.placement import place
     from pypto.compile_profiling.trace_merge.read.read_inputs import Inputs, read_inputs
     from pypto.compile_profiling.trace_merge.views import (
@@ -475,50 +472,10 @@ def merge_per_rank(inputs: list[str | os.PathLike], out_dir: str | os.PathLike, 
         envelopes = client.gather(client.map(placement_capture, leaves, pure=False))
         inputs_ = Inputs(host.traces, host.reports, envelopes)
         plan = place(inputs_, offset_us=offset_us, align=align)
-        groups: dict = {}
-        for cp in plan.captures:
-            f = cp.capture.files
-            key = ("rank", f.rank) if f.rank is not None else ("leaf", f.directory)
-            groups.setdefault(key, []).append(cp)
-        (stage / "tables").mkdir()
-        (stage / "shards").mkdir()
-        say(f"merging {len(groups)} rank(s) on {len(client.scheduler_info()['workers'])} "
-            "worker(s)")
-        run_ranks: dict[tuple[str, int], list[str]] = {}
-        for cp in plan.captures:       # by host and pid: two hosts may reuse a pid
-            if cp.run_pid is not None and (cp.capture.records is not None
-                                           or cp.capture.converted):
-                run_ranks.setdefault((run_host_key(cp), cp.run_pid), []).append(cp.label)
-        plan.run_ranks = run_ranks
-        template = dataclasses.replace(plan, traces=[], reports=[], captures=[], warnings=[])
-        futures = []
-        for shard, (key, cps) in enumerate(groups.items(), start=1):
-            rank = key[1] if key[0] == "rank" else None
-            label = f"r{rank}" if rank is not None else cps[0].label
-            futures.append(client.submit(_rank_task, shard, label, rank, cps, template, sel,
-                                         str(stage), pure=False))
-        results = client.gather(futures)
+        results = _rank_results(client, plan, sel, stage, say)
         workers_rss = client.run(_peak_rss)
-        rss_by_pid = {}
-        for r in results:
-            rss_by_pid[r["pid"]] = max(rss_by_pid.get(r["pid"], 0), r["peak_rss"])
         say("writing the host shard and the metadata")
-        with gc_paused():
-            host_plan = dataclasses.replace(plan, captures=[])
-            timeline, summary, warnings, _ = lay_out(host_plan, sel)
-            stats = [r["stats"] for r in results if r["stats"] is not None]
-            lines = cluster_summary(stats)
-            timeline.metadata["sources"] = timeline.metadata.get("sources", []) + [
-                s for r in results for s in r["sources"]]
-            timeline.metadata["per_rank"] = {
-                "shards": [Path(r["shard"]).name for r in results],
-                "ranks": [{"label": s.label, "rank": s.rank, "makespan_ns": s.makespan_ns,
-                           "busy_share": round(s.busy_share, 6), "tasks": s.tasks,
-                           "cores": s.cores} for s in stats],
-                "cluster_summary": lines}
-            timeline.metadata["warnings"] = list(dict.fromkeys(
-                warnings + [w for r in results for w in r["warnings"]]))
-            host_out = _write_shard(timeline, stage, 0, "host", metadata=True)
+        host_out, summary, stats, lines, timeline = _host_shard(plan, sel, results, stage)
         shards = sorted((stage / "shards").glob("*.pftrace"))
         if merge_shards:
             _concatenate(shards, stage / "merged.pftrace")
@@ -543,6 +500,74 @@ def merge_per_rank(inputs: list[str | os.PathLike], out_dir: str | os.PathLike, 
     every = [host_out, *results]
     counts = {k: sum(r[k] for r in every) for k in ("slices", "flows", "counter_samples",
                                                      "parquet_bytes", "pftrace_bytes")}
+    summary_all = _summary(summary, results, local)
+    return PerRankResult(out, [out / "shards" / p.name for p in shards],
+                         out / "merged.pftrace" if merge_shards else None, stats,
+                         summary_all + lines, lines, timeline.metadata["warnings"], counts,
+                         {"tasks": [{k: r[k] for k in ("label", "pid", "wall_s", "cpu_s",
+                                                       "peak_rss")} for r in results],
+                          "workers_peak_rss": workers_rss})
+
+
+def _rank_results(client, plan, sel, stage: Path, say) -> list[dict]:
+    """Each rank (or capture leaf) merged by a Dask task into its own shard and tables;
+    -> the tasks' results, in shard order."""
+    from pypto.compile_profiling.trace_merge.lay_out.layout_host import run_host_key
+
+    groups: dict = {}
+    for cp in plan.captures:
+        f = cp.capture.files
+        key = ("rank", f.rank) if f.rank is not None else ("leaf", f.directory)
+        groups.setdefault(key, []).append(cp)
+    (stage / "tables").mkdir()
+    (stage / "shards").mkdir()
+    say(f"merging {len(groups)} rank(s) on {len(client.scheduler_info()['workers'])} "
+        "worker(s)")
+    run_ranks: dict[tuple[str, int], list[str]] = {}
+    for cp in plan.captures:       # by host and pid: two hosts may reuse a pid
+        if cp.run_pid is not None and (cp.capture.records is not None
+                                       or cp.capture.converted):
+            run_ranks.setdefault((run_host_key(cp), cp.run_pid), []).append(cp.label)
+    plan.run_ranks = run_ranks
+    template = dataclasses.replace(plan, traces=[], reports=[], captures=[], warnings=[])
+    futures = []
+    for shard, (key, cps) in enumerate(groups.items(), start=1):
+        rank = key[1] if key[0] == "rank" else None
+        label = f"r{rank}" if rank is not None else cps[0].label
+        futures.append(client.submit(_rank_task, shard, label, rank, cps, template, sel,
+                                     str(stage), pure=False))
+    results = client.gather(futures)
+    return results
+
+
+def _host_shard(plan, sel, results: list[dict], stage: Path):
+    """The host side laid out once, with every rank's sources, the cluster summary and the
+    warnings in its metadata, written as shard 0; -> (its counts, the host summary, the
+    ranks' stats, the cluster summary's lines, its timeline)."""
+    from pypto.compile_profiling.foundation.gc_pause import gc_paused
+    from pypto.compile_profiling.trace_merge.lay_out.layout import lay_out
+
+    with gc_paused():
+        host_plan = dataclasses.replace(plan, captures=[])
+        timeline, summary, warnings, _ = lay_out(host_plan, sel)
+        stats = [r["stats"] for r in results if r["stats"] is not None]
+        lines = cluster_summary(stats)
+        timeline.metadata["sources"] = timeline.metadata.get("sources", []) + [
+            s for r in results for s in r["sources"]]
+        timeline.metadata["per_rank"] = {
+            "shards": [Path(r["shard"]).name for r in results],
+            "ranks": [{"label": s.label, "rank": s.rank, "makespan_ns": s.makespan_ns,
+                       "busy_share": round(s.busy_share, 6), "tasks": s.tasks,
+                       "cores": s.cores} for s in stats],
+            "cluster_summary": lines}
+        timeline.metadata["warnings"] = list(dict.fromkeys(
+            warnings + [w for r in results for w in r["warnings"]]))
+        host_out = _write_shard(timeline, stage, 0, "host", metadata=True)
+    return host_out, summary, stats, lines, timeline
+
+
+def _summary(summary: list[str], results: list[dict], local: dict) -> list[str]:
+    """The host's and every rank's summary lines, and where the merge ran."""
     summary_all = summary + [ln for r in results for ln in r["summary"]]
     if "in_process" in local:
         summary_all.append(
@@ -553,12 +578,7 @@ def merge_per_rank(inputs: list[str | os.PathLike], out_dir: str | os.PathLike, 
         summary_all.append(f"local Dask cluster: {local['workers']} worker process(es), "
                            f"memory limit {local['memory_limit'] / 2**30:.1f} GiB each "
                            f"({local.get('why', 'as asked')})")
-    return PerRankResult(out, [out / "shards" / p.name for p in shards],
-                         out / "merged.pftrace" if merge_shards else None, stats,
-                         summary_all + lines, lines, timeline.metadata["warnings"], counts,
-                         {"tasks": [{k: r[k] for k in ("label", "pid", "wall_s", "cpu_s",
-                                                       "peak_rss")} for r in results],
-                          "workers_peak_rss": workers_rss})
+    return summary_all
 
 
 def _concatenate(shards: list[Path], target: Path) -> None:

@@ -281,40 +281,57 @@ def timeline_tables(timeline: Timeline, *, shard: int = 0) -> dict[str, list]:
     return dict(out)
 
 
-def _emit(timeline: Timeline, out, shard: int) -> None:
-    """Every table of `timeline`, one piece at a time, to `out.add(name, rank, table)`:
-    a slice block's table is made, handed on and dropped before the next is made."""
-    pa = _pa()
-    base = shard << SHARD_BITS
-    slice_base = shard << SLICE_SHARD_BITS
-    procs, tracks, counters = timeline.processes, timeline.tracks, timeline.counters
-    proc_ix = {p: i for i, p in enumerate(procs)}
-    track_ix = {t: i for i, t in enumerate(tracks)}
-    captures = timeline.metadata.get("captures") or []
-    by_source = {}
-    for c in captures:
-        for f in c.get("files", ()):
-            by_source.setdefault(f, c["capture"])
-    proc_rank = [p.rank for p in procs]
-    track_rank = [t.process.rank for t in tracks]
-    made: set[str] = set()
+class _Sink:
+    """Where `_emit` hands its tables: `out.add(name, rank, table)`, remembering which
+    tables were made (the rest are added empty at the end)."""
 
-    def add(name: str, rank, table) -> None:
-        made.add(name)
-        out.add(name, rank, table)
+    def __init__(self, out) -> None:
+        self.out, self.made = out, set()
 
-    def split(table: str, ranks: list, columns: dict, schema=None) -> None:
+    def add(self, name: str, rank, table) -> None:
+        self.made.add(name)
+        self.out.add(name, rank, table)
+
+    def split(self, table: str, ranks: list, columns: dict, schema=None) -> None:
         """Rows of `columns` (all of one length) into one table per rank in `ranks`."""
+        pa = _pa()
         key = np.array([-1 if r is None else r for r in ranks], np.int64)
         columns = {"rank": pa.array(ranks, pa.int32()), **columns}
         whole = pa.table(columns, schema=schema)
         if not ranks:                 # an empty table keeps its columns
-            add(table, None, whole)
+            self.add(table, None, whole)
         for r in sorted(set(ranks), key=lambda r: (r is not None, r or 0)):
             sel = np.flatnonzero(key == (-1 if r is None else r))
-            add(table, r, whole if len(sel) == len(key) else whole.take(sel))
+            self.add(table, r, whole if len(sel) == len(key) else whole.take(sel))
 
-    split("process", proc_rank, {
+
+def _emit(timeline: Timeline, out, shard: int) -> None:
+    """Every table of `timeline`, one piece at a time, to `out.add(name, rank, table)`:
+    a slice block's table is made, handed on and dropped before the next is made."""
+    base = shard << SHARD_BITS
+    sink = _Sink(out)
+    captures = timeline.metadata.get("captures") or []
+    _process_tables(timeline, sink, base, captures)
+    track_ix = {t: i for i, t in enumerate(timeline.tracks)}
+    track_rank = [t.process.rank for t in timeline.tracks]
+    _counter_tables(timeline, sink, base)
+    _slices(timeline, sink.add, shard << SLICE_SHARD_BITS, base, track_ix, track_rank)
+    _capture_tables(timeline, sink, base, captures)
+    for name, schema in _empty_schemas().items():
+        if name not in sink.made:   # every table exists, so that queries of it work
+            sink.add(name, None, schema.empty_table())
+
+
+def _process_tables(timeline: Timeline, sink: _Sink, base: int, captures: list) -> None:
+    """`process` and `thread`."""
+    pa = _pa()
+    procs, tracks = timeline.processes, timeline.tracks
+    proc_ix = {p: i for i, p in enumerate(procs)}
+    by_source = {}
+    for c in captures:
+        for f in c.get("files", ()):
+            by_source.setdefault(f, c["capture"])
+    sink.split("process", [p.rank for p in procs], {
         "upid": pa.array([base + i for i in range(len(procs))], pa.int64()),
         "pid": pa.array([p.pid for p in procs], pa.int64()),
         "os_pid": pa.array([p.os_pid for p in procs], pa.int64()),
@@ -327,7 +344,7 @@ def _emit(timeline: Timeline, out, shard: int) -> None:
                                 for p in procs], pa.int64()),
         "args": pa.array([_json_text(p.args) for p in procs], pa.string()),
     })
-    split("thread", track_rank, {
+    sink.split("thread", [t.process.rank for t in tracks], {
         "utid": pa.array([base + i for i in range(len(tracks))], pa.int64()),
         "tid": pa.array([t.tid for t in tracks], pa.int64()),
         "os_tid": pa.array([t.os_tid for t in tracks], pa.int64()),
@@ -336,8 +353,14 @@ def _emit(timeline: Timeline, out, shard: int) -> None:
         "sort_index": pa.array([t.sort_index for t in tracks], pa.int64()),
         "is_thread": pa.array([t.os_tid is not None for t in tracks], pa.bool_()),
     })
-    n_tracks = len(tracks)
-    split("counter_track", [c.process.rank for c in counters], {
+
+
+def _counter_tables(timeline: Timeline, sink: _Sink, base: int) -> None:
+    """`counter_track`, and `counter` a track at a time."""
+    pa = _pa()
+    counters, n_tracks = timeline.counters, len(timeline.tracks)
+    proc_ix = {p: i for i, p in enumerate(timeline.processes)}
+    sink.split("counter_track", [c.process.rank for c in counters], {
         "id": pa.array([base + n_tracks + j for j in range(len(counters))], pa.int64()),
         "name": pa.array([c.name for c in counters], pa.string()),
         "upid": pa.array([base + proc_ix[c.process] for c in counters], pa.int64()),
@@ -345,15 +368,19 @@ def _emit(timeline: Timeline, out, shard: int) -> None:
     })
     for j, c in enumerate(counters):
         n = len(c.ts_ns)
-        add("counter", c.process.rank, pa.table({
+        sink.add("counter", c.process.rank, pa.table({
             "rank": pa.nulls(n, pa.int32()) if c.process.rank is None
             else pa.array(np.full(n, c.process.rank, np.int32)),
             "track_id": pa.array(np.full(n, base + n_tracks + j, np.int64)),
             "ts": pa.array(c.ts_ns.astype(np.int64)),
             "value": pa.array(c.values.astype(np.float64)),
         }))
-    _slices(timeline, add, slice_base, base, track_ix, track_rank)
-    split("capture", [c.get("rank") for c in captures], {
+
+
+def _capture_tables(timeline: Timeline, sink: _Sink, base: int, captures: list) -> None:
+    """`capture`, `kernel` and `metadata`."""
+    pa = _pa()
+    sink.split("capture", [c.get("rank") for c in captures], {
         "id": pa.array([base + c["capture"] for c in captures], pa.int64()),
         "device": pa.array([c.get("device") for c in captures], pa.int64()),
         "label": pa.array([_shown(c.get("label")) for c in captures], pa.string()),
@@ -367,19 +394,16 @@ def _emit(timeline: Timeline, out, shard: int) -> None:
     })
     kernels = [(c.get("rank"), base + c["capture"], int(k), name) for c in captures
                for k, name in (c.get("kernels") or {}).items()]
-    split("kernel", [k[0] for k in kernels], {
+    sink.split("kernel", [k[0] for k in kernels], {
         "capture_id": pa.array([k[1] for k in kernels], pa.int64()),
         "kernel_id": pa.array([k[2] for k in kernels], pa.int64()),
         "name": pa.array([k[3] for k in kernels], pa.string()),
     })
     meta = {k: v for k, v in timeline.metadata.items() if k != "captures"}
-    split("metadata", [None] * len(meta), {
+    sink.split("metadata", [None] * len(meta), {
         "name": pa.array(list(meta), pa.string()),
         "value": pa.array([_json_text(v) for v in meta.values()], pa.string()),
     })
-    for name, schema in _empty_schemas().items():
-        if name not in made:        # every table exists, so that queries of it work
-            add(name, None, schema.empty_table())
 
 
 def _empty_schemas() -> dict:

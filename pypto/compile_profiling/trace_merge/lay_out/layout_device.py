@@ -13,6 +13,8 @@ AICore rows.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
 
 from pypto.compile_profiling.timeline.model import ArgColumn, Process, SliceBlock, Track
@@ -44,47 +46,86 @@ from pypto.compile_profiling.trace_merge.views import Selection, View
 # --------------------------------------------------------------------------- device captures
 
 
+@dataclass
+class _Drawing:
+    """One capture being drawn: what every step of `add_capture` reads and adds to."""
+
+    builder: TimelineBuilder
+    capture_plan: CapturePlan
+    selection: Selection
+    warnings: list[str]
+    args: dict
+    counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def dev(self):
+        return self.capture_plan.device
+
+    @property
+    def rec(self):
+        return self.capture_plan.capture.records
+
+    @property
+    def estimated(self) -> bool:
+        return self.dev.status is not PlacementStatus.CALIBRATED
+
+    def view_process(self, name: str) -> Process:
+        """A device view, its name saying how its device clock was placed."""
+        return self.builder.process(
+            f"Device {self.capture_plan.label}{SEP}{name} ({self.dev.label})", args=self.args,
+            estimated=self.estimated, capture=self.capture_plan, part=name)
+
+
 def add_capture(
     builder: TimelineBuilder, capture_plan: CapturePlan, selection: Selection, warnings: list[str]
 ) -> DeviceRows | None:
     """Draw the selected views of one capture; -> its rows (None without AICore rows)."""
-    cap, dev = capture_plan.capture, capture_plan.device
-    rec = cap.records
-    estimated = dev.status is not PlacementStatus.CALIBRATED
-    tag = f" ({dev.label})"
+    dev, rec = capture_plan.device, capture_plan.capture.records
     args = device_args(capture_plan, dev, rec.path)
     args.update(chip_swimlane_level=rec.level, clock_freq_hz=rec.freq_hz)
-    counts: dict[str, int] = {}
+    d = _Drawing(builder, capture_plan, selection, warnings, args)
     if dev.mapping is not None:
         outside = _outside_window(rec, dev)
-        counts["outside_anchor_window"] = outside
+        d.counts["outside_anchor_window"] = outside
         if outside:
             args["timestamps_outside_anchor_window"] = outside
             warnings.append(f"{rec.path}: {outside} device timestamps lie outside the clock-"
                             "anchor window; they are extrapolated, not calibrated")
-
-    def view_process(name: str) -> Process:
-        """A device view, its name saying how its device clock was placed."""
-        return builder.process(f"Device {capture_plan.label}{SEP}{name}{tag}", args=args,
-                               estimated=estimated, capture=capture_plan, part=name)
-
     sched_streams = [s for s in rec.scheduler if len(s.start)]
     assigned = {t for t in rec.core_to_thread or () if t >= 0}
     roles = [thread_role(s, assigned) for s in sched_streams]
     lanes = [scheduler_lane(s, r) for s, r in zip(sched_streams, roles)]
     capture_note = _today_args(rec, sched_streams, lanes, args, warnings)
-
     rows = device_rows(capture_plan)
     has_aicore = rows is not None          # device_rows: None without AICore rows
     if has_aicore and (selection.view(View.WORKER) or selection.view(View.UTILISATION)):
-        rows.worker_proc = view_process("AICore")
+        rows.worker_proc = d.view_process("AICore")
     if has_aicore and selection.view(View.SCHEDULER_VIEW) and rows.has_cpu.any():
-        rows.sched_proc = view_process("Scheduler view")
+        rows.sched_proc = d.view_process("Scheduler view")
+    sched_proc, scheduler, moved = _draw_scheduler(d, rows, sched_streams, lanes, roles)
+    moved += _draw_lifecycle(d)
+    submits, orch_moved = _draw_orchestrators(d)
+    moved += orch_moved
+    moved += _draw_rows(d, rows, sched_proc, scheduler, submits)
+    d.counts["overlaps_moved"] = moved
+    if moved:
+        warnings.append(
+            f"{rec.path}: {moved} overlapping slices of {capture_plan.label} were moved "
+            "to '(overlap k)' sub-lanes"
+        )
+    _summarise(d, capture_note)
+    return rows
+
+
+def _draw_scheduler(d: _Drawing, rows, sched_streams: list, lanes: list, roles: list):
+    """The scheduler's phase lanes (its marker phases on the AICPU's worker lane, as Simpler
+    draws them); -> (its process, each lane's rows, slices moved to sub-lanes)."""
+    selection, rec = d.selection, d.rec
     moved = 0
     sched_proc = None
     if sched_streams and (selection.view(View.SCHEDULER) or selection.view(View.READY_QUEUE)):
         by_aicore = all(s.producer == "aicore" for s in sched_streams)
-        sched_proc = view_process("AICore scheduler" if by_aicore else "AICPU scheduler")
+        sched_proc = d.view_process("AICore scheduler" if by_aicore else "AICPU scheduler")
     scheduler = []
     for s, lane, role in zip(sched_streams, lanes, roles):
         marker = np.isin(s.kind, [i for i, k in enumerate(s.kinds) if k in MARKER_KINDS])
@@ -97,43 +138,48 @@ def add_capture(
                 if selection.view(View.SCHEDULER)
                 else None
             )
-            moved += _phase_rows(builder, on, f"AICPU_{s.thread}", 10_000 + s.thread, markers,
-                                 dev.to_ns, "aicpu_worker", scheduler_names)[1]
-        scheduler.append(
-            _phase_rows(
-                builder,
-                sched_proc if selection.view(View.SCHEDULER) else None,
-                lane,
-                s.thread,
-                s,
-                dev.to_ns,
-                "scheduler",
-                scheduler_names,
-                role,
-            )
-        )
+            moved += _phase_rows(d.builder, on, f"AICPU_{s.thread}", 10_000 + s.thread, markers,
+                                 d.dev.to_ns, "aicpu_worker", scheduler_names)[1]
+        scheduler.append(_phase_rows(d.builder,
+                                     sched_proc if selection.view(View.SCHEDULER) else None,
+                                     lane, s.thread, s, d.dev.to_ns, "scheduler",
+                                     scheduler_names, role))
     moved += sum(m for _, m in scheduler)
-    counts["scheduler_phases"] = sum(len(s.start) for s in rec.scheduler)
-    life = [s for s in rec.lifecycle if len(s.start)]
-    if life and selection.view(View.LIFECYCLE):
-        proc = view_process("AICPU lifecycle")
+    d.counts["scheduler_phases"] = sum(len(s.start) for s in rec.scheduler)
+    return sched_proc, scheduler, moved
+
+
+def _draw_lifecycle(d: _Drawing) -> int:
+    """The AICPU threads' lifecycle phases (today's captures); -> slices moved."""
+    moved = 0
+    life = [s for s in d.rec.lifecycle if len(s.start)]
+    if life and d.selection.view(View.LIFECYCLE):
+        proc = d.view_process("AICPU lifecycle")
         for s in life:
-            moved += _phase_rows(builder, proc, f"AICPU_{s.thread}", s.thread, s, dev.to_ns,
+            moved += _phase_rows(d.builder, proc, f"AICPU_{s.thread}", s.thread, s, d.dev.to_ns,
                                  "aicpu_lifecycle", None)[1]
-    counts["lifecycle_phases"] = sum(len(s.start) for s in life)
+    d.counts["lifecycle_phases"] = sum(len(s.start) for s in life)
+    return moved
+
+
+def _draw_orchestrators(d: _Drawing):
+    """The AICPU orchestrator's submits (device clock), the host orchestrator's submits and
+    H2D uploads (host clock, exact); -> (the submit lanes' rows, slices moved)."""
+    rec, capture_plan = d.rec, d.capture_plan
     host_streams = [s for s in rec.host_orchestrator if len(s.start)]
     uploads = [s for s in rec.host_uploads if len(s.start)]
     dev_orch = [s for s in rec.orchestrator if len(s.start)]
     submits = []
-    if dev_orch and selection.view(View.ORCHESTRATOR):     # the AICPU's, on the device clock
-        proc = view_process("Orchestrator")
+    moved = 0
+    if dev_orch and d.selection.view(View.ORCHESTRATOR):     # the AICPU's, on the device clock
+        proc = d.view_process("Orchestrator")
         for s in dev_orch:
-            submits.append(_phase_rows(builder, proc, f"Orch_{s.thread}", s.thread, s,
-                                       dev.to_ns, "orchestrator", submit_names))
-    if (host_streams or uploads) and selection.view(View.ORCHESTRATOR):
+            submits.append(_phase_rows(d.builder, proc, f"Orch_{s.thread}", s.thread, s,
+                                       d.dev.to_ns, "orchestrator", submit_names))
+    if (host_streams or uploads) and d.selection.view(View.ORCHESTRATOR):
         # the host's own submits and H2D uploads (host ns, exact): Simpler's "Host
         # Orchestrator" process, with its Host_<n> and H2D lanes; host work, so not "Device"
-        proc = builder.process(f"{capture_plan.label}{SEP}Host Orchestrator", args={
+        proc = d.builder.process(f"{capture_plan.label}{SEP}Host Orchestrator", args={
             "alignment": {"status": PlacementStatus.EXACT, "method": PlacementMethod.HOST_MONOTONIC}, "source": rec.path},
             capture=capture_plan, part="host")
 
@@ -141,42 +187,52 @@ def add_capture(
             return v.astype(np.int64) + capture_plan.host.offset_ns
 
         for s in host_streams:
-            submits.append(_phase_rows(builder, proc, f"Host_{s.thread}", 50 + s.thread, s,
+            submits.append(_phase_rows(d.builder, proc, f"Host_{s.thread}", 50 + s.thread, s,
                                        host_ns, "host_orchestrator", submit_names))
         for s in uploads:
-            moved += _phase_rows(builder, proc, "H2D", 99 + s.thread, s, host_ns, "host_h2d",
+            moved += _phase_rows(d.builder, proc, "H2D", 99 + s.thread, s, host_ns, "host_h2d",
                                  None)[1]
     moved += sum(m for _, m in submits)
-    counts["orchestrator_phases"] = sum(len(s.start) for s in dev_orch)
-    counts["host_orchestrator_phases"] = sum(len(s.start) for s in host_streams)
-    counts["host_device_uploads"] = sum(len(s.start) for s in uploads)
+    d.counts["orchestrator_phases"] = sum(len(s.start) for s in dev_orch)
+    d.counts["host_orchestrator_phases"] = sum(len(s.start) for s in host_streams)
+    d.counts["host_device_uploads"] = sum(len(s.start) for s in uploads)
+    return submits, moved
+
+
+def _draw_rows(d: _Drawing, rows, sched_proc, scheduler: list, submits: list) -> int:
+    """The AICore tasks on their worker lanes and the Scheduler view, and the AICPU join's
+    counts; -> slices moved."""
+    rec = d.rec
     n_cpu = len(rec.aicpu["dispatch_cycles"])
-    counts["aicore_tasks"] = len(rows.task) if rows is not None else 0
-    if rows is not None:
-        rows.scheduler_proc = sched_proc
-        rows.scheduler = [p for p, _ in scheduler]
-        rows.submits = [p for p, _ in submits]
-        if rows.worker_proc is not None and selection.view(View.WORKER):
-            moved += _worker_blocks(builder, rows, cap, selection.view(View.SETUP))
-        if rows.sched_proc is not None:
-            counts["scheduler_view_overlaps"] = _scheduler_view_block(builder, rows)
-        joined = int(rows.has_cpu.sum())
-        counts["aicpu_joined"] = joined
-        counts["aicpu_unmatched"] = unmatched = n_cpu - rows.used_cpu_rows
-        if unmatched:
-            section = "scheduler_tasks" if rec.layout == "today" else "aicpu_tasks"
-            warnings.append(f"{rec.path}: {unmatched} {section} rows have no AICore row "
-                            "(joined on core_id, reg_task_id)")
-    counts["overlaps_moved"] = moved
-    if moved:
-        warnings.append(
-            f"{rec.path}: {moved} overlapping slices of {capture_plan.label} were moved "
-            "to '(overlap k)' sub-lanes"
-        )
-    line = ", ".join(f"{v} {k}" for k, v in counts.items() if v)
+    d.counts["aicore_tasks"] = len(rows.task) if rows is not None else 0
+    if rows is None:
+        return 0
+    moved = 0
+    rows.scheduler_proc = sched_proc
+    rows.scheduler = [p for p, _ in scheduler]
+    rows.submits = [p for p, _ in submits]
+    if rows.worker_proc is not None and d.selection.view(View.WORKER):
+        moved += _worker_blocks(d.builder, rows, d.capture_plan.capture,
+                                d.selection.view(View.SETUP))
+    if rows.sched_proc is not None:
+        d.counts["scheduler_view_overlaps"] = _scheduler_view_block(d.builder, rows)
+    d.counts["aicpu_joined"] = int(rows.has_cpu.sum())
+    d.counts["aicpu_unmatched"] = unmatched = n_cpu - rows.used_cpu_rows
+    if unmatched:
+        section = "scheduler_tasks" if rec.layout == "today" else "aicpu_tasks"
+        d.warnings.append(f"{rec.path}: {unmatched} {section} rows have no AICore row "
+                          "(joined on core_id, reg_task_id)")
+    return moved
+
+
+def _summarise(d: _Drawing, capture_note: str) -> None:
+    """The capture's summary line (what was drawn, how its clock was placed) and its entry
+    in the trace's sources."""
+    rec, dev, capture_plan, builder = d.rec, d.dev, d.capture_plan, d.builder
+    line = ", ".join(f"{v} {k}" for k, v in d.counts.items() if v)
     if dev.containment is not None:
         how = f"{dev.status.upper()} {dev.bound} ({dev.how})"
-    elif estimated:
+    elif d.estimated:
         how = f"ESTIMATED{' ±' + fmt_ns(dev.uncertainty_ns) if dev.uncertainty_ns is not None else ''} ({dev.how})"
     else:
         how = (f"calibrated by clock anchors ({dev.mapping.method}, uncertainty "
@@ -189,13 +245,12 @@ def add_capture(
                      + capture_note)
     builder.sources.append({"path": rec.path, "kind": SourceKind.SWIMLANE_RECORDS, "rank": capture_plan.label,
                       "placement": dev.label,
-                      "alignment": dev.mapping.method if not estimated
+                      "alignment": dev.mapping.method if not d.estimated
                       else f"{dev.status}: {dev.how}",
-                      "estimated": estimated, "uncertainty_ns": dev.uncertainty_ns,
+                      "estimated": d.estimated, "uncertainty_ns": dev.uncertainty_ns,
                       "details": dev.describe(), "host_offset_ns": capture_plan.host.offset_ns})
     if capture_plan.capture.files.records_ignored:     # which one was read: said by default
         builder.sources[-1]["records_ignored"] = list(capture_plan.capture.files.records_ignored)
-    return rows
 
 
 def _today_args(rec, streams, lanes: list[str], args: dict, warnings: list[str]) -> str:

@@ -127,54 +127,11 @@ def read_records(path: str | os.PathLike, times_only: bool = False) -> SwimlaneR
     read (what placement needs: the other fields are skipped by the decoder, never built);
     the rows, the checks and the choice of this run's records are the full read's."""
     path = str(path)
-    level_key = level = meta = raw_meta = None
-    rows: dict[str, tuple[np.ndarray, int]] = {}
-    streams: dict[str, list[PhaseColumns]] = {}
-    producer = None
     warnings: list[str] = []
     skipped = Skipped()
-    with open_input(path) as f:
-        jp = JsonPieces(f, path)
-        for key in jp.members("a Simpler swimlane records file"):
-            where = f"$.{key}"
-            if key in schema.LEVEL_KEYS:
-                level_key, level = key, jp.value(where, schema.SwimlaneLevel)
-            elif key == "metadata":
-                raw_meta, meta = read_metadata(jp, where)
-            elif key == "aicore_tasks":
-                rows[key] = decode_rows(jp, where, (5, 6, 7), skipped)
-            elif key == "aicpu_tasks":
-                rows[key] = decode_rows(jp, where, (4,), skipped)
-            elif key == "scheduler_tasks":
-                rows[key], producer = scheduler_tasks(jp, where, skipped)
-            elif key == "scheduler_records":
-                streams[key] = scheduler_records(jp, where, warnings, skipped, times_only)
-            elif key == "aicpu_lifecycle_records":
-                streams[key] = lifecycle_streams(jp, where, warnings, skipped)
-            elif key in schema.PHASE_STREAMS:
-                spec = schema.PHASE_STREAMS[key]
-                streams[key] = phase_stream(jp, key, schema.times_schema(spec) if times_only
-                                            else spec, skipped)
-            else:
-                jp.skip(where)
-    if level_key is None:
-        raise TraceInputError(path, "missing 'chip_swimlane_level' (or the older "
-                                    "'l2_swimlane_level'): not a Simpler swimlane records file")
-    if meta is None:
-        raise TraceInputError(path, "$: missing 'metadata'")
-    for old, new in (("aicpu_tasks", "scheduler_tasks"),
-                     ("aicpu_scheduler_phases", "scheduler_records")):
-        if old in (*rows, *streams) and new in (*rows, *streams):
-            raise TraceInputError(path, f"$: both '{old}' (August layout) and '{new}' (today's) "
-                                        "are present; which one is this run's is ambiguous")
-    today = any(k in rows or k in streams for k in _TODAY_KEYS) or (
-        "aicore_tasks" in rows and rows["aicore_tasks"][1] == 7)
-    gates = schema.STREAM_LEVEL_TODAY if today else schema.STREAM_LEVEL
-    ignored = [k for k in (*rows, *streams) if gates.get(k, 1) > level
-               and (len(rows[k][0]) if k in rows else any(len(s) for s in streams[k]))]
-    for k in (*rows, *streams):
-        if gates.get(k, 1) > level:
-            (rows if k in rows else streams).pop(k)
+    level_key, level, raw_meta, meta, rows, streams, producer = _sections(
+        path, times_only, warnings, skipped)
+    today, ignored = _gated(rows, streams, level)
 
     none = np.zeros(0, np.int64)
     aic, aic_width, aic_at = rows.get("aicore_tasks", (np.zeros((0, 7), np.int64), 7, none))
@@ -210,19 +167,8 @@ def read_records(path: str | os.PathLike, times_only: bool = False) -> SwimlaneR
     if said:
         warnings.append(said)
 
-    run_epoch = _run_epoch(meta, aicore, aicpu, [*scheduler, *orchestrator])
-    set_aside: dict[str, int] = {}
-    if run_epoch is not None:
-        _keep_run(aicore, run_epoch, "aicore_tasks", set_aside)
-        _keep_run(aicpu, run_epoch, cpu_key, set_aside)
-        for key, group in (("scheduler_records", scheduler),
-                           ("aicpu_orchestrator_phases", orchestrator)):
-            for s in group:
-                _keep_run_phases(s, run_epoch, key, set_aside)
-    if set_aside:
-        what = ", ".join(f"{n} {k}" for k, n in set_aside.items())
-        warnings.append(f"{path}: {sum(set_aside.values())} records of another run (run_epoch "
-                        f"other than this run's {run_epoch}) set aside, not drawn: {what}")
+    run_epoch, set_aside = _this_run(path, meta, aicore, aicpu, cpu_key, scheduler,
+                                     orchestrator, warnings)
     _warn_unknown_kinds(path, scheduler, warnings)
 
     rec = SwimlaneRecords(
@@ -237,6 +183,86 @@ def read_records(path: str | os.PathLike, times_only: bool = False) -> SwimlaneR
         scheduler_task_producer=producer,
         run_epoch=run_epoch, set_aside=set_aside, lifecycle=lifecycle, warnings=warnings)
     return rec
+
+
+def _sections(path: str, times_only: bool, warnings: list[str], skipped: Skipped):
+    """The file walked once, each section decoded as it comes; -> (level key, level, the
+    metadata as read and decoded, row arrays by key, phase streams by key, the scheduler
+    task rows' producer). The checks that need the whole file: one line naming it."""
+    level_key = level = meta = raw_meta = None
+    rows: dict[str, tuple[np.ndarray, int]] = {}
+    streams: dict[str, list[PhaseColumns]] = {}
+    producer = None
+    with open_input(path) as f:
+        jp = JsonPieces(f, path)
+        for key in jp.members("a Simpler swimlane records file"):
+            where = f"$.{key}"
+            if key in schema.LEVEL_KEYS:
+                level_key, level = key, jp.value(where, schema.SwimlaneLevel)
+            elif key == "metadata":
+                raw_meta, meta = read_metadata(jp, where)
+            elif key == "aicore_tasks":
+                rows[key] = decode_rows(jp, where, (5, 6, 7), skipped)
+            elif key == "aicpu_tasks":
+                rows[key] = decode_rows(jp, where, (4,), skipped)
+            elif key == "scheduler_tasks":
+                rows[key], producer = scheduler_tasks(jp, where, skipped)
+            elif key == "scheduler_records":
+                streams[key] = scheduler_records(jp, where, warnings, skipped, times_only)
+            elif key == "aicpu_lifecycle_records":
+                streams[key] = lifecycle_streams(jp, where, warnings, skipped)
+            elif key in schema.PHASE_STREAMS:
+                spec = schema.PHASE_STREAMS[key]
+                streams[key] = phase_stream(jp, key, schema.times_schema(spec) if times_only
+                                            else spec, skipped)
+            else:
+                jp.skip(where)
+    if level_key is None:
+        raise TraceInputError(path, "missing 'chip_swimlane_level' (or the older "
+                                    "'l2_swimlane_level'): not a Simpler swimlane records file")
+    if meta is None:
+        raise TraceInputError(path, "$: missing 'metadata'")
+    for old, new in (("aicpu_tasks", "scheduler_tasks"),
+                     ("aicpu_scheduler_phases", "scheduler_records")):
+        if old in (*rows, *streams) and new in (*rows, *streams):
+            raise TraceInputError(path, f"$: both '{old}' (August layout) and '{new}' (today's) "
+                                        "are present; which one is this run's is ambiguous")
+    return level_key, level, raw_meta, meta, rows, streams, producer
+
+
+def _gated(rows: dict, streams: dict, level: int) -> tuple[bool, list[str]]:
+    """Which layout the file is (today's or August's), and the sections its level does not
+    record (dropped here, named in `ignored_streams` when they held records)."""
+    today = any(k in rows or k in streams for k in _TODAY_KEYS) or (
+        "aicore_tasks" in rows and rows["aicore_tasks"][1] == 7)
+    gates = schema.STREAM_LEVEL_TODAY if today else schema.STREAM_LEVEL
+    ignored = [k for k in (*rows, *streams) if gates.get(k, 1) > level
+               and (len(rows[k][0]) if k in rows else any(len(s) for s in streams[k]))]
+    for k in (*rows, *streams):
+        if gates.get(k, 1) > level:
+            (rows if k in rows else streams).pop(k)
+
+    return today, ignored
+
+
+def _this_run(path: str, meta, aicore: dict, aicpu: dict, cpu_key: str, scheduler: list,
+              orchestrator: list, warnings: list[str]) -> tuple[int | None, dict[str, int]]:
+    """This run's `run_epoch`, and the records of other runs set aside (counted by
+    section, said in one warning)."""
+    run_epoch = _run_epoch(meta, aicore, aicpu, [*scheduler, *orchestrator])
+    set_aside: dict[str, int] = {}
+    if run_epoch is not None:
+        _keep_run(aicore, run_epoch, "aicore_tasks", set_aside)
+        _keep_run(aicpu, run_epoch, cpu_key, set_aside)
+        for key, group in (("scheduler_records", scheduler),
+                           ("aicpu_orchestrator_phases", orchestrator)):
+            for s in group:
+                _keep_run_phases(s, run_epoch, key, set_aside)
+    if set_aside:
+        what = ", ".join(f"{n} {k}" for k, n in set_aside.items())
+        warnings.append(f"{path}: {sum(set_aside.values())} records of another run (run_epoch "
+                        f"other than this run's {run_epoch}) set aside, not drawn: {what}")
+    return run_epoch, set_aside
 
 
 def _check_ranges(freq: int, aicore: dict, aicpu: dict, cpu_where: str,
