@@ -120,6 +120,18 @@ class DeviceExecutionError(Exception):
     """A kernel raised on a simulated core; carries the task for the message."""
 
 
+@dataclass
+class _SchedThread:
+    """What one scheduler thread keeps between its loops."""
+
+    me: int
+    phases: list                                   # its phase records
+    slots: dict                                    # timing slot -> [first dispatch, last finish]
+    reg_of: dict = field(default_factory=dict)     # core -> registers used so far
+    inflight: dict = field(default_factory=dict)   # core -> (reg, dispatch_ns)
+    loop_iter: int = 0
+
+
 class SimulatedDevice:
     """One device; `execute()` runs one compiled program on it."""
 
@@ -473,19 +485,7 @@ class SimulatedDevice:
         shared_at_start, shared_at_end); shared_* are the ready-queue lengths [aic, aiv, mix].
         """
         q = self._sched_queues[me]
-        lock = self._lock
-        ready = self._ready
-        my_idle = self._idle[me]
-        boxes = self._boxes
-        tasks = self._graph.tasks
-        level = self.level
-        rec2, rec3 = level >= 2, level >= 3
-        aicpu_rows = self._rec.aicpu_rows
-        phases = self._rec.sched_phases[me]
-        slots = self._slot_stamps[me]
-        reg_of = {}          # core -> registers used so far (per-core task counter)
-        inflight = {}        # core -> (reg, dispatch_ns)
-        loop_iter = 0
+        st = _SchedThread(me, self._rec.sched_phases[me], self._slot_stamps[me])
         get_nowait = q.get_nowait
         while True:
             batch = [q.get()]
@@ -494,7 +494,7 @@ class SimulatedDevice:
                     batch.append(get_nowait())
                 except queue.Empty:
                     break
-            loop_iter += 1
+            st.loop_iter += 1
             stop = False
             completions = []
             for it in batch:
@@ -502,77 +502,92 @@ class SimulatedDevice:
                     stop = True
                 elif it is not _NUDGE:
                     completions.append(it)
-            if completions:
-                t0 = _pc() if rec3 else 0
-                finish = _pc() if rec2 else 0
-                failed = None
-                finished = False
-                with lock:
-                    s0 = (len(ready["aic"]), len(ready["aiv"]), 0) if rec3 else None
-                    for core, task, err in completions:
-                        my_idle[task.core_type].append(core)
-                        if rec2:
-                            reg, disp = inflight.pop(core)
-                            aicpu_rows[core].append((reg, disp, finish))
-                        if task.timing_slot is not None:       # a tagged task's finish
-                            window = slots.setdefault(task.timing_slot, [0, 0])
-                            window[1] = max(window[1], finish or _pc())
-                        if err is not None:
-                            failed = (task, err)
-                            continue
-                        task.done = True
-                        for s in task.succs:
-                            st = tasks[s]
-                            st.pending -= 1
-                            if st.pending == 0:
-                                ready[st.core_type].append(st)
-                        self._completed += 1
-                    if self._orch_done and self._completed == self._total:
-                        finished = True
-                    s1 = (len(ready["aic"]), len(ready["aiv"]), 0) if rec3 else None
-                if rec3:
-                    phases.append(("complete", t0, _pc(), loop_iter, len(completions), 0, 0,
-                                   s0, s1))
-                if failed is not None:
-                    task, err = failed
-                    self._fail(f"kernel {task.kernel_name!r} (task t{task.index}) raised "
-                               f"{type(err).__name__}: {err}", err)
-                    stop = True
-                elif finished:
-                    self._stop_all()
+            if completions and self._complete(st, completions):
+                stop = True
             if stop:
                 return
-            # dispatch
-            t0 = _pc() if rec3 else 0
-            sends = []
-            misses = 0
-            with lock:
-                s0 = (len(ready["aic"]), len(ready["aiv"]), 0) if rec3 else None
-                for ctype in CORE_TYPES:
-                    idle = my_idle[ctype]
-                    rq = ready[ctype]
-                    while idle and rq:
-                        sends.append((idle.pop(), rq.popleft()))
-                    if idle and not rq:
-                        misses += 1
-                targets = set()
-                for ctype in CORE_TYPES:
-                    if ready[ctype]:
-                        targets.update(self._nudge_targets(ctype, me))
-                s1 = (len(ready["aic"]), len(ready["aiv"]), 0) if rec3 else None
-            for core, task in sends:
-                reg = reg_of.get(core, 0) + 1
-                reg_of[core] = reg
+            self._dispatch(st)
+
+    def _complete(self, st: _SchedThread, completions: list) -> bool:
+        """One batch of finished tasks: their cores idle again, their successors ready;
+        -> True when the thread must stop (a kernel failed)."""
+        rec2, rec3 = self.level >= 2, self.level >= 3
+        ready, tasks, aicpu_rows = self._ready, self._graph.tasks, self._rec.aicpu_rows
+        my_idle = self._idle[st.me]
+        t0 = _pc() if rec3 else 0
+        finish = _pc() if rec2 else 0
+        failed = None
+        finished = False
+        with self._lock:
+            s0 = (len(ready["aic"]), len(ready["aiv"]), 0) if rec3 else None
+            for core, task, err in completions:
+                my_idle[task.core_type].append(core)
                 if rec2:
-                    inflight[core] = (reg, _pc())
-                if task.timing_slot is not None:               # a tagged task's dispatch
-                    window = slots.setdefault(task.timing_slot, [0, 0])
-                    d = inflight[core][1] if rec2 else _pc()
-                    window[0] = d if not window[0] else min(window[0], d)
-                boxes[core].put((task, reg))
-            for t in targets:
-                self._sched_queues[t].put(_NUDGE)
-            if rec3:
-                phases.append(("dispatch", t0, _pc(), loop_iter, len(sends), len(sends), misses,
-                               s0, s1))
+                    reg, disp = st.inflight.pop(core)
+                    aicpu_rows[core].append((reg, disp, finish))
+                if task.timing_slot is not None:       # a tagged task's finish
+                    window = st.slots.setdefault(task.timing_slot, [0, 0])
+                    window[1] = max(window[1], finish or _pc())
+                if err is not None:
+                    failed = (task, err)
+                    continue
+                task.done = True
+                for s in task.succs:
+                    succ = tasks[s]
+                    succ.pending -= 1
+                    if succ.pending == 0:
+                        ready[succ.core_type].append(succ)
+                self._completed += 1
+            if self._orch_done and self._completed == self._total:
+                finished = True
+            s1 = (len(ready["aic"]), len(ready["aiv"]), 0) if rec3 else None
+        if rec3:
+            st.phases.append(("complete", t0, _pc(), st.loop_iter, len(completions), 0, 0,
+                              s0, s1))
+        if failed is not None:
+            task, err = failed
+            self._fail(f"kernel {task.kernel_name!r} (task t{task.index}) raised "
+                       f"{type(err).__name__}: {err}", err)
+            return True
+        if finished:
+            self._stop_all()
+        return False
+
+    def _dispatch(self, st: _SchedThread) -> None:
+        """Ready tasks to this thread's idle cores; the other threads nudged when ready work
+        of a type is left that their cores could take."""
+        rec2, rec3 = self.level >= 2, self.level >= 3
+        ready, me = self._ready, st.me
+        t0 = _pc() if rec3 else 0
+        sends = []
+        misses = 0
+        with self._lock:
+            s0 = (len(ready["aic"]), len(ready["aiv"]), 0) if rec3 else None
+            for ctype in CORE_TYPES:
+                idle = self._idle[me][ctype]
+                rq = ready[ctype]
+                while idle and rq:
+                    sends.append((idle.pop(), rq.popleft()))
+                if idle and not rq:
+                    misses += 1
+            targets = set()
+            for ctype in CORE_TYPES:
+                if ready[ctype]:
+                    targets.update(self._nudge_targets(ctype, me))
+            s1 = (len(ready["aic"]), len(ready["aiv"]), 0) if rec3 else None
+        for core, task in sends:
+            reg = st.reg_of.get(core, 0) + 1
+            st.reg_of[core] = reg
+            if rec2:
+                st.inflight[core] = (reg, _pc())
+            if task.timing_slot is not None:               # a tagged task's dispatch
+                window = st.slots.setdefault(task.timing_slot, [0, 0])
+                d = st.inflight[core][1] if rec2 else _pc()
+                window[0] = d if not window[0] else min(window[0], d)
+            self._boxes[core].put((task, reg))
+        for t in targets:
+            self._sched_queues[t].put(_NUDGE)
+        if rec3:
+            st.phases.append(("dispatch", t0, _pc(), st.loop_iter, len(sends), len(sends),
+                              misses, s0, s1))
 

@@ -359,6 +359,29 @@ def track_slices(seq: Sequence, track: Track, uuid: int, parts: list, timeline: 
                   offsets: np.ndarray, flows: Flows, stream: PacketStream) -> int:
     """Emit the begin/end packets of one track's slices; return how many ends were clipped."""
     blocks = timeline.blocks
+    blk, row, start, end, leaf = _track_order(track, parts, blocks)
+    seq_id = seq.seq_id
+    stream.add(trusted_packet_sequence_id=seq_id, sequence_flags=_CLEARED,
+               trace_packet_defaults={"track_event_defaults": {"track_uuid": uuid}})
+    track_rows = dict(parts)
+    if COLUMN_ENCODER:
+        made = encode_track(seq, blk, row, start, end, leaf, blocks, track_rows, offsets,
+                            flows, ROWS_PER_CHUNK)
+        if made is not None:
+            pieces, clipped = made
+            for k in range(0, len(pieces), PACKETS_PER_BATCH):
+                batch = pieces[k:k + PACKETS_PER_BATCH]
+                stream.parts.extend(batch)
+                stream.count += len(batch)
+                stream.flush_if_full()
+            return clipped
+    return _template_rows(seq, blk, row, start, end, leaf, blocks, track_rows, offsets, flows,
+                          stream)
+
+
+def _track_order(track: Track, parts: list, blocks: list):
+    """One track's rows of every block in drawing order (by start, the longer first); ->
+    (block, row, start, end, leaf: no child, the next slice starts after its end)."""
     blk = np.concatenate([np.full(len(rows), b, np.int64) for b, rows in parts])
     row = np.concatenate([rows for _, rows in parts]).astype(np.int64)
     start = np.concatenate([blocks[b].start_ns[rows] for b, rows in parts]).astype(np.int64)
@@ -372,57 +395,53 @@ def track_slices(seq: Sequence, track: Track, uuid: int, parts: list, timeline: 
     leaf = np.empty(len(start), bool)  # no child: the next slice starts after its end
     leaf[:-1] = start[1:] >= end[:-1]
     leaf[-1:] = True
-    seq_id = seq.seq_id
-    stream.add(trusted_packet_sequence_id=seq_id, sequence_flags=_CLEARED,
-               trace_packet_defaults={"track_event_defaults": {"track_uuid": uuid}})
-    end_trace = pb.Trace()
-    end_packet = end_trace.packet.add(trusted_packet_sequence_id=seq_id,
-                                      track_event={"type": _END})
-    end_serialize = end_trace.SerializeToString
-    track_rows = dict(parts)
-    if COLUMN_ENCODER:
-        made = encode_track(seq, blk, row, start, end, leaf, blocks, track_rows, offsets,
-                            flows, ROWS_PER_CHUNK)
-        if made is not None:
-            pieces, clipped = made
-            for k in range(0, len(pieces), PACKETS_PER_BATCH):
-                batch = pieces[k:k + PACKETS_PER_BATCH]
-                stream.parts.extend(batch)
-                stream.count += len(batch)
-                stream.flush_if_full()
-            return clipped
+    return blk, row, start, end, leaf
+
+
+def _chunk_templates(seq: Sequence, blocks: list, block_rows: dict, track_rows: dict,
+                     c_blk: np.ndarray, c_row: np.ndarray, leaf: np.ndarray):
+    """A chunk's rows as (name index, arg values, template, extra args), per row."""
+    hi_lo = len(c_blk)
+    names: list = [None] * hi_lo  # indices into the row's block.names
+    values: list = [None] * hi_lo
+    templates: list = [None] * hi_lo
+    extras: list = [None] * hi_lo
+    for b in np.unique(c_blk).tolist():
+        block = blocks[b]
+        br = block_rows.get(b)
+        if br is None:
+            br = block_rows[b] = _BlockRows(seq, block, track_rows[b])
+        at = np.flatnonzero(c_blk == b)
+        rows = c_row[at]
+        for i, n in zip(at.tolist(), block.name[rows].tolist()):
+            names[i] = n
+        for group, t in br.groups(rows, leaf[at]):
+            g_at = at[group].tolist()
+            for i, v in zip(g_at, t.chunk_values(block, rows[group])):
+                values[i] = v
+                templates[i] = t
+        if block.extra_args is not None:
+            extra = block.extra_args
+            for i, r in zip(at.tolist(), rows.tolist()):
+                extras[i] = extra[r]
+    return names, values, templates, extras
+
+
+def _template_rows(seq: Sequence, blk, row, start, end, leaf, blocks: list, track_rows: dict,
+                   offsets: np.ndarray, flows: Flows, stream: PacketStream) -> int:
+    """The packets of rows the column encoder does not take, a template per kind of row;
+    -> how many ends were clipped."""
+    end_packet, end_serialize = _end_packet(seq.seq_id)
     block_rows: dict[int, _BlockRows] = {}
     stack: list[int] = []  # end times of open slices
     clipped = 0
     for lo in range(0, len(start), ROWS_PER_CHUNK):
         hi = min(lo + ROWS_PER_CHUNK, len(start))
         c_blk, c_row = blk[lo:hi], row[lo:hi]
-        names: list = [None] * (hi - lo)  # indices into the row's block.names
-        values: list = [None] * (hi - lo)
-        templates: list = [None] * (hi - lo)
-        extras: list = [None] * (hi - lo)
-        for b in np.unique(c_blk).tolist():
-            block = blocks[b]
-            br = block_rows.get(b)
-            if br is None:
-                br = block_rows[b] = _BlockRows(seq, block, track_rows[b])
-            at = np.flatnonzero(c_blk == b)
-            rows = c_row[at]
-            for i, n in zip(at.tolist(), block.name[rows].tolist()):
-                names[i] = n
-            for group, t in br.groups(rows, leaf[lo:hi][at]):
-                g_at = at[group].tolist()
-                for i, v in zip(g_at, t.chunk_values(block, rows[group])):
-                    values[i] = v
-                    templates[i] = t
-            if block.extra_args is not None:
-                extra = block.extra_args
-                for i, r in zip(at.tolist(), rows.tolist()):
-                    extras[i] = extra[r]
-        if flows.any:
-            out_ids, in_ids = flows.of(offsets[c_blk] + c_row)
-        else:
-            out_ids = in_ids = [0] * (hi - lo)
+        names, values, templates, extras = _chunk_templates(
+            seq, blocks, block_rows, track_rows, c_blk, c_row, leaf[lo:hi])
+        out_ids, in_ids = flows.of(offsets[c_blk] + c_row) if flows.any else \
+            ([0] * (hi - lo),) * 2
         parts_append = stream.parts.append
         count = stream.count
         for st, en, name, vals, t, extra, outs, ins in zip(
@@ -486,12 +505,24 @@ def track_slices(seq: Sequence, track: Track, uuid: int, parts: list, timeline: 
                 stream.flush()
                 count = 0
         stream.count = count
+    _close_open(stack, end_packet, end_serialize, stream)
+    return clipped
+
+
+def _end_packet(seq_id: int):
+    """An end packet to stamp and serialize again and again: (packet, its serializer)."""
+    end_trace = pb.Trace()
+    packet = end_trace.packet.add(trusted_packet_sequence_id=seq_id, track_event={"type": _END})
+    return packet, end_trace.SerializeToString
+
+
+def _close_open(stack: list[int], end_packet, end_serialize, stream: PacketStream) -> None:
+    """The end packets of the slices still open at a track's end, innermost first."""
     while stack:
         end_packet.timestamp = stack.pop()
         stream.parts.append(end_serialize())
         stream.count += 1
     stream.flush_if_full()
-    return clipped
 
 
 def track_descriptors(timeline: Timeline, uuids: dict[int, int], stream: PacketStream) -> None:
