@@ -60,8 +60,10 @@ class _FunctionSig:
         self.return_types, self.node = return_types, node
 
 
-class ProgramParser(OpCallParser):
-    """Parses one class. `env` resolves module-level constants (shape sizes) and the `pl` alias."""
+class SourceReader:
+    """Where a node of the source is, and what the module's names say: its imports of the DSL,
+    its integer constants (shape sizes) and the types written in annotations. `env` resolves
+    module-level constants and the `pl` alias. What the parser of a class stands on."""
 
     def __init__(self, filename: str, env: dict | None, line_offset: int, col_offset: int):
         self.filename, self.line_offset, self.col_offset = filename, line_offset, col_offset
@@ -188,7 +190,12 @@ class ProgramParser(OpCallParser):
                 return TileType(shape, dt, space), "in"
         raise self.error(node, f"unsupported type annotation {ast.unparse(node)!r}")
 
-    # ---- program and signatures ----------------------------------------------------------
+
+class ProgramParser(SourceReader, OpCallParser):
+    """Parses one class: its functions' signatures, statements and expressions (the op calls:
+    `OpCallParser`)."""
+
+    # ---- a program -----------------------------------------------------------------------
     def parse_class(self, cls: ast.ClassDef) -> Program:
         sigs: dict[str, _FunctionSig] = {}
         for item in cls.body:
