@@ -74,7 +74,131 @@ _log_ids = itertools.count(1)
 _profilers: weakref.WeakSet = weakref.WeakSet()
 
 
-class CompileProfiler:
+class _ThreadsAndForks:
+    """A profiler across threads and processes: `bind` carries it onto pool workers, and a
+    forked child's copy starts logs of its own (a part of `CompileProfiler`)."""
+
+    def bind(self, fn: F) -> F:
+        """Wrap `fn` so that, on any thread, this profiler is current and its stages nest
+        under the stage open here and now (use for thread-pool workers)."""
+        parent = open_ancestor(open_get())
+        anchor = BOUND_ROOT if parent is None else parent
+        prof = self
+
+        def bound(*a: Any, **kw: Any) -> Any:
+            active_token = _active.set(prof)
+            stage_token = open_set(anchor)
+            try:
+                return fn(*a, **kw)
+            finally:
+                try:
+                    open_stage.reset(stage_token)
+                except (ValueError, RuntimeError):
+                    open_set(None)
+                _active.reset(active_token)
+
+        bound.__wrapped__ = fn  # type: ignore[attr-defined]
+        bound.__name__ = getattr(fn, "__name__", "bound")
+        return bound  # type: ignore[return-value]
+
+    # -- fork ------------------------------------------------------------------------------
+    def _after_fork_in_child(self) -> None:
+        """The child's copy records under the child's pid, into logs of its own: none of the
+        parent's stages (finished, or open at the fork and never closed here) is the child's
+        to report, and a running profile's span starts again at the fork."""
+        parent_pid = self.pid
+        self.pid = os.getpid()
+        self._logs_lock = threading.Lock()
+        self._logs = []
+        self._tls.log = None
+        if self._total_end > 0:  # the parent's profile had ended: the child's is unentered
+            self._total_start = self._total_end = 0.0
+        elif self._total_start > 0:
+            self._total_start = time.perf_counter()
+        self._entry_tid = threading.get_native_id()
+        self.process_names.setdefault(self.pid, f"PyPTO compile (fork of {parent_pid})")
+
+
+class _ProfileResults:
+    """What a profiler recorded, read back: the stage records, totals, and the reports and
+    traces written from them (a part of `CompileProfiler`)."""
+
+    def recording(self) -> Recording:
+        """Every thread's log as it is now, with what the tree builder needs besides."""
+        with self._logs_lock:
+            logs = list(self._logs)
+        end_ns = round(self._total_end * 1e9) if self._total_end > 0 else None
+        return Recording(logs, self.pid, self._entry_tid, end_ns)
+
+    @property
+    def stages(self) -> list[StageRecord]:
+        """The top-level stages, with children, built from all threads' logs."""
+        return build_stage_tree(self.recording())
+
+    def _record_of(self, stage: LiveStage) -> StageRecord:
+        found: dict[int, StageRecord] = {}
+        build_stage_tree(self.recording(), records=found)
+        return found[stage.log.base + stage.ref]  # keyed by global ref
+
+    @property
+    def total_seconds(self) -> float:
+        return self.total_seconds_of(None)
+
+    def total_seconds_of(self, stages: list[StageRecord] | None) -> float:
+        """`total_seconds`, given the stage tree when the caller has already built it (a
+        profiler that was never entered sums its top-level stages)."""
+        if self._total_end > 0:
+            return self._total_end - self._total_start
+        if self._total_start > 0:
+            return time.perf_counter() - self._total_start
+        return sum(s.duration for s in (self.stages if stages is None else stages))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The profile as a dict: `total_seconds` and nested `stages` (name/seconds/children)."""
+        from pypto.compile_profiling.report import profile_dict
+
+        return profile_dict(self, self.stages)
+
+    def to_json(self, path: str | os.PathLike | None = None, indent: int | None = 2) -> str:
+        """The profile as JSON text; also written (atomically) to `path` when given."""
+        from pypto.compile_profiling.foundation.atomic_io import atomic_write_text
+        from pypto.compile_profiling.report import json_text
+
+        text = json_text(self.to_dict(), indent=indent)
+        if path is not None:
+            atomic_write_text(path, text + "\n")
+        return text
+
+    def summary(self) -> str:
+        """Human-readable hierarchical summary (the `pipeline_profile.txt` layout)."""
+        from pypto.compile_profiling.report import format_summary
+
+        stages = self.stages
+        return format_summary(stages, self.total_seconds_of(stages))
+
+    def to_chrome_trace(self, path: str | os.PathLike | None = None) -> dict:
+        """The profile as a Chrome-trace dict; also written (atomically) to `path` when given."""
+        from pypto.compile_profiling.chrome_trace import profile_trace, write_chrome_trace
+
+        if path is not None:
+            return write_chrome_trace(self, path)
+        return profile_trace(self)
+
+    def to_perfetto(self, path: str | os.PathLike) -> None:
+        """Write the profile as a native Perfetto protobuf trace (`.pftrace`)."""
+        from pypto.compile_profiling.profile_timeline import write_profile_perfetto
+
+        write_profile_perfetto(self, path)
+
+    def write_report(self, report_dir: str | os.PathLike) -> None:
+        """Write `pipeline_profile.txt`, `pipeline_profile.json` and `trace.json` to
+        `report_dir`, all or nothing (see `report.write_report`)."""
+        from pypto.compile_profiling.report import write_report
+
+        write_report(self, report_dir)
+
+
+class CompileProfiler(_ThreadsAndForks, _ProfileResults):
     """Hierarchical wall-clock profiler for the PyPTO pipeline (upstream-compatible API).
 
     `CompileProfiler.current()` is the innermost active profiler of this thread.
@@ -248,120 +372,6 @@ class CompileProfiler:
         self._tls.log = log
         return log
 
-    def bind(self, fn: F) -> F:
-        """Wrap `fn` so that, on any thread, this profiler is current and its stages nest
-        under the stage open here and now (use for thread-pool workers)."""
-        parent = open_ancestor(open_get())
-        anchor = BOUND_ROOT if parent is None else parent
-        prof = self
-
-        def bound(*a: Any, **kw: Any) -> Any:
-            active_token = _active.set(prof)
-            stage_token = open_set(anchor)
-            try:
-                return fn(*a, **kw)
-            finally:
-                try:
-                    open_stage.reset(stage_token)
-                except (ValueError, RuntimeError):
-                    open_set(None)
-                _active.reset(active_token)
-
-        bound.__wrapped__ = fn  # type: ignore[attr-defined]
-        bound.__name__ = getattr(fn, "__name__", "bound")
-        return bound  # type: ignore[return-value]
-
-    # -- fork ------------------------------------------------------------------------------
-    def _after_fork_in_child(self) -> None:
-        """The child's copy records under the child's pid, into logs of its own: none of the
-        parent's stages (finished, or open at the fork and never closed here) is the child's
-        to report, and a running profile's span starts again at the fork."""
-        parent_pid = self.pid
-        self.pid = os.getpid()
-        self._logs_lock = threading.Lock()
-        self._logs = []
-        self._tls.log = None
-        if self._total_end > 0:  # the parent's profile had ended: the child's is unentered
-            self._total_start = self._total_end = 0.0
-        elif self._total_start > 0:
-            self._total_start = time.perf_counter()
-        self._entry_tid = threading.get_native_id()
-        self.process_names.setdefault(self.pid, f"PyPTO compile (fork of {parent_pid})")
-
-    # -- results ---------------------------------------------------------------------------
-    def recording(self) -> Recording:
-        """Every thread's log as it is now, with what the tree builder needs besides."""
-        with self._logs_lock:
-            logs = list(self._logs)
-        end_ns = round(self._total_end * 1e9) if self._total_end > 0 else None
-        return Recording(logs, self.pid, self._entry_tid, end_ns)
-
-    @property
-    def stages(self) -> list[StageRecord]:
-        """The top-level stages, with children, built from all threads' logs."""
-        return build_stage_tree(self.recording())
-
-    def _record_of(self, stage: LiveStage) -> StageRecord:
-        found: dict[int, StageRecord] = {}
-        build_stage_tree(self.recording(), records=found)
-        return found[stage.log.base + stage.ref]  # keyed by global ref
-
-    @property
-    def total_seconds(self) -> float:
-        return self.total_seconds_of(None)
-
-    def total_seconds_of(self, stages: list[StageRecord] | None) -> float:
-        """`total_seconds`, given the stage tree when the caller has already built it (a
-        profiler that was never entered sums its top-level stages)."""
-        if self._total_end > 0:
-            return self._total_end - self._total_start
-        if self._total_start > 0:
-            return time.perf_counter() - self._total_start
-        return sum(s.duration for s in (self.stages if stages is None else stages))
-
-    def to_dict(self) -> dict[str, Any]:
-        """The profile as a dict: `total_seconds` and nested `stages` (name/seconds/children)."""
-        from pypto.compile_profiling.report import profile_dict
-
-        return profile_dict(self, self.stages)
-
-    def to_json(self, path: str | os.PathLike | None = None, indent: int | None = 2) -> str:
-        """The profile as JSON text; also written (atomically) to `path` when given."""
-        from pypto.compile_profiling.foundation.atomic_io import atomic_write_text
-        from pypto.compile_profiling.report import json_text
-
-        text = json_text(self.to_dict(), indent=indent)
-        if path is not None:
-            atomic_write_text(path, text + "\n")
-        return text
-
-    def summary(self) -> str:
-        """Human-readable hierarchical summary (the `pipeline_profile.txt` layout)."""
-        from pypto.compile_profiling.report import format_summary
-
-        stages = self.stages
-        return format_summary(stages, self.total_seconds_of(stages))
-
-    def to_chrome_trace(self, path: str | os.PathLike | None = None) -> dict:
-        """The profile as a Chrome-trace dict; also written (atomically) to `path` when given."""
-        from pypto.compile_profiling.chrome_trace import profile_trace, write_chrome_trace
-
-        if path is not None:
-            return write_chrome_trace(self, path)
-        return profile_trace(self)
-
-    def to_perfetto(self, path: str | os.PathLike) -> None:
-        """Write the profile as a native Perfetto protobuf trace (`.pftrace`)."""
-        from pypto.compile_profiling.profile_timeline import write_profile_perfetto
-
-        write_profile_perfetto(self, path)
-
-    def write_report(self, report_dir: str | os.PathLike) -> None:
-        """Write `pipeline_profile.txt`, `pipeline_profile.json` and `trace.json` to
-        `report_dir`, all or nothing (see `report.write_report`)."""
-        from pypto.compile_profiling.report import write_report
-
-        write_report(self, report_dir)
 
 
 def bind_to_current(fn: F) -> F:

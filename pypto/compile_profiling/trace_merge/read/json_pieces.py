@@ -138,8 +138,10 @@ class _Suspect(Exception):
         self.at, self.msg = at, msg
 
 
-class JsonPieces:
-    """Walk one JSON document of a file (see the module docstring)."""
+class _PieceBuffer:
+    """The file read a block at a time: the bytes not yet walked, where they sit in the
+    file, and the errors that name the file and the byte."""
+
 
     def __init__(self, f: BinaryIO, path, *, block_bytes: int = 1 << 20,
                  max_piece_bytes: int = 64 << 20, value_bytes: int = 1 << 16):
@@ -196,76 +198,9 @@ class JsonPieces:
                 b"n": "null"}.get(c, "number" if c in b"-0123456789" else
                                   f"byte 0x{c[0]:02x} (not JSON)")
 
-    # ------------------------------------------------------------------ the walk
 
-    def members(self, what: str) -> Iterator[str]:
-        """Keys of the top-level object; the caller reads each value (`value`, `array`,
-        `skip`, `object`) before asking for the next key. `what` names the file kind in
-        errors."""
-        c = self.peek()
-        if c != b"{":
-            if not c:
-                raise self.error("file is empty, expected JSON")
-            raise self.error(f"expected a JSON object at the top level ({what}), found "
-                             f"{self._found()}")
-        yield from self.object("$")
-        self.finish()
-
-    def object(self, where: str) -> Iterator[str]:
-        """Keys of the object at the current position (`where`: its JSON path, for
-        errors); the caller reads each value before asking for the next key, so a big
-        member (an array of records) is still read a piece at a time."""
-        if self.peek() != b"{":
-            raise self.error(f"{where}: expected object, got {self._found()}")
-        seen = set()
-        ended = self._opened(b"}")
-        while not ended:
-            if self.peek() != b'"':
-                raise self._syntax(self.base + self.pos, "expected a member name")
-            key = self.value(where)
-            if key in seen:
-                raise self.error(f"{where}.{key}: duplicate member")
-            seen.add(key)
-            if self.peek() != b":":
-                raise self._syntax(self.base + self.pos, "expected ':'")
-            self.pos += 1
-            self._skip_ws()
-            yield key
-            ended = self._next_or_close(b"}")
-
-    def items(self, where: str) -> Iterator[int]:
-        """Indices of the elements of the array at the current position; the caller reads
-        each element (`value`, `array`, `skip`) before asking for the next."""
-        if self.peek() != b"[":
-            raise self.error(f"{where}: expected array, got {self._found()}")
-        i, ended = 0, self._opened(b"]")
-        while not ended:
-            yield i
-            ended = self._next_or_close(b"]")
-            i += 1
-
-    def _opened(self, close: bytes) -> bool:
-        """Step into the container at the current position; True when it is empty."""
-        self.pos += 1
-        empty = self.peek() == close
-        self.pos += empty
-        return empty
-
-    def _next_or_close(self, close: bytes) -> bool:
-        """After an element: step over ',' (False) or the container's `close` (True)."""
-        c = self.peek()
-        self.pos += 1
-        if c == close:
-            return True
-        if c != b",":
-            raise self._syntax(self.base + self.pos - 1, f"expected ',' or '{close.decode()}'")
-        self._skip_ws()
-        return False
-
-    def finish(self) -> None:
-        """Check that nothing but whitespace follows the document."""
-        if self.peek():
-            raise self._syntax(self.base + self.pos, "data after the end of the document")
+class _SmallValues(_PieceBuffer):
+    """A small value decoded from the buffer where it starts, a cut told from bad JSON."""
 
     def value(self, where: str, type_: object = None) -> object:
         """Decode the (small) value at the current position; `type_` checks it."""
@@ -366,6 +301,81 @@ class JsonPieces:
                 and _NUMBER_GOES_ON.fullmatch(text, end)):
             raise _MisCut                     # "-0." of "-0.5": a number that may go on
         return safe_strings(obj), len(text[:end].encode("utf-8", "surrogateescape"))
+
+
+class JsonPieces(_SmallValues):
+    """Walk one JSON document of a file (see the module docstring)."""
+
+    # ------------------------------------------------------------------ the walk
+
+    def members(self, what: str) -> Iterator[str]:
+        """Keys of the top-level object; the caller reads each value (`value`, `array`,
+        `skip`, `object`) before asking for the next key. `what` names the file kind in
+        errors."""
+        c = self.peek()
+        if c != b"{":
+            if not c:
+                raise self.error("file is empty, expected JSON")
+            raise self.error(f"expected a JSON object at the top level ({what}), found "
+                             f"{self._found()}")
+        yield from self.object("$")
+        self.finish()
+
+    def object(self, where: str) -> Iterator[str]:
+        """Keys of the object at the current position (`where`: its JSON path, for
+        errors); the caller reads each value before asking for the next key, so a big
+        member (an array of records) is still read a piece at a time."""
+        if self.peek() != b"{":
+            raise self.error(f"{where}: expected object, got {self._found()}")
+        seen = set()
+        ended = self._opened(b"}")
+        while not ended:
+            if self.peek() != b'"':
+                raise self._syntax(self.base + self.pos, "expected a member name")
+            key = self.value(where)
+            if key in seen:
+                raise self.error(f"{where}.{key}: duplicate member")
+            seen.add(key)
+            if self.peek() != b":":
+                raise self._syntax(self.base + self.pos, "expected ':'")
+            self.pos += 1
+            self._skip_ws()
+            yield key
+            ended = self._next_or_close(b"}")
+
+    def items(self, where: str) -> Iterator[int]:
+        """Indices of the elements of the array at the current position; the caller reads
+        each element (`value`, `array`, `skip`) before asking for the next."""
+        if self.peek() != b"[":
+            raise self.error(f"{where}: expected array, got {self._found()}")
+        i, ended = 0, self._opened(b"]")
+        while not ended:
+            yield i
+            ended = self._next_or_close(b"]")
+            i += 1
+
+    def _opened(self, close: bytes) -> bool:
+        """Step into the container at the current position; True when it is empty."""
+        self.pos += 1
+        empty = self.peek() == close
+        self.pos += empty
+        return empty
+
+    def _next_or_close(self, close: bytes) -> bool:
+        """After an element: step over ',' (False) or the container's `close` (True)."""
+        c = self.peek()
+        self.pos += 1
+        if c == close:
+            return True
+        if c != b",":
+            raise self._syntax(self.base + self.pos - 1, f"expected ',' or '{close.decode()}'")
+        self._skip_ws()
+        return False
+
+    def finish(self) -> None:
+        """Check that nothing but whitespace follows the document."""
+        if self.peek():
+            raise self._syntax(self.base + self.pos, "data after the end of the document")
 
     def skip(self, where: str) -> None:
         """Step over the value at the current position (checked to be JSON), in pieces."""
