@@ -554,9 +554,15 @@ def write_tables(timeline: Timeline, directory: str | os.PathLike, shard: int = 
     `<table>/rank=<r>/part-<shard>.parquet`, each slice block written as it is made, each
     file atomically; -> bytes written. `keep_metadata=False`: the `metadata` table is
     written empty (another shard holds the run's)."""
+    from pypto.compile_profiling.foundation.ctrl_c import ctrl_c_deferred
+
     sink = _Files(Path(directory), shard, set() if keep_metadata else {"metadata"})
-    with sink.stack:
-        _emit(timeline, sink, shard)
+    try:
+        with sink.stack:
+            _emit(timeline, sink, shard)
+    finally:
+        with ctrl_c_deferred():     # the closed writers' __del__ runs here: a Ctrl-C waits
+            sink.writers.clear()
     return sum(p.stat().st_size for p in sink.paths)
 
 

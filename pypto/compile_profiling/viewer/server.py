@@ -447,8 +447,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     def _send_trace(self, trace: _OpenTrace) -> None:
         if trace.changed():
-            self.owner._record_change()
-            self._empty(409)
+            self._empty(409)                 # answered first: the change ends the command,
+            self.owner._record_change()      # and its server with it
             return
         self.send_response(200)
         if self.owner.ui_dir is None:
