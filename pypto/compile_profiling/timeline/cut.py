@@ -24,7 +24,6 @@ import numpy as np
 
 from pypto.compile_profiling.foundation.units import duration
 from pypto.compile_profiling.timeline.model import (
-    ArgColumn,
     CounterTrack,
     FlowBlock,
     SliceBlock,
@@ -104,15 +103,9 @@ def _last_event(tl: Timeline) -> int | None:
     return max(lasts) if lasts else None
 
 
-def _take_arg(a: ArgColumn, idx: np.ndarray) -> ArgColumn:
-    values = a.values[idx] if isinstance(a.values, np.ndarray) else \
-        [a.values[i] for i in idx.tolist()]
-    return ArgColumn(a.key, values, None if a.present is None else a.present[idx], a.table)
-
-
 def _take_block(b: SliceBlock, idx: np.ndarray) -> SliceBlock:
     return SliceBlock(b.cat, b.tracks, b.track[idx], b.start_ns[idx], b.dur_ns[idx], b.names,
-                      b.name[idx], [_take_arg(a, idx) for a in b.args],
+                      b.name[idx], [a.take(idx) for a in b.args],
                       None if b.extra_args is None else [b.extra_args[i] for i in idx.tolist()])
 
 
@@ -149,7 +142,9 @@ def cut_timeline(tl: Timeline, cut: Cut) -> tuple[Timeline, list[str]]:
     if origin is not None:
         lo = None if cut.start_ns is None else origin + cut.start_ns
         hi = None if cut.end_ns is None else origin + cut.end_ns
-    kept_rows: dict[int, np.ndarray] = {}
+    kept_rows: dict[int, np.ndarray] = {}      # old block -> its rows kept (a mask)
+    new_block: dict[int, SliceBlock] = {}      # old block -> its part, when rows are kept
+    new_row: dict[int, np.ndarray] = {}        # old block -> each old row's index in the part
     blocks = []
     for b in tl.blocks:
         mask = np.fromiter((id(t.process) in kept_procs for t in b.tracks), bool,
@@ -160,19 +155,16 @@ def cut_timeline(tl: Timeline, cut: Cut) -> tuple[Timeline, list[str]]:
             mask &= b.start_ns < hi
         kept_rows[id(b)] = mask
         if mask.any():
-            blocks.append(_take_block(b, np.flatnonzero(mask)))
-    new_block = {id(old): new for old, new in zip(
-        [b for b in tl.blocks if kept_rows[id(b)].any()], blocks)}
+            new_block[id(b)] = _take_block(b, np.flatnonzero(mask))
+            new_row[id(b)] = np.cumsum(mask) - 1
+            blocks.append(new_block[id(b)])
     flows = []
     for f in tl.flows:
-        src_mask, dst_mask = kept_rows[id(f.src)], kept_rows[id(f.dst)]
-        keep = src_mask[f.src_row] & dst_mask[f.dst_row]
+        keep = kept_rows[id(f.src)][f.src_row] & kept_rows[id(f.dst)][f.dst_row]
         if keep.any():
-            src_new = np.cumsum(src_mask) - 1
-            dst_new = np.cumsum(dst_mask) - 1
             flows.append(FlowBlock(f.name, f.cat, new_block[id(f.src)],
-                                   src_new[f.src_row[keep]], new_block[id(f.dst)],
-                                   dst_new[f.dst_row[keep]]))
+                                   new_row[id(f.src)][f.src_row[keep]], new_block[id(f.dst)],
+                                   new_row[id(f.dst)][f.dst_row[keep]]))
     counters = [c2 for c in tl.counters if id(c.process) in kept_procs
                 for c2 in [_take_counter(c, lo, hi)] if c2 is not None]
     part = Timeline(processes, tracks, blocks, flows, counters, dict(tl.metadata))

@@ -72,6 +72,13 @@ class ArgColumn:
             vals = v[rows] if isinstance(rows, slice) else [v[r] for r in rows.tolist()]
         return vals if self.table is None else list(map(self.table.__getitem__, vals))
 
+    def take(self, rows: np.ndarray) -> ArgColumn:
+        """The column of `rows` (an int array of row indexes), in that order."""
+        v = self.values
+        values = v[rows] if isinstance(v, np.ndarray) else [v[r] for r in rows.tolist()]
+        return ArgColumn(self.key, values, None if self.present is None else self.present[rows],
+                         self.table)
+
 
 @dataclass(slots=True, eq=False)
 class SliceBlock:

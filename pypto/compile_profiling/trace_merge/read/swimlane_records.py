@@ -95,11 +95,12 @@ class SwimlaneRecords:
 
 
 def take_arg(a: ArgColumn, idx: np.ndarray) -> ArgColumn | None:
-    """Rows `idx` of a column (None when none of them holds a value)."""
-    values = a.values[idx] if isinstance(a.values, np.ndarray) else \
-        [a.values[i] for i in idx.tolist()]
-    present = None if a.present is None else a.present[idx]
-    if present is not None and not present.any():
-        return None
-    return ArgColumn(a.key, values, None if present is not None and present.all() else present,
-                     a.table)
+    """Rows `idx` of a column (None when none of them holds a value; no `present` mask when
+    all do)."""
+    taken = a.take(idx)
+    if taken.present is not None:
+        if not taken.present.any():
+            return None
+        if taken.present.all():
+            taken.present = None
+    return taken
